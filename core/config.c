@@ -1,0 +1,631 @@
+/*
+ * config.c - the YAML rule loader: config_parse() and the walk of the
+ * document's top level (version, defaults, tiers, actions, assignments).
+ *
+ * Pipeline: config_yaml.c builds a node tree from libyaml's events; this
+ * file walks it section by section (tiers first, so that every reference to
+ * a tier can be checked wherever it appears in the file), config_limit.c
+ * reads each limit and config_value.c each scalar.  Every problem is
+ * recorded as "path: message" at a line and column and the walk goes on, so
+ * one run reports every error of the file; a ruleset is returned only if
+ * there were none.
+ *
+ * Format decisions beyond DESIGN.md section 6 (see also config_limit.c):
+ *   - version is required and must be 1; actions is required and must
+ *     define at least one action; defaults, tiers, assignments are optional
+ *     and may be empty (null).
+ *   - A tier may be written "name: {}" or just "name:".
+ *   - An action's tiers entry may be an empty list (no change).
+ *   - At most RESOLVE_MAX_LIMITS distinct limits per action and tier (the
+ *     resolver's bound), 16 nesting levels, 1000 tiers, 10000 actions,
+ *     100000 assignments, 1000000 YAML nodes.
+ *   - ipv4_prefix/ipv6_prefix are refused unless key: ip.
+ *   - An exact assignment key for an action with key: ip or email must be
+ *     written normalised (as the action normalises keys), or it would never
+ *     match; a CIDR pattern is refused for an action whose key is not ip.
+ *   - The same (key, action) may be assigned only once.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "config_int.h"
+#include "keynorm.h"
+#include "resolve.h"
+#include "rlstore.h"
+
+/* ---- allocation with fault injection ---------------------------------- */
+
+static _Thread_local long fail_countdown = -1;
+
+void config__fail_after(long n)
+{
+    fail_countdown = n;
+}
+
+int config__fail_now(void)
+{
+    if (fail_countdown < 0)
+        return 0;
+    if (fail_countdown == 0)
+        return 1;
+    fail_countdown--;
+    return 0;
+}
+
+void *config__malloc(size_t size)
+{
+    return config__fail_now() ? NULL : malloc(size ? size : 1);
+}
+
+void *config__calloc(size_t n, size_t size)
+{
+    return config__fail_now() ? NULL : calloc(n ? n : 1, size ? size : 1);
+}
+
+void *config__realloc(void *p, size_t size)
+{
+    return config__fail_now() ? NULL : realloc(p, size ? size : 1);
+}
+
+char *config__strndup(const char *s, size_t len)
+{
+    char *d = config__malloc(len + 1);
+    if (d) {
+        memcpy(d, s, len);
+        d[len] = '\0';
+    }
+    return d;
+}
+
+/* ---- errors ------------------------------------------------------------ */
+
+/* Drops an incomplete UTF-8 sequence that truncation left at the end. */
+static void utf8_trim(char *s)
+{
+    size_t len = strlen(s), i = len, need;
+    while (i > 0 && len - i < 4 && ((unsigned char)s[i - 1] & 0xC0) == 0x80)
+        i--;
+    if (i == 0 || ((unsigned char)s[i - 1] & 0x80) == 0)
+        return;
+    unsigned char lead = (unsigned char)s[i - 1];
+    need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+    if (len - (i - 1) < need)
+        s[i - 1] = '\0';
+}
+
+static void add_err(cfg *c, int line, int col, const char *path,
+                    const char *fmt, va_list ap)
+{
+    config_errors *e = c->errs;
+    config_error *x;
+    size_t o = 0;
+
+    e->total++;
+    if (e->n >= CONFIG_MAX_ERRORS)
+        return;
+    x = &e->e[e->n++];
+    x->line = line;
+    x->column = line > 0 ? col : 0;
+    x->msg[0] = '\0';
+    if (path && *path) {
+        int k = snprintf(x->msg, sizeof x->msg, "%s: ", path);
+        o = k < 0 ? 0 : (size_t)k < sizeof x->msg ? (size_t)k
+                                                   : sizeof x->msg - 1;
+    }
+    vsnprintf(x->msg + o, sizeof x->msg - o, fmt, ap);
+    utf8_trim(x->msg);
+}
+
+void config__err(cfg *c, int node, const char *path, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (node >= 0)
+        add_err(c, c->nodes[node].line, c->nodes[node].col, path, fmt, ap);
+    else
+        add_err(c, 0, 0, path, fmt, ap);
+    va_end(ap);
+}
+
+void config__err_at(cfg *c, int line, int col, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    add_err(c, line, col, NULL, fmt, ap);
+    va_end(ap);
+}
+
+/* Stable sort of the stored errors by place (errors without one first). */
+static void sort_errors(config_errors *e)
+{
+    for (int i = 1; i < e->n; i++) {
+        config_error x = e->e[i];
+        int j = i;
+        while (j > 0 && (e->e[j - 1].line > x.line ||
+                         (e->e[j - 1].line == x.line &&
+                          e->e[j - 1].column > x.column))) {
+            e->e[j] = e->e[j - 1];
+            j--;
+        }
+        e->e[j] = x;
+    }
+}
+
+int config_error_format(const config_error *e, const char *file, char *buf,
+                        size_t size)
+{
+    if (!e || (!buf && size)) {
+        if (buf && size)
+            buf[0] = '\0';
+        return -1;
+    }
+    if (e->line > 0 && file)
+        return snprintf(buf, size, "%s:%d:%d: %s", file, e->line, e->column,
+                        e->msg);
+    if (e->line > 0)
+        return snprintf(buf, size, "%d:%d: %s", e->line, e->column, e->msg);
+    if (file)
+        return snprintf(buf, size, "%s: %s", file, e->msg);
+    return snprintf(buf, size, "%s", e->msg);
+}
+
+/* ---- tiers ------------------------------------------------------------- */
+
+/* Contract: see config_int.h. */
+int config__tier_ref(cfg *c, int node, const char *path,
+                     char out[RULES_NAME_MAX + 1])
+{
+    char list[120], got[200];
+    size_t o = 0;
+    if (config__name(c, node, path, "a tier name", out) < 0)
+        return -1;
+    if (ruleset_tier(c->rs, out))
+        return 0;
+    if (c->tiers_bad)
+        return -1;
+    config__describe(c, node, got, sizeof got);
+    if (c->rs->ntiers == 0) {
+        config__err(c, node, path, "unknown tier %s (no tiers are defined; "
+                    "define it under 'tiers')", got);
+        return -1;
+    }
+    list[0] = '\0';
+    for (int i = 0; i < c->rs->ntiers && o < sizeof list; i++)
+        o += (size_t)snprintf(list + o, sizeof list - o, "%s%s",
+                              i ? ", " : "", c->rs->tiers[i].name);
+    config__err(c, node, path, "unknown tier %s; defined tiers: %s", got,
+                list);
+    return -1;
+}
+
+static void walk_tier(cfg *c, int v, const char *path, rule_tier *t)
+{
+    static const char *const fields[] = { "unlimited", "blocked", NULL };
+    char fp[CFG_PATH_MAX];
+    int *dst;
+
+    if (config__is_null(c, v))
+        return;  /* "free:" = "free: {}" */
+    if (config__want(c, v, path, CN_MAP, "a tier: a mapping such as {} or "
+                     "{ unlimited: true }") < 0)
+        return;
+    for (int k = c->nodes[v].first; k >= 0; k = config__next_pair(c, k)) {
+        if (c->nodes[k].skip)
+            continue;
+        int f = config__field(c, k, path, fields);
+        if (f < 0)
+            continue;
+        dst = f == 0 ? &t->unlimited : &t->blocked;
+        config__path_key(fp, sizeof fp, path, c, k);
+        config__bool(c, c->nodes[k].next, fp, dst);
+    }
+    if (t->unlimited && t->blocked)
+        config__err(c, v, path, "a tier cannot be both unlimited and blocked");
+}
+
+static void walk_tiers(cfg *c, int v)
+{
+    ruleset *rs = c->rs;
+    char path[CFG_PATH_MAX];
+    int npairs;
+
+    if (config__is_null(c, v))
+        return;
+    if (config__want(c, v, "tiers", CN_MAP, "a mapping of tier names to "
+                     "tiers such as { free: {}, pro: {} }") < 0) {
+        c->tiers_bad = 1;
+        return;
+    }
+    npairs = c->nodes[v].n / 2;
+    if (npairs > CFG_MAX_TIERS) {
+        config__err(c, v, "tiers", "%d tiers defined; at most %d are "
+                    "accepted", npairs, CFG_MAX_TIERS);
+        c->tiers_bad = 1;
+        return;
+    }
+    if (npairs == 0)
+        return;
+    rs->tiers = config__calloc((size_t)npairs, sizeof *rs->tiers);
+    if (!rs->tiers) {
+        c->oom = 1;
+        return;
+    }
+    for (int k = c->nodes[v].first; k >= 0; k = config__next_pair(c, k)) {
+        rule_tier *t = &rs->tiers[rs->ntiers];
+        if (c->nodes[k].skip)
+            continue;
+        config__path_key(path, sizeof path, "tiers", c, k);
+        memset(t, 0, sizeof *t);
+        int ok = config__name(c, k, "tiers", "a tier name", t->name) == 0;
+        walk_tier(c, c->nodes[k].next, path, t);
+        if (ok)
+            rs->ntiers++;
+    }
+    ruleset__sort_tiers(rs);
+}
+
+/* ---- defaults ---------------------------------------------------------- */
+
+static const char *const on_error_names[] = { "deny", "allow", NULL };
+
+static void walk_defaults(cfg *c, int v)
+{
+    static const char *const fields[] = { "tier", "timezone", "on_error",
+                                          NULL };
+    char fp[CFG_PATH_MAX];
+    int idx;
+
+    if (config__is_null(c, v))
+        return;
+    if (config__want(c, v, "defaults", CN_MAP, "a mapping such as "
+                     "{ tier: free, timezone: UTC, on_error: deny }") < 0)
+        return;
+    for (int k = c->nodes[v].first; k >= 0; k = config__next_pair(c, k)) {
+        int val = c->nodes[k].next;
+        if (c->nodes[k].skip)
+            continue;
+        int f = config__field(c, k, "defaults", fields);
+        config__path_key(fp, sizeof fp, "defaults", c, k);
+        if (f == 0)
+            config__tier_ref(c, val, fp, c->rs->default_tier);
+        else if (f == 1)
+            config__zone(c, val, fp, &c->rs->default_tz);
+        else if (f == 2 && config__enum(c, val, fp, on_error_names, &idx) == 0)
+            c->rs->on_error = idx == 0 ? ONERR_DENY : ONERR_ALLOW;
+    }
+}
+
+/* ---- actions ----------------------------------------------------------- */
+
+/* Reports a repeated limit name in list[0..n) (the last one is new). */
+static int dup_limit(cfg *c, int node, const char *path,
+                     const rule_limit *list, int n)
+{
+    const rule_limit *l = &list[n - 1];
+    for (int i = 0; i < n - 1 && l->name[0]; i++)
+        if (strcmp(list[i].name, l->name) == 0) {
+            config__err(c, node, path, "duplicate limit name '%s' (first "
+                        "defined at %d:%d)", l->name, list[i].line,
+                        list[i].column);
+            return 1;
+        }
+    return 0;
+}
+
+/* The default limits: returns 0, or -1 if the list itself is unusable
+ * (tier replacement lists are then not checked against it). */
+static int walk_limits(cfg *c, int v, const char *path, rule_action *act,
+                       unsigned char *ok)
+{
+    char lp[CFG_PATH_MAX];
+    int i = 0;
+
+    if (config__want(c, v, path, CN_SEQ, "a list of limits such as "
+                     "[ { name: daily, limit: 20, window: 1d } ]") < 0)
+        return -1;
+    if (c->nodes[v].n < 1 || c->nodes[v].n > RESOLVE_MAX_LIMITS) {
+        config__err(c, v, path, "expected 1 to %d limits; got %d",
+                    RESOLVE_MAX_LIMITS, c->nodes[v].n);
+        return -1;
+    }
+    act->limits = config__calloc((size_t)c->nodes[v].n, sizeof *act->limits);
+    if (!act->limits) {
+        c->oom = 1;
+        return -1;
+    }
+    for (int e = c->nodes[v].first; e >= 0; e = c->nodes[e].next, i++) {
+        config__path_index(lp, sizeof lp, path, i);
+        ok[i] = config__limit(c, e, lp, NULL, NULL, -1,
+                              &act->limits[act->nlimits]) == 0;
+        act->nlimits++;
+        if (dup_limit(c, e, lp, act->limits, act->nlimits))
+            ok[i] = 0;
+    }
+    return 0;
+}
+
+/* One list of actions.<a>.tiers: limits replacing or adding to defaults. */
+static void walk_tier_list(cfg *c, int k, const char *path, rule_action *act,
+                           const unsigned char *ok)
+{
+    rule_tier_limits *tl = &act->tiers[act->ntiers];
+    int v = c->nodes[k].next, i = 0, added = 0;
+    char lp[CFG_PATH_MAX];
+
+    memset(tl, 0, sizeof *tl);
+    if (config__tier_ref(c, k, path, tl->tier) < 0)
+        tl->tier[0] = '\0';
+    config__path_key(lp, sizeof lp, path, c, k);
+    if (config__is_null(c, v))
+        return;
+    if (config__want(c, v, lp, CN_SEQ, "a list of limits replacing or "
+                     "adding to the action's limits") < 0)
+        return;
+    if (c->nodes[v].n > RESOLVE_MAX_LIMITS) {
+        config__err(c, v, lp, "expected at most %d limits; got %d",
+                    RESOLVE_MAX_LIMITS, c->nodes[v].n);
+        return;
+    }
+    if (c->nodes[v].n == 0) {
+        act->ntiers++;
+        return;
+    }
+    tl->limits = config__calloc((size_t)c->nodes[v].n, sizeof *tl->limits);
+    if (!tl->limits) {
+        c->oom = 1;
+        return;
+    }
+    act->ntiers++;
+    for (int e = c->nodes[v].first; e >= 0; e = c->nodes[e].next, i++) {
+        char ep[CFG_PATH_MAX];
+        rule_limit *l = &tl->limits[tl->nlimits];
+        config__path_index(ep, sizeof ep, lp, i);
+        config__limit(c, e, ep, act->limits, ok, act->nlimits, l);
+        tl->nlimits++;
+        if (dup_limit(c, e, ep, tl->limits, tl->nlimits))
+            continue;
+        int known = 0;
+        for (int j = 0; j < act->nlimits; j++)
+            known |= strcmp(act->limits[j].name, l->name) == 0;
+        added += !known;
+    }
+    if (act->nlimits + added > RESOLVE_MAX_LIMITS)
+        config__err(c, v, lp, "with this tier the action would have %d "
+                    "limits; at most %d are accepted", act->nlimits + added,
+                    RESOLVE_MAX_LIMITS);
+}
+
+static void walk_action_tiers(cfg *c, int v, const char *path,
+                              rule_action *act, const unsigned char *ok)
+{
+    int npairs;
+    if (config__is_null(c, v))
+        return;
+    if (config__want(c, v, path, CN_MAP, "a mapping of tier names to lists "
+                     "of limits") < 0)
+        return;
+    npairs = c->nodes[v].n / 2;
+    if (npairs == 0)
+        return;
+    if (npairs > CFG_MAX_TIERS) {
+        config__err(c, v, path, "expected at most %d tiers; got %d",
+                    CFG_MAX_TIERS, npairs);
+        return;
+    }
+    act->tiers = config__calloc((size_t)npairs, sizeof *act->tiers);
+    if (!act->tiers) {
+        c->oom = 1;
+        return;
+    }
+    for (int k = c->nodes[v].first; k >= 0 && !c->oom;
+         k = config__next_pair(c, k))
+        if (!c->nodes[k].skip)
+            walk_tier_list(c, k, path, act, ok);
+}
+
+enum action_field { AF_KEY, AF_IPV4, AF_IPV6, AF_ON_ERROR, AF_LIMITS,
+                    AF_TIERS, AF_COUNT };
+
+static void walk_action(cfg *c, int v, const char *path, rule_action *act)
+{
+    static const char *const fields[] = { "key", "ipv4_prefix", "ipv6_prefix",
+                                          "on_error", "limits", "tiers", NULL };
+    static const char *const kinds[] = { "string", "ip", "email", NULL };
+    unsigned char ok[RESOLVE_MAX_LIMITS];
+    char fp[CFG_PATH_MAX];
+    int at[AF_COUNT], idx;
+    int64_t n;
+
+    act->key_kind = KEY_STRING;
+    act->ipv4_prefix = 32;
+    act->ipv6_prefix = 128;
+    act->on_error = ONERR_INHERIT;
+    if (config__want(c, v, path, CN_MAP, "an action: a mapping with key and "
+                     "limits") < 0)
+        return;
+    for (int i = 0; i < AF_COUNT; i++)
+        at[i] = -1;
+    for (int k = c->nodes[v].first; k >= 0; k = config__next_pair(c, k)) {
+        if (c->nodes[k].skip)
+            continue;
+        idx = config__field(c, k, path, fields);
+        if (idx >= 0)
+            at[idx] = c->nodes[k].next;
+    }
+    config__path_field(fp, sizeof fp, path, "key");
+    if (at[AF_KEY] >= 0 && config__enum(c, at[AF_KEY], fp, kinds, &idx) == 0)
+        act->key_kind = key_kind_from_name(kinds[idx]);
+    for (int f = AF_IPV4; f <= AF_IPV6; f++) {
+        const char *name = fields[f];
+        if (at[f] < 0)
+            continue;
+        config__path_field(fp, sizeof fp, path, name);
+        if (act->key_kind != KEY_IP) {
+            config__err(c, at[f], fp, "%s applies only to actions with "
+                        "key: ip", name);
+        } else if (config__int(c, at[f], fp, 0, f == AF_IPV4 ? 32 : 128,
+                               &n) == 0) {
+            if (f == AF_IPV4)
+                act->ipv4_prefix = (int)n;
+            else
+                act->ipv6_prefix = (int)n;
+        }
+    }
+    config__path_field(fp, sizeof fp, path, "on_error");
+    if (at[AF_ON_ERROR] >= 0 &&
+        config__enum(c, at[AF_ON_ERROR], fp, on_error_names, &idx) == 0)
+        act->on_error = idx == 0 ? ONERR_DENY : ONERR_ALLOW;
+    config__path_field(fp, sizeof fp, path, "limits");
+    if (at[AF_LIMITS] < 0) {
+        config__missing(c, v, path, "limits", NULL);
+        return;
+    }
+    if (walk_limits(c, at[AF_LIMITS], fp, act, ok) < 0 || c->oom)
+        return;
+    config__path_field(fp, sizeof fp, path, "tiers");
+    if (at[AF_TIERS] >= 0)
+        walk_action_tiers(c, at[AF_TIERS], fp, act, ok);
+}
+
+static void walk_actions(cfg *c, int v)
+{
+    ruleset *rs = c->rs;
+    char path[CFG_PATH_MAX];
+    int npairs;
+
+    c->actions_bad = 1;
+    if (config__want(c, v, "actions", CN_MAP, "a mapping of action names to "
+                     "actions") < 0)
+        return;
+    npairs = c->nodes[v].n / 2;
+    if (npairs < 1 || npairs > CFG_MAX_ACTIONS) {
+        config__err(c, v, "actions", "expected 1 to %d actions; got %d",
+                    CFG_MAX_ACTIONS, npairs);
+        return;
+    }
+    rs->actions = config__calloc((size_t)npairs, sizeof *rs->actions);
+    if (!rs->actions) {
+        c->oom = 1;
+        return;
+    }
+    c->actions_bad = 0;
+    for (int k = c->nodes[v].first; k >= 0 && !c->oom;
+         k = config__next_pair(c, k)) {
+        rule_action *act = &rs->actions[rs->nactions];
+        if (c->nodes[k].skip)
+            continue;
+        config__path_key(path, sizeof path, "actions", c, k);
+        /* counted even if invalid: its arrays belong to the ruleset now */
+        rs->nactions++;
+        config__name(c, k, "actions", "an action name", act->name);
+        walk_action(c, c->nodes[k].next, path, act);
+    }
+}
+
+/* ---- the top level (assignments: config_assign.c) ---------------------- */
+
+enum root_field { RF_VERSION, RF_DEFAULTS, RF_TIERS, RF_ACTIONS,
+                  RF_ASSIGNMENTS, RF_COUNT };
+
+static void walk_root(cfg *c)
+{
+    static const char *const fields[] = { "version", "defaults", "tiers",
+                                          "actions", "assignments", NULL };
+    int at[RF_COUNT], root = c->root, idx;
+    int64_t version;
+    const char *why = "";
+
+    if (root < 0 || config__is_null(c, root)) {
+        config__err_at(c, 0, 0, "empty configuration");
+        return;
+    }
+    if (config__want(c, root, NULL, CN_MAP, "a mapping with version, tiers, "
+                     "actions and assignments at the top level") < 0)
+        return;
+    for (int i = 0; i < RF_COUNT; i++)
+        at[i] = -1;
+    for (int k = c->nodes[root].first; k >= 0; k = config__next_pair(c, k)) {
+        if (c->nodes[k].skip)
+            continue;
+        idx = config__field(c, k, NULL, fields);
+        if (idx >= 0)
+            at[idx] = c->nodes[k].next;
+    }
+    if (at[RF_VERSION] < 0)
+        config__missing(c, root, NULL, "version", "(write version: 1)");
+    else if (config__int(c, at[RF_VERSION], "version", 0, INT64_MAX,
+                         &version) == 0 && version != 1)
+        config__err(c, at[RF_VERSION], "version", "unsupported version %lld; "
+                    "this library reads version 1", (long long)version);
+    if (ruleset__zone(c->rs, "UTC", &c->rs->default_tz, &why) != 0) {
+        c->oom = 1;  /* UTC never needs the file system */
+        return;
+    }
+    if (at[RF_TIERS] >= 0)
+        walk_tiers(c, at[RF_TIERS]);
+    if (at[RF_DEFAULTS] >= 0 && !c->oom)
+        walk_defaults(c, at[RF_DEFAULTS]);
+    if (at[RF_ACTIONS] < 0) {
+        config__missing(c, root, NULL, "actions", NULL);
+        c->actions_bad = 1;
+    } else if (!c->oom) {
+        walk_actions(c, at[RF_ACTIONS]);
+    }
+    if (at[RF_ASSIGNMENTS] >= 0 && !c->oom)
+        config__assignments(c, at[RF_ASSIGNMENTS]);
+}
+
+/* Contract: see config.h. */
+int config_parse(const char *text, size_t len, ruleset **out,
+                 config_errors *errs)
+{
+    config_errors local;
+    cfg c;
+    int rc;
+
+    if (out)
+        *out = NULL;
+    memset(&c, 0, sizeof c);
+    c.errs = errs ? errs : &local;
+    c.errs->n = 0;
+    c.errs->total = 0;
+    c.root = -1;
+    if (!out || (!text && len)) {
+        config__err_at(&c, 0, 0, "invalid arguments");
+        return -1;
+    }
+    if (len > CONFIG_MAX_BYTES) {
+        config__err_at(&c, 0, 0, "the configuration is %zu bytes; at most %u "
+                       "are accepted", len, CONFIG_MAX_BYTES);
+        return -1;
+    }
+    c.rs = config__calloc(1, sizeof *c.rs);
+    if (!c.rs) {
+        rc = -2;
+        goto out;
+    }
+    c.rs->version = 1;
+    c.rs->on_error = ONERR_INHERIT;
+    rc = config__load_yaml(&c, text ? text : "", len);
+    if (rc == 0)
+        walk_root(&c);
+    if (rc == 0 && (c.oom || c.errs->total > 0))
+        rc = c.oom ? -2 : -1;
+out:
+    config__tree_free(&c);
+    if (rc == -2) {
+        c.errs->n = 0;
+        c.errs->total = 0;
+        config__err_at(&c, 0, 0, "out of memory");
+    }
+    if (rc != 0) {
+        ruleset_free(c.rs);
+        sort_errors(c.errs);
+        return rc;
+    }
+    ruleset__sort(c.rs);
+    *out = c.rs;
+    return 0;
+}
+

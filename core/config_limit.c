@@ -1,0 +1,285 @@
+/*
+ * config_limit.c - one limit definition of the YAML file: its fields, their
+ * defaults, the checks that involve several fields, and inheritance for the
+ * per-tier replacement lists of an action.
+ *
+ * Fields: name (required), algorithm (default fixed_window), limit and
+ * window (required), burst, timezone (default: defaults.timezone, else UTC),
+ * anchor, block_for, overage, mode, count_denied, durability.
+ *
+ * Inheritance: an entry of actions.<a>.tiers.<t> whose name is also one of
+ * the action's default limits takes every field it does not give from that
+ * default limit; an entry with a new name is a complete definition (limit
+ * and window required).  burst and anchor are inherited only while they
+ * still apply: a tier entry that switches a gcra limit to fixed_window does
+ * not inherit the burst.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "algo.h"
+#include "config_int.h"
+
+enum limit_field {
+    LF_NAME, LF_ALGORITHM, LF_LIMIT, LF_WINDOW, LF_BURST, LF_TIMEZONE,
+    LF_ANCHOR, LF_BLOCK_FOR, LF_OVERAGE, LF_MODE, LF_COUNT_DENIED,
+    LF_DURABILITY, LF_COUNT
+};
+
+static const char *const limit_fields[] = {
+    "name", "algorithm", "limit", "window", "burst", "timezone", "anchor",
+    "block_for", "overage", "mode", "count_denied", "durability", NULL
+};
+
+/* In the order of enum algo_kind (index + 1 = kind). */
+static const char *const algo_names[] = {
+    "fixed_window", "sliding_window", "sliding_log", "token_bucket", "gcra",
+    "leaky_bucket", NULL
+};
+static const char *const anchor_names[] = { "aligned", "first_hit", NULL };
+static const char *const mode_names[] = { "enforce", "shadow", NULL };
+static const char *const durability_names[] = { "normal", "full", "memory",
+                                                 NULL };
+
+static int is_window_algo(int kind)
+{
+    return kind == ALGO_FIXED_WINDOW || kind == ALGO_SLIDING_WINDOW;
+}
+
+/* block_for: one duration, or a list of up to RULES_BLOCK_STEPS (an empty
+ * list means no penalty, which lets a tier entry drop an inherited one). */
+static int parse_block_for(cfg *c, int v, const char *path, rule_limit *out)
+{
+    char ip[CFG_PATH_MAX];
+    rls_duration d;
+    int bad = 0, i = 0;
+
+    if (c->nodes[v].type == CN_SCALAR && !config__is_null(c, v)) {
+        if (config__duration(c, v, path, &d) < 0)
+            return -1;
+        out->block_for[0] = d.ms;
+        out->nblock_for = 1;
+        return 0;
+    }
+    if (config__want(c, v, path, CN_SEQ, "a duration or a list of up to 16 "
+                     "durations such as [1m, 10m, 1h]") < 0)
+        return -1;
+    if (c->nodes[v].n > RULES_BLOCK_STEPS) {
+        config__err(c, v, path, "expected at most %d durations; got %d",
+                    RULES_BLOCK_STEPS, c->nodes[v].n);
+        return -1;
+    }
+    out->nblock_for = 0;
+    for (int e = c->nodes[v].first; e >= 0; e = c->nodes[e].next, i++) {
+        config__path_index(ip, sizeof ip, path, i);
+        if (config__duration(c, e, ip, &d) < 0)
+            bad = 1;
+        else
+            out->block_for[out->nblock_for++] = d.ms;
+    }
+    return bad ? -1 : 0;
+}
+
+/* Checks of a complete (merged) limit that involve several fields.  Errors
+ * point at the field if this entry gave it, else at the limit. */
+static int check_combination(cfg *c, int map, const int *at, const char *path,
+                             const rule_limit *l)
+{
+    char fp[CFG_PATH_MAX];
+    int64_t cap = l->burst ? l->burst : l->limit;
+    int where;
+
+    if (l->algorithm == ALGO_SLIDING_LOG && l->limit > ALGO_SLIDING_LOG_MAX) {
+        where = at[LF_LIMIT] >= 0 ? at[LF_LIMIT] : map;
+        config__path_field(fp, sizeof fp, path, "limit");
+        config__err(c, where, fp, "sliding_log keeps one entry per unit and "
+                    "accepts a limit of at most %d; got %lld (use "
+                    "sliding_window for larger limits)", ALGO_SLIDING_LOG_MAX,
+                    (long long)l->limit);
+        return -1;
+    }
+    where = at[LF_BURST] >= 0 ? at[LF_BURST]
+          : at[LF_LIMIT] >= 0 ? at[LF_LIMIT] : map;
+    config__path_field(fp, sizeof fp, path, l->burst ? "burst" : "limit");
+    if (l->algorithm == ALGO_TOKEN_BUCKET &&
+        cap > INT64_MAX / l->window.ms) {
+        config__err(c, where, fp, "%lld units per bucket with a window of "
+                    "%lld ms is too large for token_bucket", (long long)cap,
+                    (long long)l->window.ms);
+        return -1;
+    }
+    if (l->algorithm == ALGO_GCRA || l->algorithm == ALGO_LEAKY_BUCKET) {
+        int64_t t_ns = l->window.ms * 1000000 / l->limit;  /* <= 3.2e18 */
+        if (t_ns < 1) {
+            where = at[LF_LIMIT] >= 0 ? at[LF_LIMIT] : map;
+            config__path_field(fp, sizeof fp, path, "limit");
+            config__err(c, where, fp, "%lld per %lld ms is faster than one "
+                        "unit per nanosecond, which %s cannot represent",
+                        (long long)l->limit, (long long)l->window.ms,
+                        algo_names[l->algorithm - 1]);
+            return -1;
+        }
+        if (cap > INT64_MAX / t_ns) {
+            config__err(c, where, fp, "a burst of %lld at %lld per %lld ms "
+                        "is too large for %s", (long long)cap,
+                        (long long)l->limit, (long long)l->window.ms,
+                        algo_names[l->algorithm - 1]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The default limit called name among defs, or NULL. */
+static const rule_limit *find_base(const char *name, const rule_limit *defs,
+                                   const unsigned char *defs_ok, int ndefs,
+                                   int *ok)
+{
+    for (int i = 0; i < ndefs; i++)
+        if (strcmp(defs[i].name, name) == 0) {
+            *ok = defs_ok[i];
+            return &defs[i];
+        }
+    return NULL;
+}
+
+/* Contract: see config_int.h. */
+int config__limit(cfg *c, int map, const char *path, const rule_limit *defs,
+                  const unsigned char *defs_ok, int ndefs, rule_limit *out)
+{
+    int at[LF_COUNT];
+    char fp[CFG_PATH_MAX];
+    const rule_limit *base = NULL;
+    int base_ok = 1, bad = 0, idx, v;
+    int64_t n;
+
+    memset(out, 0, sizeof *out);
+    out->line = c->nodes[map].line;
+    out->column = c->nodes[map].col;
+    out->tz = c->rs->default_tz;
+    if (config__want(c, map, path, CN_MAP, "a limit: a mapping such as "
+                     "{ name: daily, limit: 20, window: 1d }") < 0)
+        return -1;
+    for (int i = 0; i < LF_COUNT; i++)
+        at[i] = -1;
+    for (int k = c->nodes[map].first; k >= 0; k = config__next_pair(c, k)) {
+        if (c->nodes[k].skip)
+            continue;
+        idx = config__field(c, k, path, limit_fields);
+        if (idx < 0)
+            bad = 1;
+        else
+            at[idx] = c->nodes[k].next;
+    }
+
+    /* name first: it selects what a tier entry inherits */
+    config__path_field(fp, sizeof fp, path, "name");
+    if (at[LF_NAME] < 0) {
+        config__missing(c, map, path, "name", NULL);
+        bad = 1;
+    } else if (config__name(c, at[LF_NAME], fp, "a limit name",
+                            out->name) < 0) {
+        bad = 1;
+        base_ok = 0;  /* unknown base: do not report missing fields */
+    }
+    if (ndefs >= 0 && out->name[0])
+        base = find_base(out->name, defs, defs_ok, ndefs, &base_ok);
+    if (base) {
+        *out = *base;
+        out->line = c->nodes[map].line;
+        out->column = c->nodes[map].col;
+    }
+
+    out->algorithm = base ? base->algorithm : ALGO_FIXED_WINDOW;
+    if ((v = at[LF_ALGORITHM]) >= 0) {
+        config__path_field(fp, sizeof fp, path, "algorithm");
+        if (config__enum(c, v, fp, algo_names, &idx) < 0 ||
+            algo_from_name(algo_names[idx]) != idx + 1)
+            bad = 1;
+        else
+            out->algorithm = idx + 1;
+    }
+    if ((v = at[LF_LIMIT]) >= 0) {
+        config__path_field(fp, sizeof fp, path, "limit");
+        if (config__int(c, v, fp, 1, CFG_LIMIT_MAX, &out->limit) < 0)
+            bad = 1;
+    } else if (!base) {
+        if (base_ok)
+            config__missing(c, map, path, "limit", ndefs >= 0 ?
+                            "(no default limit of this name to inherit it "
+                            "from)" : NULL);
+        bad = 1;
+    }
+    if ((v = at[LF_WINDOW]) >= 0) {
+        config__path_field(fp, sizeof fp, path, "window");
+        if (config__duration(c, v, fp, &out->window) < 0)
+            bad = 1;
+    } else if (!base) {
+        if (base_ok)
+            config__missing(c, map, path, "window", ndefs >= 0 ?
+                            "(no default limit of this name to inherit it "
+                            "from)" : NULL);
+        bad = 1;
+    }
+    if (!algo_is_bucket(out->algorithm))
+        out->burst = 0;  /* an inherited burst no longer applies */
+    if ((v = at[LF_BURST]) >= 0) {
+        config__path_field(fp, sizeof fp, path, "burst");
+        if (!algo_is_bucket(out->algorithm)) {
+            config__err(c, v, fp, "burst applies only to token_bucket, gcra "
+                        "and leaky_bucket, not to %s",
+                        algo_names[out->algorithm - 1]);
+            bad = 1;
+        } else if (config__int(c, v, fp, 1, CFG_LIMIT_MAX, &out->burst) < 0) {
+            bad = 1;
+        }
+    }
+    if ((v = at[LF_TIMEZONE]) >= 0) {
+        config__path_field(fp, sizeof fp, path, "timezone");
+        if (config__zone(c, v, fp, &out->tz) < 0)
+            bad = 1;
+    }
+    if (!is_window_algo(out->algorithm))
+        out->anchor = ANCHOR_ALIGNED;  /* an inherited anchor no longer applies */
+    if ((v = at[LF_ANCHOR]) >= 0) {
+        config__path_field(fp, sizeof fp, path, "anchor");
+        if (config__enum(c, v, fp, anchor_names, &out->anchor) < 0) {
+            bad = 1;
+        } else if (out->anchor == ANCHOR_FIRST_HIT &&
+                   !is_window_algo(out->algorithm)) {
+            config__err(c, v, fp, "anchor: first_hit applies only to "
+                        "fixed_window and sliding_window, not to %s",
+                        algo_names[out->algorithm - 1]);
+            bad = 1;
+        }
+    }
+    if ((v = at[LF_BLOCK_FOR]) >= 0) {
+        config__path_field(fp, sizeof fp, path, "block_for");
+        if (parse_block_for(c, v, fp, out) < 0)
+            bad = 1;
+    }
+    if ((v = at[LF_OVERAGE]) >= 0) {
+        config__path_field(fp, sizeof fp, path, "overage");
+        if (config__int(c, v, fp, 0, 1000, &n) < 0)
+            bad = 1;
+        else
+            out->overage_pct = (int)n;
+    }
+    if ((v = at[LF_MODE]) >= 0) {
+        config__path_field(fp, sizeof fp, path, "mode");
+        if (config__enum(c, v, fp, mode_names, &out->mode) < 0)
+            bad = 1;
+    }
+    if ((v = at[LF_COUNT_DENIED]) >= 0) {
+        config__path_field(fp, sizeof fp, path, "count_denied");
+        if (config__bool(c, v, fp, &out->count_denied) < 0)
+            bad = 1;
+    }
+    if ((v = at[LF_DURABILITY]) >= 0) {
+        config__path_field(fp, sizeof fp, path, "durability");
+        if (config__enum(c, v, fp, durability_names, &out->durability) < 0)
+            bad = 1;
+    }
+    if (bad || !base_ok)
+        return -1;
+    return check_combination(c, map, at, path, out);
+}

@@ -1,0 +1,250 @@
+/*
+ * decide.c - one check's decision over all limits of an action (decide.h).
+ *
+ * Admission is all-or-nothing: pass one asks every limit without charging;
+ * the request is admitted only if every enforcing limit admits (shadow limits
+ * are asked but never deny).  Pass two charges every limit when admitted, or
+ * only the count_denied limits when denied.  The deciding limit is the
+ * denying one with the longest wait (never = -1 dominates), or when admitted
+ * the one with the least remaining fraction of its capacity.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "decide.h"
+#include "window.h"
+
+static int64_t sat_add(int64_t a, int64_t b)
+{
+    int64_t r;
+    if (__builtin_add_overflow(a, b, &r))
+        return b > 0 ? INT64_MAX : INT64_MIN;
+    return r;
+}
+
+/* Capacity with a soft-limit overage: c * (100 + pct) / 100, saturating. */
+static int64_t with_overage(int64_t c, int pct)
+{
+    int64_t extra;
+    if (pct <= 0)
+        return c;
+    if (__builtin_mul_overflow(c / 100, (int64_t)pct, &extra))
+        return INT64_MAX;
+    extra += (c % 100) * pct / 100;
+    return sat_add(c, extra);
+}
+
+static void item_params(const resolved_limit *rl, algo_params *p)
+{
+    const rule_limit *d = rl->def;
+    p->kind = d->algorithm;
+    p->limit = with_overage(rl->limit, d->overage_pct);
+    p->burst = with_overage(rl->burst, d->overage_pct);
+    p->period_ms = d->window.ms;
+    p->anchor_first_hit = d->anchor == ANCHOR_FIRST_HIT;
+    p->count_denied = d->count_denied;
+}
+
+static void item_window(const rls_duration *dur, const rls_tz *tz, int64_t t,
+                        algo_window *w)
+{
+    window_at(dur, tz, t, &w->prev_start, &w->start, &w->end);
+}
+
+/* Reports soft limits against the nominal capacity: the overage units are
+ * admissible but not advertised as remaining. */
+static void nominal_meta(const resolved_limit *rl, const algo_params *p,
+                         algo_meta *m)
+{
+    int64_t nominal = algo_is_bucket(p->kind) ? rl->burst : rl->limit;
+    int64_t extra = m->capacity - nominal;
+    if (extra > 0) {
+        m->remaining = m->remaining > extra ? m->remaining - extra : 0;
+        m->capacity = nominal;
+    }
+}
+
+static int64_t clock_safe(const decide_item *items, int n, int64_t now,
+                          int64_t floor_ms)
+{
+    int64_t t = now > floor_ms ? now : floor_ms;
+    for (int i = 0; i < n; i++)
+        if (items[i].st->present && items[i].st->last_ms > t)
+            t = items[i].st->last_ms;
+    return t;
+}
+
+static int64_t shift(int64_t v, int64_t by)
+{
+    return v > 0 ? sat_add(v, by) : v;
+}
+
+static int better_denier(const algo_meta *a, const algo_meta *b)
+{
+    if (b->retry_after_ms < 0)
+        return 0;
+    if (a->retry_after_ms < 0)
+        return 1;
+    return a->retry_after_ms > b->retry_after_ms;
+}
+
+/* a has less remaining fraction than b: a.rem/a.cap < b.rem/b.cap,
+ * compared by cross-multiplication (exact unless it overflows). */
+static int less_fraction(const algo_meta *a, const algo_meta *b)
+{
+    int64_t ac = a->capacity > 0 ? a->capacity : 1;
+    int64_t bc = b->capacity > 0 ? b->capacity : 1;
+    int64_t l, r;
+    if (__builtin_mul_overflow(a->remaining, bc, &l) ||
+        __builtin_mul_overflow(b->remaining, ac, &r))
+        return (long double)a->remaining / ac < (long double)b->remaining / bc;
+    return l < r;
+}
+
+static void fill_result(rls_result *res, const decide_item *it, int allowed,
+                        int reason, int64_t skew)
+{
+    memset(res, 0, sizeof *res);
+    res->allowed = allowed;
+    res->reason = reason;
+    res->limit = it->meta.capacity;
+    res->remaining = it->meta.remaining < 0 ? 0 : it->meta.remaining;
+    res->reset_ms = shift(it->meta.reset_ms, skew);
+    res->retry_after_ms = allowed ? 0 : shift(it->meta.retry_after_ms, skew);
+    res->delay_ms = allowed ? shift(it->meta.delay_ms, skew) : 0;
+    res->window_ms = it->rl->def->window.ms;
+    snprintf(res->rule, sizeof res->rule, "%s", it->rl->def->name);
+}
+
+int decide_check(decide_item *items, int n, int behaviour, int64_t now,
+                 int64_t floor_ms, int64_t cost, int charge,
+                 rls_result *res, decide_out *out)
+{
+    int64_t t = clock_safe(items, n, now, floor_ms);
+    int all_ok = 1, shadow_hit = 0, deciding = -1, never = 0;
+    algo_params p[RESOLVE_MAX_LIMITS];
+    algo_window w[RESOLVE_MAX_LIMITS];
+
+    if (n > RESOLVE_MAX_LIMITS)
+        return -1;
+    out->now = t;
+    out->deciding = -1;
+    out->penalty = -1;
+
+    /* Pass one: ask every limit, change nothing. */
+    for (int i = 0; i < n; i++) {
+        decide_item *it = &items[i];
+        item_params(it->rl, &p[i]);
+        item_window(&it->rl->def->window, it->rl->def->tz, t, &w[i]);
+        it->changed = 0;
+        if (algo_decide(&p[i], &w[i], it->st, t, cost, 0, &it->meta) != 0)
+            return -1;
+        it->denied = !it->meta.allowed;
+        if (!it->denied)
+            continue;
+        if (it->rl->def->mode == MODE_SHADOW) {
+            shadow_hit = 1;
+            continue;
+        }
+        all_ok = 0;
+        if (deciding < 0 || better_denier(&it->meta, &items[deciding].meta))
+            deciding = i;
+    }
+    if (behaviour == TIER_UNLIMITED) {
+        all_ok = 1;
+        deciding = -1;
+    }
+
+    /* Pass two: charge. */
+    for (int i = 0; charge && i < n; i++) {
+        decide_item *it = &items[i];
+        /* Admitted: charge every limit that admits (a shadow limit that
+         * would deny, or under an unlimited tier any limit that is full, is
+         * left as it is).  Denied: only count_denied limits count it. */
+        int take = all_ok ? !it->denied : p[i].count_denied;
+        if (!take)
+            continue;
+        algo_meta m;
+        if (algo_decide(&p[i], &w[i], it->st, t, cost, 1, &m) != 0)
+            return -1;
+        it->changed = 1;
+        if (all_ok)
+            it->meta = m;
+    }
+
+    for (int i = 0; i < n; i++)
+        nominal_meta(items[i].rl, &p[i], &items[i].meta);
+
+    if (all_ok) {
+        for (int i = 0; i < n; i++) {
+            if (items[i].denied && behaviour != TIER_UNLIMITED)
+                continue;  /* a shadow limit's meta says "denied" */
+            if (deciding < 0 || less_fraction(&items[i].meta, &items[deciding].meta))
+                deciding = i;
+        }
+        if (deciding < 0)
+            deciding = 0;
+    }
+    if (n == 0) {
+        memset(res, 0, sizeof *res);
+        res->allowed = behaviour != TIER_BLOCKED;
+        res->reason = res->allowed ? RLS_REASON_OK : RLS_REASON_BLOCKED;
+        res->retry_after_ms = res->allowed ? 0 : -1;
+        return 0;
+    }
+
+    out->deciding = deciding;
+    never = !all_ok && items[deciding].meta.retry_after_ms < 0;
+    if (all_ok) {
+        fill_result(res, &items[deciding], 1,
+                    shadow_hit && behaviour != TIER_UNLIMITED
+                        ? RLS_REASON_SHADOW : RLS_REASON_OK,
+                    t - now);
+    } else {
+        fill_result(res, &items[deciding], 0,
+                    never ? RLS_REASON_COST_EXCEEDS : RLS_REASON_LIMIT, t - now);
+        if (!never && items[deciding].rl->def->nblock_for > 0)
+            out->penalty = deciding;
+    }
+    return 0;
+}
+
+int decide_refund(decide_item *items, int n, int64_t now, int64_t floor_ms,
+                  int64_t charged_at, int64_t cost)
+{
+    int64_t t = clock_safe(items, n, now, floor_ms);
+    if (charged_at > t)
+        charged_at = t;
+    for (int i = 0; i < n; i++) {
+        algo_params p;
+        algo_window w;
+        decide_item *it = &items[i];
+        it->changed = 0;
+        if (!it->st->present)
+            continue;  /* nothing charged survives: nothing to give back */
+        item_params(it->rl, &p);
+        item_window(&it->rl->def->window, it->rl->def->tz, t, &w);
+        if (algo_refund(&p, &w, it->st, t, charged_at, cost) != 0)
+            return -1;
+        it->changed = 1;
+    }
+    return 0;
+}
+
+void decide_blocked(rls_result *res, int64_t now, int64_t until_ms,
+                    const char *rule)
+{
+    memset(res, 0, sizeof *res);
+    res->allowed = 0;
+    res->reason = RLS_REASON_BLOCKED;
+    res->retry_after_ms = until_ms > now ? until_ms - now : -1;
+    res->reset_ms = res->retry_after_ms > 0 ? res->retry_after_ms : 0;
+    snprintf(res->rule, sizeof res->rule, "%s", rule ? rule : "");
+}
+
+void decide_degraded(rls_result *res, int allow)
+{
+    memset(res, 0, sizeof *res);
+    res->allowed = allow ? 1 : 0;
+    res->reason = RLS_REASON_DEGRADED;
+    res->retry_after_ms = allow ? 0 : -1;
+}

@@ -1,0 +1,55 @@
+/*
+ * decide.h - the decision of one check over all limits of an action:
+ * all-or-nothing admission, shadow limits, soft limits (overage), tier
+ * behaviours, clock safety and the choice of the deciding limit.  Pure:
+ * storage reads the states, decide computes, storage writes what changed.
+ */
+#ifndef RLS_DECIDE_H
+#define RLS_DECIDE_H
+
+#include <stdint.h>
+#include "rlstore.h"
+#include "algo.h"
+#include "resolve.h"
+
+typedef struct decide_item {
+    const resolved_limit *rl;  /* in */
+    algo_state *st;            /* in/out: state read by storage */
+    algo_meta meta;            /* out */
+    int changed;               /* out: *st must be written back */
+    int denied;                /* out: this limit would deny */
+} decide_item;
+
+enum tier_behaviour { TIER_NORMAL = 0, TIER_UNLIMITED = 1, TIER_BLOCKED = 2 };
+
+typedef struct decide_out {
+    int64_t now;      /* the clock-safe time the decision used */
+    int deciding;     /* index of the deciding item, -1 if none */
+    int penalty;      /* index of the item whose block_for applies, or -1 */
+} decide_out;
+
+/*
+ * Decides a request of `cost` at `now`.  The clock-safe time is the maximum
+ * of now, floor_ms and every present state's last_ms.  charge == 0 is a
+ * peek: nothing changes.  Fills *res (the caller's clock: times measured
+ * from `now`, not from the clock-safe time) and *out.  Returns 0, or -1 if
+ * an item's parameters are invalid (a rule the validator should have
+ * refused; nothing changed).
+ */
+int decide_check(decide_item *items, int n, int behaviour, int64_t now,
+                 int64_t floor_ms, int64_t cost, int charge,
+                 rls_result *res, decide_out *out);
+
+/* Gives back `cost` charged at charged_at to every item (rls_refund and
+ * cancelled reservations).  Sets changed on each. Returns 0 or -1. */
+int decide_refund(decide_item *items, int n, int64_t now, int64_t floor_ms,
+                  int64_t charged_at, int64_t cost);
+
+/* Fills *res for a key that is blocked until until_ms (0 = forever). */
+void decide_blocked(rls_result *res, int64_t now, int64_t until_ms,
+                    const char *rule);
+
+/* Fills *res for a storage failure under the policy (allowed 0/1). */
+void decide_degraded(rls_result *res, int allow);
+
+#endif

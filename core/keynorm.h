@@ -1,0 +1,71 @@
+/*
+ * keynorm.h - key normalisation per action key kind.
+ *
+ *   string  the key as given (any bytes but NUL), unchanged
+ *   ip      an IPv4 or IPv6 address in any textual form inet_pton accepts;
+ *           IPv4-mapped IPv6 (::ffff:a.b.c.d) is treated as IPv4; IPv6 is
+ *           folded to its /ipv6_prefix network and IPv4 to its /ipv4_prefix
+ *           network.  Output is canonical text: "203.0.113.7",
+ *           "2001:db8:1:2::/64" (a prefix < full length is shown as /N).
+ *   email   trimmed of nothing, lower-cased (ASCII), "+tag" removed from the
+ *           local part; must contain exactly one '@' with both sides non-empty
+ */
+#ifndef RLS_KEYNORM_H
+#define RLS_KEYNORM_H
+
+#include <stddef.h>
+
+enum key_kind { KEY_STRING = 0, KEY_IP = 1, KEY_EMAIL = 2 };
+
+/* "string", "ip", "email"; kind from name, -1 if unknown. */
+const char *key_kind_name(int kind);
+int key_kind_from_name(const char *name);
+
+/*
+ * Normalises key (NUL-terminated, length keylen) into out (size outsize,
+ * always NUL-terminated on success).  ipv4_prefix 0..32, ipv6_prefix 0..128.
+ * Returns the normalised length, or -1 if the key is not valid for the kind
+ * (*why gets a static reason), or -2 if out is too small.
+ */
+int key_normalize(int kind, int ipv4_prefix, int ipv6_prefix,
+                  const char *key, size_t keylen, char *out, size_t outsize,
+                  const char **why);
+
+/*
+ * Patterns for tier assignments:
+ *   "10.0.0.0/8", "2001:db8::/32"  CIDR: matches IP keys in the network
+ *   "user:*"                        prefix glob: a trailing '*' only
+ *   anything else                   exact key
+ */
+enum key_pattern_kind { PAT_EXACT = 0, PAT_CIDR = 1, PAT_PREFIX = 2 };
+
+typedef struct key_pattern {
+    int kind;
+    unsigned char addr[16];  /* CIDR network (IPv4 as IPv4-mapped IPv6) */
+    int bits;                /* CIDR prefix length on the 128-bit form   */
+    size_t len;              /* PREFIX: prefix length in bytes           */
+} key_pattern;
+
+/* Classifies text as a pattern (a string that looks like CIDR but is invalid,
+ * e.g. "10.0.0.0/33", is an error: returns -1 with *why). */
+int key_pattern_parse(const char *text, key_pattern *out, const char **why);
+
+/*
+ * Does normalised `key` (length keylen) match the pattern whose text is
+ * `text`?  Returns 1/0.  Specificity for choosing among several matches:
+ * exact beats CIDR beats prefix; among CIDRs the longer prefix, among
+ * prefixes the longer one.  key_pattern_rank gives a number that orders that
+ * way (larger = more specific).
+ */
+int key_pattern_match(const key_pattern *p, const char *text,
+                      const char *key, size_t keylen);
+int key_pattern_rank(const key_pattern *p);
+
+/*
+ * Writes key escaped for display: printable ASCII as is, backslash as "\\",
+ * control characters and bytes >= 0x7f as \xHH, except valid UTF-8 sequences
+ * which are copied.  Returns snprintf-style length.
+ */
+int key_escape(const char *key, size_t keylen, char *out, size_t outsize);
+
+#endif

@@ -1,0 +1,142 @@
+/*
+ * rules.c - the ruleset: freeing it, looking actions and tiers up by name,
+ * and the builder helpers used by the YAML loader (config*.c).
+ *
+ * Ownership is flat: the ruleset owns its arrays, each action's limit and
+ * tier arrays, each assignment's key and every time zone its limits point
+ * to (ruleset__zone loads each distinct zone name once).  One ruleset_free
+ * releases all of it, and works on a half-built ruleset as long as every
+ * count (nactions, nlimits, ...) only covers initialised entries, which is
+ * what lets the loader give up anywhere on out of memory.
+ *
+ * config_parse sorts tiers and actions by name (byte order), so lookups are
+ * binary searches; a ruleset built some other way and left unsorted still
+ * works, because a failed search falls back to a linear scan.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "config_int.h"
+#include "rules.h"
+#include "tz.h"
+
+void ruleset_free(ruleset *rs)
+{
+    if (!rs)
+        return;
+    for (int i = 0; i < rs->nactions; i++) {
+        rule_action *a = &rs->actions[i];
+        for (int j = 0; j < a->ntiers; j++)
+            free(a->tiers[j].limits);
+        free(a->tiers);
+        free(a->limits);
+    }
+    free(rs->actions);
+    free(rs->tiers);
+    for (int i = 0; i < rs->nassignments; i++)
+        free(rs->assignments[i].key);
+    free(rs->assignments);
+    for (int i = 0; i < rs->nzones_; i++)
+        tz_free(rs->zones_[i]);
+    free(rs->zones_);
+    free(rs);
+}
+
+static int action_cmp(const void *a, const void *b)
+{
+    return strcmp(((const rule_action *)a)->name,
+                  ((const rule_action *)b)->name);
+}
+
+static int tier_cmp(const void *a, const void *b)
+{
+    return strcmp(((const rule_tier *)a)->name, ((const rule_tier *)b)->name);
+}
+
+static int action_key_cmp(const void *key, const void *elem)
+{
+    return strcmp((const char *)key, ((const rule_action *)elem)->name);
+}
+
+static int tier_key_cmp(const void *key, const void *elem)
+{
+    return strcmp((const char *)key, ((const rule_tier *)elem)->name);
+}
+
+/* The action called name, or NULL (also for a NULL rs or name).  The
+ * pointer lives as long as the ruleset. */
+const rule_action *ruleset_action(const ruleset *rs, const char *name)
+{
+    const rule_action *a;
+    if (!rs || !name || rs->nactions <= 0)
+        return NULL;
+    a = bsearch(name, rs->actions, (size_t)rs->nactions, sizeof *a,
+                action_key_cmp);
+    if (a)
+        return a;
+    for (int i = 0; i < rs->nactions; i++)
+        if (strcmp(rs->actions[i].name, name) == 0)
+            return &rs->actions[i];
+    return NULL;
+}
+
+/* The tier called name, or NULL (also for a NULL rs or name, and for "").
+ * The pointer lives as long as the ruleset. */
+const rule_tier *ruleset_tier(const ruleset *rs, const char *name)
+{
+    const rule_tier *t;
+    if (!rs || !name || !*name || rs->ntiers <= 0)
+        return NULL;
+    t = bsearch(name, rs->tiers, (size_t)rs->ntiers, sizeof *t, tier_key_cmp);
+    if (t)
+        return t;
+    for (int i = 0; i < rs->ntiers; i++)
+        if (strcmp(rs->tiers[i].name, name) == 0)
+            return &rs->tiers[i];
+    return NULL;
+}
+
+void ruleset__sort_tiers(ruleset *rs)
+{
+    if (rs->ntiers > 1)
+        qsort(rs->tiers, (size_t)rs->ntiers, sizeof *rs->tiers, tier_cmp);
+}
+
+void ruleset__sort(ruleset *rs)
+{
+    ruleset__sort_tiers(rs);
+    if (rs->nactions > 1)
+        qsort(rs->actions, (size_t)rs->nactions, sizeof *rs->actions,
+              action_cmp);
+}
+
+/* Contract: see config_int.h.  tz_load reports out of memory only through
+ * its reason text, so that is what tells -2 from -1. */
+int ruleset__zone(ruleset *rs, const char *name, const rls_tz **out,
+                  const char **why)
+{
+    rls_tz *tz = NULL;
+    rls_tz **grown;
+    const char *reason = "invalid time zone";
+
+    for (int i = 0; i < rs->nzones_; i++)
+        if (strcmp(tz_name(rs->zones_[i]), name) == 0) {
+            *out = rs->zones_[i];
+            return 0;
+        }
+    if (config__fail_now())
+        return -2;
+    if (tz_load(name, &tz, &reason) != 0) {
+        *why = reason ? reason : "invalid time zone";
+        return *why && strstr(*why, "memory") ? -2 : -1;
+    }
+    grown = config__realloc(rs->zones_,
+                            (size_t)(rs->nzones_ + 1) * sizeof *grown);
+    if (!grown) {
+        tz_free(tz);
+        return -2;
+    }
+    rs->zones_ = grown;
+    rs->zones_[rs->nzones_++] = tz;
+    *out = tz;
+    return 0;
+}

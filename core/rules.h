@@ -1,0 +1,97 @@
+/*
+ * rules.h - the rule model: tiers, actions, limits and pattern assignments,
+ * as parsed from YAML (config.h) and cached per handle.
+ *
+ * A ruleset is immutable once built and owns all its memory (one free call).
+ * Resolution of the limits that apply to one (action, key) is in resolve.h.
+ */
+#ifndef RLS_RULES_H
+#define RLS_RULES_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "duration.h"
+#include "tz.h"
+
+#define RULES_NAME_MAX 63        /* = RLS_NAME_MAX */
+#define RULES_BLOCK_STEPS 16     /* max entries of an escalating block_for */
+
+enum rule_mode { MODE_ENFORCE = 0, MODE_SHADOW = 1 };
+enum rule_durability { DURA_NORMAL = 0, DURA_FULL = 1, DURA_MEMORY = 2 };
+enum rule_on_error { ONERR_INHERIT = -1, ONERR_DENY = 0, ONERR_ALLOW = 1 };
+enum rule_anchor { ANCHOR_ALIGNED = 0, ANCHOR_FIRST_HIT = 1 };
+
+typedef struct rule_limit {
+    char name[RULES_NAME_MAX + 1];
+    int algorithm;               /* enum algo_kind */
+    int64_t limit;               /* >= 1 */
+    rls_duration window;
+    int64_t burst;               /* 0 = not given (defaults to limit) */
+    const rls_tz *tz;            /* owned by the ruleset; never NULL  */
+    int anchor;                  /* enum rule_anchor */
+    int64_t block_for[RULES_BLOCK_STEPS]; /* ms; escalating penalties */
+    int nblock_for;              /* 0 = no penalty */
+    int overage_pct;             /* 0..1000: soft limit, admits limit*(100+p)/100 */
+    int mode;                    /* enum rule_mode */
+    int count_denied;
+    int durability;              /* enum rule_durability */
+    int line, column;            /* where it was defined (for messages) */
+    int64_t id;                  /* storage's counter id of (action, name);
+                                    0 until storage assigns it after loading */
+} rule_limit;
+
+/* Per-tier replacement list of one action: limits replace the action's
+ * default limit of the same name, or are added if the name is new. */
+typedef struct rule_tier_limits {
+    char tier[RULES_NAME_MAX + 1];
+    rule_limit *limits;
+    int nlimits;
+} rule_tier_limits;
+
+typedef struct rule_action {
+    char name[RULES_NAME_MAX + 1];
+    int key_kind;                /* enum key_kind */
+    int ipv4_prefix;             /* 32 default */
+    int ipv6_prefix;             /* 128 default; 64 is typical */
+    int on_error;                /* enum rule_on_error */
+    rule_limit *limits;          /* default limits, >= 1 */
+    int nlimits;
+    rule_tier_limits *tiers;
+    int ntiers;
+} rule_action;
+
+typedef struct rule_tier {
+    char name[RULES_NAME_MAX + 1];
+    int unlimited;               /* always admitted, still counted */
+    int blocked;                 /* always denied (reason blocked) */
+} rule_tier;
+
+typedef struct rule_assignment {
+    char *key;                   /* exact key, CIDR or "prefix*" */
+    char action[RULES_NAME_MAX + 1]; /* "" = every action */
+    char tier[RULES_NAME_MAX + 1];
+    int64_t expires_ms;          /* 0 = never */
+} rule_assignment;
+
+typedef struct ruleset {
+    int version;                 /* the file's `version:` (1) */
+    char default_tier[RULES_NAME_MAX + 1];  /* "" if none given */
+    const rls_tz *default_tz;
+    int on_error;                /* ONERR_DENY / ONERR_ALLOW / INHERIT */
+    rule_tier *tiers;
+    int ntiers;
+    rule_action *actions;
+    int nactions;
+    rule_assignment *assignments;
+    int nassignments;
+    /* private to rules.c: owned zones and string storage */
+    rls_tz **zones_;
+    int nzones_;
+} ruleset;
+
+void ruleset_free(ruleset *rs);  /* NULL is a no-op */
+
+const rule_action *ruleset_action(const ruleset *rs, const char *name);
+const rule_tier *ruleset_tier(const ruleset *rs, const char *name);
+
+#endif

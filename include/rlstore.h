@@ -1,0 +1,303 @@
+/*
+ * rlstore.h - the public interface of librlstore, a durable rate limiter.
+ *
+ * This is the only header an application includes.  Every public name starts
+ * with rls_ or RLS_.  Handles are opaque; structs that cross the boundary
+ * either carry their own size (rls_options) or reserve room for growth
+ * (rls_result), so the ABI grows by appending, never by changing.
+ *
+ * Conventions
+ *   - Every function that can fail returns an int: RLS_OK (0) on success or
+ *     one of the RLS_E* codes below.  rls_strerror() gives static text,
+ *     rls_errname() the symbolic name and rls_errmsg() the detail of the last
+ *     error on a handle.
+ *   - Time is int64 milliseconds since the Unix epoch, UTC.  Every function
+ *     that reads the clock has an _at twin taking now_ms, for tests and replay.
+ *   - Keys and actions are NUL-terminated byte strings.  A key is 1 to
+ *     max_key_len bytes (default 256) and may contain any byte but NUL.
+ *   - The library never prints, never exits and never aborts.
+ *   - A handle is used by one thread at a time.  A handle inherited across
+ *     fork() is detected and reopened transparently in the child; the child
+ *     never touches the parent's connection.
+ */
+#ifndef RLSTORE_H
+#define RLSTORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) && !defined(RLS_BUILDING)
+#define RLS_EXTERN extern
+#elif defined(__GNUC__)
+#define RLS_EXTERN extern __attribute__((visibility("default")))
+#else
+#define RLS_EXTERN extern
+#endif
+
+/* ---- versions ---------------------------------------------------------
+ * Same major version = ABI compatible (see docs/ABI.md). */
+#define RLS_VERSION_MAJOR 0
+#define RLS_VERSION_MINOR 1
+#define RLS_VERSION_PATCH 0
+#define RLS_VERSION_STRING "0.1.0"
+#define RLS_VERSION_HEX \
+    ((RLS_VERSION_MAJOR << 16) | (RLS_VERSION_MINOR << 8) | RLS_VERSION_PATCH)
+
+/* The version of the library actually linked, as RLS_VERSION_HEX. */
+RLS_EXTERN unsigned int rls_version(void);
+/* The same as a static string such as "0.1.0". */
+RLS_EXTERN const char *rls_version_string(void);
+
+/* ---- errors -----------------------------------------------------------
+ * One table generates the enum, rls_strerror() and rls_errname().
+ * Codes are only ever appended: a code's number never changes. */
+#define RLS_ERRNO_MAP(XX)                                                   \
+    XX(OK, "success")                                                       \
+    XX(EINVAL, "invalid argument")                                          \
+    XX(ENOMEM, "out of memory")                                             \
+    XX(EKEY, "invalid key: empty, too long or not valid for the action")    \
+    XX(ECOST, "invalid cost: must be between 1 and RLS_COST_MAX")           \
+    XX(ETIME, "time out of range")                                          \
+    XX(ENOACTION, "unknown action")                                         \
+    XX(ENOTFOUND, "not found")                                              \
+    XX(ECANTOPEN, "cannot open database file")                              \
+    XX(EISDIR, "database path is a directory")                              \
+    XX(ENOTDB, "file is not an rlstore database")                           \
+    XX(ENEWER, "database schema is newer than this library")                \
+    XX(EREADONLY, "database is read-only")                                  \
+    XX(EBUSY, "database is busy: lock wait timed out")                      \
+    XX(EIO, "storage I/O error")                                            \
+    XX(EFULL, "disk or database full")                                      \
+    XX(ECORRUPT, "database is corrupt")                                     \
+    XX(ESTORAGE, "storage error")                                           \
+    XX(ECONFIG, "invalid configuration")                                    \
+    XX(ENORULES, "no rules have been applied to this database")             \
+    XX(EEXPIRED, "reservation expired and was refunded")                    \
+    XX(EMISUSE, "library misused: handle not usable")                       \
+    XX(EUNSAFE, "database contains objects rlstore did not create")
+
+typedef enum rls_errno {
+#define RLS__ERR_ENUM(name, text) RLS_##name,
+    RLS_ERRNO_MAP(RLS__ERR_ENUM)
+#undef RLS__ERR_ENUM
+    RLS__ERR_COUNT
+} rls_errno;
+
+/* Static English text for a code; "unknown error" for an unknown code. */
+RLS_EXTERN const char *rls_strerror(int code);
+/* Symbolic name without prefix, e.g. "EKEY"; "UNKNOWN" for unknown codes. */
+RLS_EXTERN const char *rls_errname(int code);
+
+/* ---- limits of the API ------------------------------------------------ */
+#define RLS_KEY_MAX_DEFAULT 256           /* default max key length, bytes */
+#define RLS_KEY_MAX_LIMIT   4096          /* largest max_key_len accepted  */
+#define RLS_COST_MAX        1000000000LL  /* largest cost of one request   */
+#define RLS_NAME_MAX        63            /* action, limit and tier names  */
+/* Accepted now_ms: 1970-01-01 .. 9999-12-31 UTC. */
+#define RLS_TIME_MIN        0LL
+#define RLS_TIME_MAX        253402300799999LL
+
+/* ---- opening ----------------------------------------------------------- */
+typedef struct rls_db rls_db;
+
+enum rls_durability {
+    RLS_DURABILITY_NORMAL = 0, /* WAL, synchronous=NORMAL: survives a process crash */
+    RLS_DURABILITY_FULL = 1    /* fsync on every commit: survives a power loss */
+};
+
+enum rls_on_error {
+    RLS_ON_ERROR_DENY = 0,  /* a storage failure denies the request */
+    RLS_ON_ERROR_ALLOW = 1  /* a storage failure admits the request */
+};
+
+/*
+ * Options of rls_open().  Always initialise with rls_options_init(), which
+ * records sizeof(rls_options) in .size, then change what you need: a library
+ * newer than your program reads only the fields your program knew about.
+ */
+typedef struct rls_options {
+    size_t size;            /* set by rls_options_init(); do not change      */
+    int busy_timeout_ms;    /* max wait for the write lock (default 5000)    */
+    int durability;         /* enum rls_durability (default NORMAL)          */
+    int on_error;           /* enum rls_on_error (default DENY); an action's
+                               on_error in the rules takes precedence        */
+    int read_only;          /* 1: open read-only; checks that would write
+                               fail with RLS_EREADONLY (default 0)           */
+    int create;             /* 1: create the file if missing (default 1)    */
+    unsigned int file_mode; /* mode of a newly created file (default 0600)  */
+    int max_key_len;        /* 1..RLS_KEY_MAX_LIMIT (default 256)            */
+    const char *tool;       /* name recorded in the audit log (default "lib");
+                               copied by rls_open()                          */
+} rls_options;
+
+/* Fills *opt with the defaults above.  NULL is a no-op. */
+RLS_EXTERN void rls_options_init(rls_options *opt);
+
+/*
+ * Opens (and if needed creates and migrates) the database at path.
+ * On success *db is a new handle; on failure *db is NULL, except when the
+ * error can be described per handle: then *db is NULL too and the detail is
+ * lost, so use rls_open_errmsg() to obtain it.  opt may be NULL for defaults.
+ * Errors: EINVAL, ENOMEM, ECANTOPEN, EISDIR, ENOTDB, ENEWER, EREADONLY,
+ * EUNSAFE, EBUSY, EIO, ECORRUPT.  A failed open never modifies the file.
+ */
+RLS_EXTERN int rls_open(rls_db **db, const char *path, const rls_options *opt);
+
+/* Closes the handle and frees everything it owns.  NULL is a no-op. */
+RLS_EXTERN void rls_close(rls_db *db);
+
+/*
+ * Detail of the last error on db, e.g. "action 'x' is not defined".
+ * Static "out of memory" or "" if none.  Valid until the next call on db.
+ * With db == NULL: the detail of the last failed rls_open() in this thread.
+ */
+RLS_EXTERN const char *rls_errmsg(rls_db *db);
+
+/* ---- checking -------------------------------------------------------- */
+enum rls_reason {
+    RLS_REASON_OK = 0,            /* admitted                                */
+    RLS_REASON_LIMIT = 1,         /* denied: a limit is exhausted            */
+    RLS_REASON_BLOCKED = 2,       /* denied: key blocked or tier 'blocked'   */
+    RLS_REASON_COST_EXCEEDS = 3,  /* denied: cost > capacity, never admitted */
+    RLS_REASON_SHADOW = 4,        /* admitted, but a shadow limit would deny */
+    RLS_REASON_DEGRADED = 5       /* storage failed; decided by on_error     */
+};
+
+/* "ok", "limit", "blocked", "cost_exceeds_limit", "shadow", "degraded". */
+RLS_EXTERN const char *rls_reason_name(int reason);
+
+/*
+ * The outcome of a check for the deciding limit: the one that denied, or else
+ * the one with the least remaining fraction.  All fields are filled by every
+ * check, also on error (then reason is DEGRADED).
+ */
+typedef struct rls_result {
+    int allowed;             /* 1 admitted, 0 denied                           */
+    int reason;              /* enum rls_reason                                */
+    int64_t limit;           /* capacity: limit, or burst for bucket algorithms */
+    int64_t remaining;       /* units still admissible now; never negative     */
+    int64_t reset_ms;        /* ms until fully replenished if idle             */
+    int64_t retry_after_ms;  /* 0 if admitted; ms until the same request would
+                                be admitted; -1 never                           */
+    int64_t delay_ms;        /* shaping delay (leaky_bucket), else 0           */
+    int64_t window_ms;       /* the deciding limit's window length             */
+    char rule[RLS_NAME_MAX + 1];  /* deciding limit's name; "" if none         */
+    int64_t reserved_[8];    /* room for future fields; ignore                 */
+} rls_result;
+
+/*
+ * Checks and, if admitted, charges `cost` units of `action` for `key`.
+ * An action's limits are all-or-nothing: the request is admitted only if
+ * every limit admits it, and then every limit is charged, in one
+ * transaction.  A denied request consumes nothing (unless a limit says
+ * count_denied).  Returns RLS_OK whether admitted or denied: look at
+ * res->allowed.  On a storage error returns the code AND fills res per the
+ * failure policy (allowed per on_error, reason DEGRADED).
+ * Errors: EINVAL (NULL argument), EKEY, ECOST, ETIME, ENOACTION, ENORULES,
+ * EREADONLY, EBUSY, EIO, EFULL, ECORRUPT, ESTORAGE, ENOMEM.
+ */
+RLS_EXTERN int rls_check(rls_db *db, const char *action, const char *key,
+                         int64_t cost, rls_result *res);
+RLS_EXTERN int rls_check_at(rls_db *db, const char *action, const char *key,
+                            int64_t cost, int64_t now_ms, rls_result *res);
+
+/* As rls_check, but charges nothing and writes nothing: "would it pass?". */
+RLS_EXTERN int rls_peek(rls_db *db, const char *action, const char *key,
+                        int64_t cost, rls_result *res);
+RLS_EXTERN int rls_peek_at(rls_db *db, const char *action, const char *key,
+                           int64_t cost, int64_t now_ms, rls_result *res);
+
+/*
+ * Gives `cost` units back to every limit of the action for key, as charged in
+ * the current window (a unit charged in a window that has already ended is
+ * not refunded: that window's quota is gone anyway).  Never raises a counter
+ * above full capacity.
+ */
+RLS_EXTERN int rls_refund(rls_db *db, const char *action, const char *key,
+                          int64_t cost);
+RLS_EXTERN int rls_refund_at(rls_db *db, const char *action, const char *key,
+                             int64_t cost, int64_t now_ms);
+
+/* ---- reservations -----------------------------------------------------
+ * Two-phase consumption.  rls_reserve() decides and charges like rls_check();
+ * if admitted, *id receives a reservation id (> 0).  rls_commit() makes the
+ * charge final; rls_cancel() refunds it.  A reservation neither committed nor
+ * cancelled within ttl_ms is refunded automatically (by any later call on
+ * the database).  Commit or cancel of an unknown id: ENOTFOUND; of an
+ * expired one: EEXPIRED (it was refunded).
+ */
+#define RLS_RESERVE_TTL_DEFAULT 60000LL
+RLS_EXTERN int rls_reserve(rls_db *db, const char *action, const char *key,
+                           int64_t cost, int64_t ttl_ms, int64_t *id,
+                           rls_result *res);
+RLS_EXTERN int rls_reserve_at(rls_db *db, const char *action, const char *key,
+                              int64_t cost, int64_t ttl_ms, int64_t now_ms,
+                              int64_t *id, rls_result *res);
+RLS_EXTERN int rls_commit(rls_db *db, int64_t id);
+RLS_EXTERN int rls_commit_at(rls_db *db, int64_t id, int64_t now_ms);
+RLS_EXTERN int rls_cancel(rls_db *db, int64_t id);
+RLS_EXTERN int rls_cancel_at(rls_db *db, int64_t id, int64_t now_ms);
+
+/* ---- HTTP headers -----------------------------------------------------
+ * Formats the IETF RateLimit-Policy and RateLimit fields
+ * (draft-ietf-httpapi-ratelimit-headers) and, for a denied result with a
+ * known retry time, Retry-After (seconds, rounded up), as CRLF-terminated
+ * header lines into buf.  Returns the length written (excluding NUL), or the
+ * length that would have been written if bufsize is too small (as snprintf);
+ * -1 if res or buf is invalid.  policy may be NULL for the rule name.
+ */
+RLS_EXTERN int rls_format_headers(const rls_result *res, const char *policy,
+                                  char *buf, size_t bufsize);
+
+/* ---- rules (minimal admin surface) -----------------------------------
+ * Applies a YAML rule set (see rlstore.yaml(5)) atomically as a new
+ * version, which becomes active for every process within one second.
+ * yaml need not be NUL-terminated.  name is used in error messages (may be
+ * NULL).  comment may be NULL.  On success *version (may be NULL) gets the
+ * new version number.  On ECONFIG, rls_errmsg() names line and column of
+ * the first error; nothing is stored.
+ */
+RLS_EXTERN int rls_rules_apply(rls_db *db, const char *yaml, size_t len,
+                               const char *name, const char *comment,
+                               int64_t *version);
+RLS_EXTERN int rls_rules_apply_at(rls_db *db, const char *yaml, size_t len,
+                                  const char *name, const char *comment,
+                                  int64_t now_ms, int64_t *version);
+
+/* ---- per-key policy ---------------------------------------------------
+ * Minimal setters used by tools and tests; each is audited.
+ * until_ms <= 0 means forever.  action NULL or "" means every action. */
+RLS_EXTERN int rls_block_set_at(rls_db *db, const char *action,
+                                const char *key, int64_t until_ms,
+                                const char *reason, int64_t now_ms);
+RLS_EXTERN int rls_block_unset_at(rls_db *db, const char *action,
+                                  const char *key, int64_t now_ms);
+/* Assigns key (exact, CIDR like "10.0.0.0/8" or prefix glob like "user:*")
+ * to a tier, optionally until until_ms. */
+RLS_EXTERN int rls_tier_set_at(rls_db *db, const char *key, const char *tier,
+                               int64_t until_ms, int64_t now_ms);
+RLS_EXTERN int rls_tier_unset_at(rls_db *db, const char *key, int64_t now_ms);
+/* Replaces the capacity of one limit of an action for one key. */
+RLS_EXTERN int rls_override_set_at(rls_db *db, const char *action,
+                                   const char *key, const char *limit_name,
+                                   int64_t limit, int64_t until_ms,
+                                   int64_t now_ms);
+RLS_EXTERN int rls_override_unset_at(rls_db *db, const char *action,
+                                     const char *key, const char *limit_name,
+                                     int64_t now_ms);
+
+/* Runs one bounded step of garbage collection: deletes up to max_rows
+ * expired state rows and refunds expired reservations.  The library also
+ * does this by itself during checks; this is for tools.  *deleted (may be
+ * NULL) receives the number of rows removed. */
+RLS_EXTERN int rls_gc_at(rls_db *db, int max_rows, int64_t now_ms,
+                         int64_t *deleted);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RLSTORE_H */

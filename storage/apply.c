@@ -1,0 +1,137 @@
+/*
+ * apply.c - applying a YAML rule set: validate fully in core, then in one
+ * fully synchronous transaction store it as a new version, register limit
+ * ids, make it active (bumping the rules generation so every handle reloads
+ * at its next check) and write the audit row.  A file that does not
+ * validate changes nothing.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "config.h"
+#include "db.h"
+
+static int register_limit(rls_db *db, const char *action, const char *name)
+{
+    sqlite3_stmt *st = rls__stmt(db, STMT_LIMIT_ADD);
+    if (!st)
+        return RLS_ESTORAGE;
+    sqlite3_bind_text(st, 1, action, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? RLS_OK : rls__sqlite_error(db, rc, "cannot register limit");
+}
+
+static int register_limits(rls_db *db, const ruleset *rs)
+{
+    int rc = RLS_OK;
+    for (int i = 0; i < rs->nactions && rc == RLS_OK; i++) {
+        const rule_action *a = &rs->actions[i];
+        for (int j = 0; j < a->nlimits && rc == RLS_OK; j++)
+            rc = register_limit(db, a->name, a->limits[j].name);
+        for (int t = 0; t < a->ntiers && rc == RLS_OK; t++)
+            for (int j = 0; j < a->tiers[t].nlimits && rc == RLS_OK; j++)
+                rc = register_limit(db, a->name, a->tiers[t].limits[j].name);
+    }
+    return rc;
+}
+
+static int store_version(rls_db *db, const char *yaml, size_t len, const char *name,
+                         const char *comment, int64_t now, int64_t *version)
+{
+    sqlite3_stmt *st = rls__stmt(db, STMT_RULESET_ADD);
+    if (!st)
+        return RLS_ESTORAGE;
+    sqlite3_bind_int64(st, 1, now);
+    sqlite3_bind_text(st, 2, db->os_user, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, db->tool, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, name ? name : "", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, comment ? comment : "", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 6, yaml, (int)len, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return rls__sqlite_error(db, rc, "cannot store rule set");
+    *version = sqlite3_last_insert_rowid(db->sql);
+    st = rls__stmt(db, STMT_META_ACTIVATE);
+    if (!st)
+        return RLS_ESTORAGE;
+    sqlite3_bind_int64(st, 1, *version);
+    rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? RLS_OK : rls__sqlite_error(db, rc, "cannot activate rule set");
+}
+
+int rls_rules_apply_at(rls_db *db, const char *yaml, size_t len, const char *name,
+                       const char *comment, int64_t now_ms, int64_t *version)
+{
+    config_errors *errs;
+    ruleset *rs = NULL;
+    int64_t v = 0;
+    char after[64];
+    int rc = rls__db_usable(db);
+
+    if (rc)
+        return rc;
+    db->errmsg[0] = '\0';
+    if (!yaml)
+        return rls__error(db, RLS_EINVAL, "yaml is NULL");
+    if (len > CONFIG_MAX_BYTES || len > (size_t)INT32_MAX)
+        return rls__error(db, RLS_ECONFIG, "%s: larger than %u bytes", name ? name : "rules",
+                          CONFIG_MAX_BYTES);
+    if (now_ms < RLS_TIME_MIN || now_ms > RLS_TIME_MAX)
+        return rls__error(db, RLS_ETIME, "time %lld ms is outside 1970..9999",
+                          (long long)now_ms);
+    if (db->opt.read_only)
+        return rls__error(db, RLS_EREADONLY, "'%s' is opened read-only", db->path);
+    errs = malloc(sizeof *errs);
+    if (!errs)
+        return rls__error(db, RLS_ENOMEM, "out of memory");
+    int prc = config_parse(yaml, len, &rs, errs);
+    if (prc != 0) {
+        char where[256];
+        if (prc == -2)
+            rc = rls__error(db, RLS_ENOMEM, "out of memory");
+        else if (errs->n > 0 &&
+                 config_error_format(&errs->e[0], name ? name : "rules", where, sizeof where) >= 0)
+            rc = errs->total > 1
+                     ? rls__error(db, RLS_ECONFIG, "%s (and %d more errors)", where,
+                                  errs->total - 1)
+                     : rls__error(db, RLS_ECONFIG, "%s", where);
+        else
+            rc = rls__error(db, RLS_ECONFIG, "%s: invalid configuration", name ? name : "rules");
+        free(errs);
+        return rc;
+    }
+    free(errs);
+
+    sqlite3_exec(db->sql, "PRAGMA synchronous = FULL", NULL, NULL, NULL);
+    if ((rc = rls__begin(db, 1)) == RLS_OK) {
+        if ((rc = register_limits(db, rs)) == RLS_OK &&
+            (rc = store_version(db, yaml, len, name, comment, now_ms, &v)) == RLS_OK) {
+            snprintf(after, sizeof after, "version %lld", (long long)v);
+            rc = rls__audit(db, now_ms, "rules.apply", "", NULL, "", after,
+                            comment ? comment : "");
+        }
+        if (rc == RLS_OK)
+            rc = rls__commit(db);
+        else
+            rls__rollback(db);
+    }
+    if (db->opt.durability != RLS_DURABILITY_FULL)
+        sqlite3_exec(db->sql, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
+    ruleset_free(rs);
+    if (rc == RLS_OK && version)
+        *version = v;
+    return rc;
+}
+
+int rls_rules_apply(rls_db *db, const char *yaml, size_t len, const char *name,
+                    const char *comment, int64_t *version)
+{
+    int64_t now;
+    if (rls__now(&now) != RLS_OK)
+        now = -1;
+    return rls_rules_apply_at(db, yaml, len, name, comment, now, version);
+}

@@ -1,0 +1,230 @@
+/*
+ * cache.c - the per-handle cache of the active rule set.
+ *
+ * Each transaction reads one row (rls_meta): when rules_gen differs from the
+ * cached one, the active YAML is parsed again, limit ids are attached and the
+ * pattern assignments (YAML and table) are reloaded.  Otherwise the cache is
+ * used as is, so a rule change reaches every process at its next check.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "config.h"
+#include "db.h"
+
+void rls__cache_free(rls_db *db)
+{
+    ruleset_free(db->rules);
+    db->rules = NULL;
+    free(db->patterns);
+    db->patterns = NULL;
+    db->npatterns = 0;
+    free(db->pattern_text);
+    db->pattern_text = NULL;
+    db->rules_gen = -1;
+}
+
+/* Attaches rls_limits ids to every limit of rs (default and per tier). */
+static int attach_ids(rls_db *db, ruleset *rs)
+{
+    sqlite3_stmt *st = rls__stmt(db, STMT_LIMITS_ALL);
+    int rc;
+    if (!st)
+        return RLS_ESTORAGE;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t lid = sqlite3_column_int64(st, 0);
+        const char *an = (const char *)sqlite3_column_text(st, 1);
+        const char *ln = (const char *)sqlite3_column_text(st, 2);
+        rule_action *a = (rule_action *)ruleset_action(rs, an ? an : "");
+        if (!a || !ln)
+            continue;
+        for (int i = 0; i < a->nlimits; i++)
+            if (strcmp(a->limits[i].name, ln) == 0)
+                a->limits[i].id = lid;
+        for (int t = 0; t < a->ntiers; t++)
+            for (int i = 0; i < a->tiers[t].nlimits; i++)
+                if (strcmp(a->tiers[t].limits[i].name, ln) == 0)
+                    a->tiers[t].limits[i].id = lid;
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return rls__sqlite_error(db, rc, "cannot read limit ids");
+    for (int i = 0; i < rs->nactions; i++) {
+        const rule_action *a = &rs->actions[i];
+        for (int j = 0; j < a->nlimits; j++)
+            if (a->limits[j].id == 0)
+                return rls__error(db, RLS_ECORRUPT, "limit '%s.%s' has no id",
+                                  a->name, a->limits[j].name);
+        for (int t = 0; t < a->ntiers; t++)
+            for (int j = 0; j < a->tiers[t].nlimits; j++)
+                if (a->tiers[t].limits[j].id == 0)
+                    return rls__error(db, RLS_ECORRUPT, "limit '%s.%s' has no id",
+                                      a->name, a->tiers[t].limits[j].name);
+    }
+    return RLS_OK;
+}
+
+/* YAML assignments (all kinds) plus the table's non-exact patterns. */
+static int load_patterns(rls_db *db, const ruleset *rs)
+{
+    sqlite3_stmt *st = rls__stmt(db, STMT_PATTERNS_ALL);
+    int rc, n = 0, cap = rs->nassignments + 16;
+    size_t tlen = 0, tcap = 1024;
+    assign_cand *c = malloc(sizeof *c * (size_t)cap);
+    char *text = malloc(tcap);
+    /* Offsets into text, fixed up to pointers when the text stops moving. */
+    size_t *off = malloc(sizeof *off * (size_t)cap * 3);
+
+    if (!st || !c || !text || !off) {
+        rc = st ? RLS_ENOMEM : RLS_ESTORAGE;
+        goto fail;
+    }
+    for (int i = 0; i < rs->nassignments; i++) {
+        const rule_assignment *a = &rs->assignments[i];
+        const char *why;
+        if (key_pattern_parse(a->key, &c[n].pat, &why) != 0)
+            continue;  /* validated at apply time; never happens */
+        c[n].text = a->key;
+        c[n].action = a->action;
+        c[n].tier = a->tier;
+        c[n].expires_ms = a->expires_ms;
+        c[n].dynamic = 0;
+        off[n * 3] = (size_t)-1;
+        n++;
+    }
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *pat = (const char *)sqlite3_column_text(st, 0);
+        const char *act = (const char *)sqlite3_column_text(st, 1);
+        const char *tier = (const char *)sqlite3_column_text(st, 2);
+        const char *strs[3] = {pat ? pat : "", act ? act : "", tier ? tier : ""};
+        const char *why;
+        if (n == cap) {
+            cap *= 2;
+            assign_cand *nc = realloc(c, sizeof *c * (size_t)cap);
+            size_t *no = nc ? realloc(off, sizeof *off * (size_t)cap * 3) : NULL;
+            if (nc)
+                c = nc;
+            if (!no) { rc = SQLITE_NOMEM; break; }
+            off = no;
+        }
+        if (key_pattern_parse(strs[0], &c[n].pat, &why) != 0)
+            continue;
+        for (int k = 0; k < 3; k++) {
+            size_t l = strlen(strs[k]) + 1;
+            if (tlen + l > tcap) {
+                while (tlen + l > tcap)
+                    tcap *= 2;
+                char *nt = realloc(text, tcap);
+                if (!nt) { rc = SQLITE_NOMEM; goto out_loop; }
+                text = nt;
+            }
+            memcpy(text + tlen, strs[k], l);
+            off[n * 3 + (size_t)k] = tlen;
+            tlen += l;
+        }
+        c[n].expires_ms = sqlite3_column_int64(st, 3);
+        c[n].dynamic = 1;
+        n++;
+    }
+out_loop:
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) {
+        rc = rc == SQLITE_NOMEM ? RLS_ENOMEM : rls__sqlite_error(db, rc, "cannot read assignments");
+        goto fail;
+    }
+    for (int i = 0; i < n; i++) {
+        if (off[i * 3] == (size_t)-1)
+            continue;
+        c[i].text = text + off[i * 3];
+        c[i].action = text + off[i * 3 + 1];
+        c[i].tier = text + off[i * 3 + 2];
+    }
+    free(off);
+    free(db->patterns);
+    free(db->pattern_text);
+    db->patterns = c;
+    db->npatterns = n;
+    db->pattern_text = text;
+    return RLS_OK;
+fail:
+    free(c);
+    free(text);
+    free(off);
+    return rc == RLS_ENOMEM ? rls__error(db, RLS_ENOMEM, "out of memory") : rc;
+}
+
+static int load_rules(rls_db *db, int64_t version, ruleset **out)
+{
+    sqlite3_stmt *st = rls__stmt(db, STMT_RULES_GET);
+    config_errors *errs;
+    int rc;
+    *out = NULL;
+    if (!st)
+        return RLS_ESTORAGE;
+    sqlite3_bind_int64(st, 1, version);
+    rc = sqlite3_step(st);
+    if (rc != SQLITE_ROW) {
+        sqlite3_reset(st);
+        if (rc == SQLITE_DONE)
+            return rls__error(db, RLS_ECORRUPT, "active rule set %lld is missing",
+                              (long long)version);
+        return rls__sqlite_error(db, rc, "cannot read rules");
+    }
+    errs = malloc(sizeof *errs);
+    if (!errs) {
+        sqlite3_reset(st);
+        return rls__error(db, RLS_ENOMEM, "out of memory");
+    }
+    const char *yaml = (const char *)sqlite3_column_text(st, 0);
+    size_t len = (size_t)sqlite3_column_bytes(st, 0);
+    int prc = yaml ? config_parse(yaml, len, out, errs) : -1;
+    sqlite3_reset(st);
+    if (prc == -2)
+        rc = rls__error(db, RLS_ENOMEM, "out of memory");
+    else if (prc != 0)
+        rc = rls__error(db, RLS_ECONFIG, "stored rule set %lld no longer loads: %s",
+                        (long long)version, errs->n > 0 ? errs->e[0].msg : "?");
+    else
+        rc = RLS_OK;
+    free(errs);
+    return rc;
+}
+
+int rls__cache_refresh(rls_db *db)
+{
+    sqlite3_stmt *st = rls__stmt(db, STMT_META_GET);
+    int64_t gen, version;
+    ruleset *rs = NULL;
+    int rc;
+
+    if (!st)
+        return RLS_ESTORAGE;
+    rc = sqlite3_step(st);
+    if (rc != SQLITE_ROW) {
+        sqlite3_reset(st);
+        return rc == SQLITE_DONE ? rls__error(db, RLS_ECORRUPT, "control row missing")
+                                 : rls__sqlite_error(db, rc, "cannot read control row");
+    }
+    gen = sqlite3_column_int64(st, 0);
+    db->gc_horizon = sqlite3_column_int64(st, 1);
+    version = sqlite3_column_int64(st, 2);
+    sqlite3_reset(st);
+    if (gen == db->rules_gen)
+        return RLS_OK;
+
+    if (version == 0) {
+        rls__cache_free(db);
+        db->active_version = 0;
+        db->rules_gen = gen;
+        return RLS_OK;
+    }
+    if ((rc = load_rules(db, version, &rs)) || (rc = attach_ids(db, rs)) ||
+        (rc = load_patterns(db, rs))) {
+        ruleset_free(rs);
+        return rc;
+    }
+    ruleset_free(db->rules);
+    db->rules = rs;
+    db->active_version = version;
+    db->rules_gen = gen;
+    return RLS_OK;
+}

@@ -1,0 +1,467 @@
+/*
+ * check.c - the check transaction and its relatives: rls_check, rls_peek,
+ * rls_refund and reservations (reserve, commit, cancel).
+ *
+ * One BEGIN IMMEDIATE transaction per call: refresh the rule cache, read the
+ * key's policy and every limit's state, let core decide, write the states
+ * only if the decision charges, record stats, do a bounded GC step, commit.
+ * A peek uses a read transaction and writes nothing.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "keyctx.h"
+
+enum check_op { OP_CHECK = 0, OP_PEEK = 1, OP_RESERVE = 2 };
+
+#define GC_EVERY_WRITES 64    /* write transactions between GC steps */
+#define GC_STEP_ROWS 64       /* state rows examined per step */
+
+/* The failure policy for this call: the action's, else the rules', else
+ * the handle's. */
+static int policy_allows(rls_db *db, const char *action)
+{
+    const rule_action *a = db->rules && action ? ruleset_action(db->rules, action) : NULL;
+    if (a && a->on_error != ONERR_INHERIT)
+        return a->on_error == ONERR_ALLOW;
+    if (db->rules && db->rules->on_error != ONERR_INHERIT)
+        return db->rules->on_error == ONERR_ALLOW;
+    return db->opt.on_error == RLS_ON_ERROR_ALLOW;
+}
+
+static int is_storage_failure(int rc)
+{
+    return rc == RLS_EBUSY || rc == RLS_EIO || rc == RLS_EFULL || rc == RLS_ECORRUPT ||
+           rc == RLS_ESTORAGE || rc == RLS_ENOMEM || rc == RLS_EREADONLY ||
+           rc == RLS_ENORULES || rc == RLS_ECONFIG || rc == RLS_EMISUSE ||
+           rc == RLS_ENOTDB || rc == RLS_ECANTOPEN;
+}
+
+/* Imposes the limit's block_for penalty: the next step of the escalation if
+ * the previous penalty is still remembered, else the first. */
+static int impose_penalty(rls_db *db, key_ctx *ctx, int idx, int64_t now,
+                          rls_result *res)
+{
+    const rule_limit *def = ctx->rl[idx].def;
+    int level = 0;
+    if (ctx->pen_found && ctx->pen_kind == 1 && now < ctx->pen_forget)
+        level = ctx->pen_level + 1;
+    if (level >= def->nblock_for)
+        level = def->nblock_for - 1;
+    int64_t dur = def->block_for[level];
+    int64_t until = now + dur;
+    int64_t forget = until + def->block_for[def->nblock_for - 1];
+
+    sqlite3_stmt *st = rls__stmt(db, STMT_PENALTY_PUT);
+    if (!st)
+        return RLS_ESTORAGE;
+    sqlite3_bind_blob(st, 1, ctx->key, (int)ctx->keylen, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, ctx->act->name, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, until);
+    sqlite3_bind_int(st, 4, level);
+    sqlite3_bind_int64(st, 5, forget);
+    sqlite3_bind_text(st, 6, def->name, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 7, now);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return rls__sqlite_error(db, rc, "cannot write penalty block");
+    if (res->retry_after_ms >= 0 && res->retry_after_ms < dur)
+        res->retry_after_ms = dur;
+    if (res->reset_ms < dur)
+        res->reset_ms = dur;
+    return RLS_OK;
+}
+
+static int add_reservation(rls_db *db, key_ctx *ctx, int64_t cost, int64_t now,
+                           int64_t ttl, int64_t *id)
+{
+    unsigned char lids[RESOLVE_MAX_LIMITS * 8];
+    size_t n = 0;
+    for (int i = 0; i < ctx->n; i++) {
+        if (!ctx->items[i].changed)
+            continue;
+        uint64_t v = (uint64_t)ctx->rl[i].def->id;
+        for (int b = 0; b < 8; b++)
+            lids[n++] = (unsigned char)(v >> (8 * b));
+    }
+    sqlite3_stmt *st = rls__stmt(db, STMT_RES_ADD);
+    if (!st)
+        return RLS_ESTORAGE;
+    sqlite3_bind_text(st, 1, ctx->act->name, -1, SQLITE_STATIC);
+    sqlite3_bind_blob(st, 2, ctx->key, (int)ctx->keylen, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, cost);
+    sqlite3_bind_int64(st, 4, now);
+    sqlite3_bind_int64(st, 5, now + ttl);
+    sqlite3_bind_blob(st, 6, lids, (int)n, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return rls__sqlite_error(db, rc, "cannot write reservation");
+    *id = sqlite3_last_insert_rowid(db->sql);
+    return RLS_OK;
+}
+
+/* Work a write transaction does on the side: stats and a bounded GC step. */
+static int housekeeping(rls_db *db, int64_t now)
+{
+    int rc = rls__stats_flush(db, now, 0);
+    if (rc == RLS_OK && ++db->writes_since_gc >= GC_EVERY_WRITES) {
+        db->writes_since_gc = 0;
+        rc = rls__gc_step(db, now, GC_STEP_ROWS, NULL);
+    }
+    return rc;
+}
+
+static int check_tx(rls_db *db, key_ctx *ctx, const char *action, const char *key,
+                    int64_t cost, int64_t now, int op, int64_t ttl, int64_t *id,
+                    rls_result *res)
+{
+    int charge = op != OP_PEEK;
+    decide_out dout;
+    int rc;
+
+    if ((rc = rls__begin(db, charge)))
+        return rc;
+    if ((rc = keyctx_load(db, ctx, action, key, now)))
+        goto fail;
+
+    if (ctx->block.active || ctx->behaviour == TIER_BLOCKED) {
+        decide_blocked(res, now, ctx->block.active ? ctx->block.until_ms : 0,
+                       ctx->block.active ? ctx->block.rule : "");
+    } else {
+        if ((rc = keyctx_read_states(db, ctx)))
+            goto fail;
+        if (decide_check(ctx->items, ctx->n, ctx->behaviour, now, db->gc_horizon, cost,
+                         charge, res, &dout) != 0) {
+            rc = rls__error(db, RLS_ECONFIG, "action '%s' has a limit the engine refuses",
+                            action);
+            goto fail;
+        }
+        if (charge && (rc = keyctx_write_states(db, ctx)))
+            goto fail;
+        if (charge && dout.penalty >= 0 &&
+            (rc = impose_penalty(db, ctx, dout.penalty, dout.now, res)))
+            goto fail;
+        if (op == OP_RESERVE && res->allowed &&
+            (rc = add_reservation(db, ctx, cost, dout.now, ttl, id)))
+            goto fail;
+    }
+    if (charge) {
+        rls__stats_count(db, ctx->act->name, now, res->allowed);
+        if ((rc = housekeeping(db, now)))
+            goto fail;
+    }
+    keyctx_release(ctx);
+    return rls__commit(db);
+fail:
+    keyctx_release(ctx);
+    rls__rollback(db);
+    return rc;
+}
+
+static int check_common(rls_db *db, const char *action, const char *key, int64_t cost,
+                        int64_t now, int op, int64_t ttl, int64_t *id, rls_result *res)
+{
+    key_ctx *ctx;
+    int rc;
+
+    if (!res)
+        return db ? rls__error(db, RLS_EINVAL, "result is NULL") : RLS_EINVAL;
+    if (id)
+        *id = 0;
+    rc = keyctx_args(db, action, key, cost, now);
+    if (rc == RLS_OK && op == OP_RESERVE && (ttl < 1 || ttl > RLS_TIME_MAX - now))
+        rc = rls__error(db, RLS_EINVAL, "reservation ttl %lld ms is out of range",
+                        (long long)ttl);
+    if (rc != RLS_OK) {
+        decide_degraded(res, 0);  /* invalid input is never admitted */
+        return rc;
+    }
+    ctx = malloc(sizeof *ctx);
+    if (!ctx) {
+        decide_degraded(res, policy_allows(db, action));
+        return rls__error(db, RLS_ENOMEM, "out of memory");
+    }
+    rc = check_tx(db, ctx, action, key, cost, now, op, ttl, id, res);
+    free(ctx);
+    if (rc != RLS_OK) {
+        if (id)
+            *id = 0;
+        decide_degraded(res, is_storage_failure(rc) && policy_allows(db, action));
+    }
+    return rc;
+}
+
+int rls_check_at(rls_db *db, const char *action, const char *key, int64_t cost,
+                 int64_t now_ms, rls_result *res)
+{
+    return check_common(db, action, key, cost, now_ms, OP_CHECK, 0, NULL, res);
+}
+
+int rls_check(rls_db *db, const char *action, const char *key, int64_t cost,
+              rls_result *res)
+{
+    int64_t now;
+    if (rls__now(&now) != RLS_OK)
+        now = -1;
+    return check_common(db, action, key, cost, now, OP_CHECK, 0, NULL, res);
+}
+
+int rls_peek_at(rls_db *db, const char *action, const char *key, int64_t cost,
+                int64_t now_ms, rls_result *res)
+{
+    return check_common(db, action, key, cost, now_ms, OP_PEEK, 0, NULL, res);
+}
+
+int rls_peek(rls_db *db, const char *action, const char *key, int64_t cost,
+             rls_result *res)
+{
+    int64_t now;
+    if (rls__now(&now) != RLS_OK)
+        now = -1;
+    return check_common(db, action, key, cost, now, OP_PEEK, 0, NULL, res);
+}
+
+int rls_reserve_at(rls_db *db, const char *action, const char *key, int64_t cost,
+                   int64_t ttl_ms, int64_t now_ms, int64_t *id, rls_result *res)
+{
+    if (!id) {
+        if (res)
+            decide_degraded(res, 0);
+        return db ? rls__error(db, RLS_EINVAL, "id is NULL") : RLS_EINVAL;
+    }
+    return check_common(db, action, key, cost, now_ms, OP_RESERVE, ttl_ms, id, res);
+}
+
+int rls_reserve(rls_db *db, const char *action, const char *key, int64_t cost,
+                int64_t ttl_ms, int64_t *id, rls_result *res)
+{
+    int64_t now;
+    if (rls__now(&now) != RLS_OK)
+        now = -1;
+    return rls_reserve_at(db, action, key, cost, ttl_ms, now, id, res);
+}
+
+/* ---- refunds ---------------------------------------------------------- */
+
+/* Refunds `cost` charged at charged_at to the limits of (action, key); with
+ * lids != NULL only to the limits whose ids are listed. */
+static int refund_in_tx(rls_db *db, const char *action, const char *key, int64_t cost,
+                        int64_t charged_at, int64_t now, const unsigned char *lids,
+                        size_t nlids)
+{
+    key_ctx *ctx = malloc(sizeof *ctx);
+    int rc;
+    if (!ctx)
+        return rls__error(db, RLS_ENOMEM, "out of memory");
+    rc = keyctx_load(db, ctx, action, key, now);
+    if (rc == RLS_OK && lids) {
+        int m = 0;
+        for (int i = 0; i < ctx->n; i++) {
+            uint64_t want = (uint64_t)ctx->rl[i].def->id;
+            int keep = 0;
+            for (size_t j = 0; j + 8 <= nlids && !keep; j += 8) {
+                uint64_t v = 0;
+                for (int b = 0; b < 8; b++)
+                    v |= (uint64_t)lids[j + (size_t)b] << (8 * b);
+                keep = v == want;
+            }
+            if (keep)
+                ctx->rl[m++] = ctx->rl[i];
+        }
+        ctx->n = m;
+    }
+    if (rc == RLS_OK)
+        rc = keyctx_read_states(db, ctx);
+    if (rc == RLS_OK &&
+        decide_refund(ctx->items, ctx->n, now, db->gc_horizon, charged_at, cost) != 0)
+        rc = rls__error(db, RLS_ECONFIG, "action '%s' has a limit the engine refuses", action);
+    if (rc == RLS_OK)
+        rc = keyctx_write_states(db, ctx);
+    keyctx_release(ctx);
+    free(ctx);
+    return rc;
+}
+
+int rls_refund_at(rls_db *db, const char *action, const char *key, int64_t cost,
+                  int64_t now_ms)
+{
+    int rc = keyctx_args(db, action, key, cost, now_ms);
+    if (rc)
+        return rc;
+    if ((rc = rls__begin(db, 1)))
+        return rc;
+    rc = refund_in_tx(db, action, key, cost, now_ms, now_ms, NULL, 0);
+    if (rc) {
+        rls__rollback(db);
+        return rc;
+    }
+    return rls__commit(db);
+}
+
+int rls_refund(rls_db *db, const char *action, const char *key, int64_t cost)
+{
+    int64_t now;
+    if (rls__now(&now) != RLS_OK)
+        now = -1;
+    return rls_refund_at(db, action, key, cost, now);
+}
+
+/*
+ * Refunds reservation `id` and deletes it (inside a transaction).  *found is
+ * 0 if there is no such reservation.  A reservation whose action or key no
+ * longer resolves is deleted without a refund.
+ */
+int rls__refund_reservation(rls_db *db, int64_t id, int64_t now, int *found)
+{
+    sqlite3_stmt *st = rls__stmt(db, STMT_RES_GET);
+    char action[RLS_NAME_MAX + 1], *key = NULL;
+    unsigned char *lids = NULL;
+    size_t nlids = 0;
+    int64_t cost = 0, created = 0;
+    int rc;
+
+    *found = 0;
+    if (!st)
+        return RLS_ESTORAGE;
+    sqlite3_bind_int64(st, 1, id);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *found = 1;
+        snprintf(action, sizeof action, "%s", (const char *)sqlite3_column_text(st, 0));
+        int kb = sqlite3_column_bytes(st, 1);
+        key = malloc((size_t)kb + 1);
+        nlids = (size_t)sqlite3_column_bytes(st, 5);
+        lids = malloc(nlids + 1);
+        if (key && lids) {
+            if (kb)
+                memcpy(key, sqlite3_column_blob(st, 1), (size_t)kb);
+            key[kb] = '\0';
+            if (nlids)
+                memcpy(lids, sqlite3_column_blob(st, 5), nlids);
+        }
+        cost = sqlite3_column_int64(st, 2);
+        created = sqlite3_column_int64(st, 3);
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW) {
+        return rc == SQLITE_DONE ? RLS_OK
+                                 : rls__sqlite_error(db, rc, "cannot read reservation");
+    }
+    if (!key || !lids) {
+        rc = rls__error(db, RLS_ENOMEM, "out of memory");
+        goto out;
+    }
+    rc = refund_in_tx(db, action, key, cost, created, now, lids, nlids);
+    if (rc == RLS_ENOACTION || rc == RLS_EKEY || rc == RLS_ENORULES)
+        rc = RLS_OK;  /* the rules changed under it: nothing left to refund */
+    if (rc == RLS_OK) {
+        sqlite3_stmt *del = rls__stmt(db, STMT_RES_DEL);
+        if (!del) {
+            rc = RLS_ESTORAGE;
+            goto out;
+        }
+        sqlite3_bind_int64(del, 1, id);
+        int src = sqlite3_step(del);
+        sqlite3_reset(del);
+        if (src != SQLITE_DONE)
+            rc = rls__sqlite_error(db, src, "cannot delete reservation");
+    }
+out:
+    free(key);
+    free(lids);
+    return rc;
+}
+
+/* commit (refund == 0) or cancel (refund == 1) reservation id. */
+static int resolve_reservation(rls_db *db, int64_t id, int64_t now, int refund)
+{
+    int rc = rls__db_usable(db), found = 0;
+    if (rc)
+        return rc;
+    db->errmsg[0] = '\0';
+    if (id < 1)
+        return rls__error(db, RLS_EINVAL, "reservation id %lld is invalid", (long long)id);
+    if (now < RLS_TIME_MIN || now > RLS_TIME_MAX)
+        return rls__error(db, RLS_ETIME, "time %lld ms is outside 1970..9999", (long long)now);
+    if ((rc = rls__begin(db, 1)))
+        return rc;
+
+    sqlite3_stmt *st = rls__stmt(db, STMT_RES_GET);
+    int64_t expires = 0;
+    if (!st) {
+        rc = RLS_ESTORAGE;
+        goto fail;
+    }
+    sqlite3_bind_int64(st, 1, id);
+    int src = sqlite3_step(st);
+    if (src == SQLITE_ROW) {
+        found = 1;
+        expires = sqlite3_column_int64(st, 4);
+    }
+    sqlite3_reset(st);
+    if (src != SQLITE_ROW && src != SQLITE_DONE) {
+        rc = rls__sqlite_error(db, src, "cannot read reservation");
+        goto fail;
+    }
+    if (!found) {
+        rc = rls__error(db, RLS_ENOTFOUND, "reservation %lld does not exist (committed, "
+                        "cancelled or expired and collected)", (long long)id);
+        goto fail;
+    }
+    if (expires <= now || refund) {
+        if ((rc = rls__refund_reservation(db, id, now, &found)))
+            goto fail;
+        if (!refund) {
+            /* Expired: refunded now, and the caller learns it. */
+            if ((rc = rls__commit(db)))
+                return rc;
+            return rls__error(db, RLS_EEXPIRED, "reservation %lld expired and was refunded",
+                              (long long)id);
+        }
+    } else {
+        sqlite3_stmt *del = rls__stmt(db, STMT_RES_DEL);
+        if (!del) {
+            rc = RLS_ESTORAGE;
+            goto fail;
+        }
+        sqlite3_bind_int64(del, 1, id);
+        src = sqlite3_step(del);
+        sqlite3_reset(del);
+        if (src != SQLITE_DONE) {
+            rc = rls__sqlite_error(db, src, "cannot delete reservation");
+            goto fail;
+        }
+    }
+    return rls__commit(db);
+fail:
+    rls__rollback(db);
+    return rc;
+}
+
+int rls_commit_at(rls_db *db, int64_t id, int64_t now_ms)
+{
+    return resolve_reservation(db, id, now_ms, 0);
+}
+
+int rls_commit(rls_db *db, int64_t id)
+{
+    int64_t now;
+    if (rls__now(&now) != RLS_OK)
+        now = -1;
+    return resolve_reservation(db, id, now, 0);
+}
+
+int rls_cancel_at(rls_db *db, int64_t id, int64_t now_ms)
+{
+    return resolve_reservation(db, id, now_ms, 1);
+}
+
+int rls_cancel(rls_db *db, int64_t id)
+{
+    int64_t now;
+    if (rls__now(&now) != RLS_OK)
+        now = -1;
+    return resolve_reservation(db, id, now, 1);
+}

@@ -1,0 +1,167 @@
+/*
+ * db.h - the handle and the internal interface of the SQLite storage layer.
+ *
+ * Storage owns the connection, the prepared statements, the per-handle cache
+ * of the active rule set and the stats accumulator.  It does no algorithm
+ * arithmetic: core decides, storage reads and writes rows.
+ */
+#ifndef RLS_DB_H
+#define RLS_DB_H
+
+#include <sqlite3.h>
+#include <sys/types.h>
+#include "rlstore.h"
+#include "decide.h"
+#include "resolve.h"
+#include "rules.h"
+
+/* Every statement the library runs, prepared once per connection on first
+ * use and reset after every use. */
+#define RLS_STMT_MAP(XX)                                                      \
+    XX(BEGIN_IMM, "BEGIN IMMEDIATE")                                          \
+    XX(BEGIN_READ, "BEGIN")                                                   \
+    XX(COMMIT, "COMMIT")                                                      \
+    XX(ROLLBACK, "ROLLBACK")                                                  \
+    XX(META_GET, "SELECT rules_gen, gc_horizon, active_version FROM rls_meta WHERE id = 1") \
+    XX(RULES_GET, "SELECT yaml FROM rls_rulesets WHERE version = ?1")        \
+    XX(LIMITS_ALL, "SELECT lid, action, name FROM rls_limits")               \
+    XX(LIMIT_ADD, "INSERT OR IGNORE INTO rls_limits(action, name) VALUES (?1, ?2)") \
+    XX(PATTERNS_ALL, "SELECT pattern, action, tier, expires_ms FROM rls_assignments WHERE kind <> 0") \
+    XX(KEY_POLICY,                                                            \
+       "SELECT 1, action, until_ms, kind, rule, level, forget_ms FROM rls_blocks" \
+       " WHERE key = ?1 AND action IN (?2, '')"                               \
+       " UNION ALL SELECT 2, action, expires_ms, 0, tier, 0, 0 FROM rls_assignments" \
+       " WHERE pattern = ?1 AND action IN (?2, '') AND kind = 0"              \
+       " UNION ALL SELECT 3, action, expires_ms, lim, limit_name, 0, 0 FROM rls_overrides" \
+       " WHERE key = ?1 AND action = ?2")                                     \
+    XX(STATE_GET, "SELECT alg, a, b, c, last_ms, exp_ms, log FROM rls_state WHERE lid = ?1 AND key = ?2") \
+    XX(STATE_PUT,                                                             \
+       "INSERT INTO rls_state(lid, key, alg, a, b, c, last_ms, exp_ms, log)"  \
+       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT(lid, key) DO UPDATE SET" \
+       " alg = excluded.alg, a = excluded.a, b = excluded.b, c = excluded.c," \
+       " last_ms = excluded.last_ms, exp_ms = excluded.exp_ms, log = excluded.log") \
+    XX(STATE_DEL, "DELETE FROM rls_state WHERE lid = ?1 AND key = ?2")       \
+    XX(PENALTY_PUT,                                                           \
+       "INSERT INTO rls_blocks(key, action, until_ms, kind, level, forget_ms, rule, reason, created_ms)" \
+       " VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, 'penalty', ?7) ON CONFLICT(key, action) DO UPDATE SET" \
+       " until_ms = excluded.until_ms, kind = 1, level = excluded.level," \
+       " forget_ms = excluded.forget_ms, rule = excluded.rule, reason = excluded.reason," \
+       " created_ms = excluded.created_ms")                                   \
+    XX(STATS_ADD,                                                             \
+       "INSERT INTO rls_stats(action, sec, allowed, denied) VALUES (?1, ?2, ?3, ?4)" \
+       " ON CONFLICT(action, sec) DO UPDATE SET allowed = allowed + excluded.allowed," \
+       " denied = denied + excluded.denied")                                  \
+    XX(STATS_TOTAL_ADD,                                                       \
+       "INSERT INTO rls_stats_total(action, allowed, denied) VALUES (?1, ?2, ?3)" \
+       " ON CONFLICT(action) DO UPDATE SET allowed = allowed + excluded.allowed," \
+       " denied = denied + excluded.denied")                                  \
+    XX(GC_SCAN, "SELECT lid, key, exp_ms FROM rls_state WHERE (lid, key) > (?1, ?2) ORDER BY lid, key LIMIT ?3") \
+    XX(GC_CURSOR, "SELECT gc_lid, gc_key FROM rls_meta WHERE id = 1")        \
+    XX(GC_META_SET, "UPDATE rls_meta SET gc_lid = ?1, gc_key = ?2, gc_horizon = max(gc_horizon, ?3) WHERE id = 1") \
+    XX(GC_STATS, "DELETE FROM rls_stats WHERE sec < ?1")                     \
+    XX(GC_BLOCKS, "DELETE FROM rls_blocks WHERE until_ms <> 0 AND until_ms <= ?1 AND forget_ms <= ?1") \
+    XX(GC_ASSIGN, "DELETE FROM rls_assignments WHERE kind = 0 AND expires_ms <> 0 AND expires_ms <= ?1") \
+    XX(GC_OVERRIDES, "DELETE FROM rls_overrides WHERE expires_ms <> 0 AND expires_ms <= ?1") \
+    XX(RES_EXPIRED, "SELECT id FROM rls_reservations WHERE expires_ms <= ?1 ORDER BY expires_ms LIMIT ?2") \
+    XX(RES_ADD, "INSERT INTO rls_reservations(action, key, cost, created_ms, expires_ms, lids) VALUES (?1, ?2, ?3, ?4, ?5, ?6)") \
+    XX(RES_GET, "SELECT action, key, cost, created_ms, expires_ms, lids FROM rls_reservations WHERE id = ?1") \
+    XX(RES_DEL, "DELETE FROM rls_reservations WHERE id = ?1")                \
+    XX(RULESET_ADD, "INSERT INTO rls_rulesets(created_ms, os_user, tool, source, comment, yaml) VALUES (?1, ?2, ?3, ?4, ?5, ?6)") \
+    XX(META_ACTIVATE, "UPDATE rls_meta SET active_version = ?1, rules_gen = rules_gen + 1 WHERE id = 1") \
+    XX(META_BUMP, "UPDATE rls_meta SET rules_gen = rules_gen + 1 WHERE id = 1") \
+    XX(AUDIT_ADD, "INSERT INTO rls_audit(ts_ms, os_user, tool, op, action, key, before, after, reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)") \
+    XX(BLOCK_GET_ONE, "SELECT until_ms, kind, reason FROM rls_blocks WHERE key = ?1 AND action = ?2") \
+    XX(BLOCK_SET,                                                             \
+       "INSERT INTO rls_blocks(key, action, until_ms, kind, level, forget_ms, rule, reason, os_user, created_ms)" \
+       " VALUES (?1, ?2, ?3, 0, 0, 0, '', ?4, ?5, ?6) ON CONFLICT(key, action) DO UPDATE SET" \
+       " until_ms = excluded.until_ms, kind = 0, level = 0, forget_ms = 0, rule = ''," \
+       " reason = excluded.reason, os_user = excluded.os_user, created_ms = excluded.created_ms") \
+    XX(BLOCK_DEL, "DELETE FROM rls_blocks WHERE key = ?1 AND action = ?2")   \
+    XX(ASSIGN_GET_ONE, "SELECT tier, expires_ms FROM rls_assignments WHERE pattern = ?1 AND action = ''") \
+    XX(ASSIGN_SET,                                                            \
+       "INSERT INTO rls_assignments(pattern, action, kind, tier, expires_ms, created_ms)" \
+       " VALUES (?1, '', ?2, ?3, ?4, ?5) ON CONFLICT(pattern, action) DO UPDATE SET" \
+       " kind = excluded.kind, tier = excluded.tier, expires_ms = excluded.expires_ms," \
+       " created_ms = excluded.created_ms")                                   \
+    XX(ASSIGN_DEL, "DELETE FROM rls_assignments WHERE pattern = ?1 AND action = ''") \
+    XX(OVERRIDE_GET_ONE, "SELECT lim, expires_ms FROM rls_overrides WHERE key = ?1 AND action = ?2 AND limit_name = ?3") \
+    XX(OVERRIDE_SET,                                                          \
+       "INSERT INTO rls_overrides(key, action, limit_name, lim, expires_ms, created_ms)" \
+       " VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(key, action, limit_name) DO UPDATE SET" \
+       " lim = excluded.lim, expires_ms = excluded.expires_ms, created_ms = excluded.created_ms") \
+    XX(OVERRIDE_DEL, "DELETE FROM rls_overrides WHERE key = ?1 AND action = ?2 AND limit_name = ?3")
+
+enum rls_stmt_id {
+#define RLS__STMT_ENUM(name, sql) STMT_##name,
+    RLS_STMT_MAP(RLS__STMT_ENUM)
+#undef RLS__STMT_ENUM
+    STMT__COUNT
+};
+
+/* In-process stats of one action for the current second. */
+typedef struct stat_acc {
+    char action[RLS_NAME_MAX + 1];
+    int64_t sec;
+    int64_t allowed, denied;
+} stat_acc;
+
+struct rls_db {
+    sqlite3 *sql;
+    char *path;
+    rls_options opt;
+    char tool[64];
+    char os_user[64];
+    pid_t pid;                     /* process that opened the connection */
+    sqlite3_stmt *stmt[STMT__COUNT];
+    char errmsg[512];
+    int in_tx;
+    uint32_t rng;                  /* busy-wait jitter */
+
+    /* cache of the active rule set, valid while rules_gen matches the db */
+    int64_t rules_gen;             /* -1: nothing loaded */
+    int64_t active_version;
+    ruleset *rules;
+    assign_cand *patterns;         /* CIDR/prefix assignments: YAML + table */
+    int npatterns;
+    char *pattern_text;            /* storage for the table's pattern strings */
+
+    int64_t gc_horizon;            /* read with rules_gen at each transaction */
+
+    stat_acc *stats;
+    int nstats, capstats;
+    int64_t stats_flushed_ms;
+    uint32_t writes_since_gc;
+    int64_t gc_misc_ms;            /* last sweep of blocks/assignments/stats */
+};
+
+/* ---- open.c ---------------------------------------------------------- */
+int rls__db_usable(rls_db *db);               /* EINVAL/EMISUSE or OK; reopens after fork */
+int rls__error(rls_db *db, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int rls__sqlite_error(rls_db *db, int src, const char *what);
+int rls__now(int64_t *now_ms);
+
+/* ---- stmt.c ---------------------------------------------------------- */
+sqlite3_stmt *rls__stmt(rls_db *db, int id);  /* NULL: error recorded */
+void rls__stmt_finalize_all(rls_db *db);
+int rls__exec_simple(rls_db *db, int id);     /* step a no-result statement */
+int rls__begin(rls_db *db, int write);
+int rls__commit(rls_db *db);
+void rls__rollback(rls_db *db);
+int rls__audit(rls_db *db, int64_t now, const char *op, const char *action,
+               const char *key, const char *before, const char *after,
+               const char *reason);
+
+/* ---- cache.c --------------------------------------------------------- */
+int rls__cache_refresh(rls_db *db);           /* inside a transaction */
+void rls__cache_free(rls_db *db);
+
+/* ---- gc.c / stats ---------------------------------------------------- */
+void rls__stats_count(rls_db *db, const char *action, int64_t now, int allowed);
+int rls__stats_flush(rls_db *db, int64_t now, int force);
+int rls__gc_step(rls_db *db, int64_t now, int max_rows, int64_t *deleted);
+
+/* ---- check.c --------------------------------------------------------- */
+int rls__refund_reservation(rls_db *db, int64_t id, int64_t now, int *found);
+
+#endif

@@ -1,0 +1,265 @@
+/*
+ * gc.c - keeping the file bounded without cron, and the stats accumulator.
+ *
+ * GC is incremental: each step examines the next GC_SCAN rows of rls_state
+ * after a cursor kept in rls_meta (wrapping at the end) and deletes those
+ * whose exp_ms has passed; the latest deleted exp_ms raises gc_horizon, which
+ * keeps clock safety for keys whose state is gone.  A step also refunds
+ * expired reservations and, at most once a minute, removes expired blocks,
+ * assignments, overrides and stats older than an hour.
+ *
+ * Stats are counted in process per action and second and written at most
+ * once a second inside a check's own transaction.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "db.h"
+
+#define STATS_KEEP_MS (3600 * 1000LL)
+#define MISC_EVERY_MS (60 * 1000LL)
+#define RESERVATIONS_PER_STEP 16
+
+void rls__stats_count(rls_db *db, const char *action, int64_t now, int allowed)
+{
+    int64_t sec = now / 1000;
+    stat_acc *s = NULL;
+    for (int i = 0; i < db->nstats; i++)
+        if (db->stats[i].sec == sec && strcmp(db->stats[i].action, action) == 0)
+            s = &db->stats[i];
+    if (!s) {
+        if (db->nstats == db->capstats) {
+            int cap = db->capstats ? db->capstats * 2 : 8;
+            stat_acc *n = realloc(db->stats, sizeof *n * (size_t)cap);
+            if (!n)
+                return;  /* stats may be lost, counters never are */
+            db->stats = n;
+            db->capstats = cap;
+        }
+        s = &db->stats[db->nstats++];
+        snprintf(s->action, sizeof s->action, "%s", action);
+        s->sec = sec;
+        s->allowed = s->denied = 0;
+    }
+    if (allowed)
+        s->allowed++;
+    else
+        s->denied++;
+}
+
+int rls__stats_flush(rls_db *db, int64_t now, int force)
+{
+    if (db->nstats == 0 || (!force && now - db->stats_flushed_ms < 1000 &&
+                            now >= db->stats_flushed_ms))
+        return RLS_OK;
+    sqlite3_stmt *add = rls__stmt(db, STMT_STATS_ADD);
+    sqlite3_stmt *tot = rls__stmt(db, STMT_STATS_TOTAL_ADD);
+    if (!add || !tot)
+        return RLS_ESTORAGE;
+    for (int i = 0; i < db->nstats; i++) {
+        const stat_acc *s = &db->stats[i];
+        sqlite3_bind_text(add, 1, s->action, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(add, 2, s->sec);
+        sqlite3_bind_int64(add, 3, s->allowed);
+        sqlite3_bind_int64(add, 4, s->denied);
+        int rc = sqlite3_step(add);
+        sqlite3_reset(add);
+        if (rc != SQLITE_DONE)
+            return rls__sqlite_error(db, rc, "cannot write stats");
+        sqlite3_bind_text(tot, 1, s->action, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(tot, 2, s->allowed);
+        sqlite3_bind_int64(tot, 3, s->denied);
+        rc = sqlite3_step(tot);
+        sqlite3_reset(tot);
+        if (rc != SQLITE_DONE)
+            return rls__sqlite_error(db, rc, "cannot write stats");
+    }
+    /* Cleared only at commit time in spirit: a rolled-back transaction loses
+     * these stats, which the contract allows (stats may lose a second). */
+    db->nstats = 0;
+    db->stats_flushed_ms = now;
+    return RLS_OK;
+}
+
+static int exec_time(rls_db *db, int id, int64_t now)
+{
+    sqlite3_stmt *st = rls__stmt(db, id);
+    if (!st)
+        return RLS_ESTORAGE;
+    sqlite3_bind_int64(st, 1, now);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? RLS_OK : rls__sqlite_error(db, rc, "garbage collection failed");
+}
+
+static int gc_reservations(rls_db *db, int64_t now)
+{
+    sqlite3_stmt *st = rls__stmt(db, STMT_RES_EXPIRED);
+    int64_t ids[RESERVATIONS_PER_STEP];
+    int n = 0, rc;
+    if (!st)
+        return RLS_ESTORAGE;
+    sqlite3_bind_int64(st, 1, now);
+    sqlite3_bind_int(st, 2, RESERVATIONS_PER_STEP);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < RESERVATIONS_PER_STEP)
+        ids[n++] = sqlite3_column_int64(st, 0);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+        return rls__sqlite_error(db, rc, "cannot read reservations");
+    for (int i = 0; i < n; i++) {
+        int found;
+        if ((rc = rls__refund_reservation(db, ids[i], now, &found)))
+            return rc;
+    }
+    return RLS_OK;
+}
+
+/* One bounded sweep of rls_state from the cursor. */
+static int gc_states(rls_db *db, int64_t now, int max_rows, int64_t *deleted)
+{
+    sqlite3_stmt *cur = rls__stmt(db, STMT_GC_CURSOR);
+    sqlite3_stmt *scan = rls__stmt(db, STMT_GC_SCAN);
+    sqlite3_stmt *del = rls__stmt(db, STMT_STATE_DEL);
+    sqlite3_stmt *set = rls__stmt(db, STMT_GC_META_SET);
+    unsigned char *key = NULL;
+    size_t keycap = 0, keylen = 0;
+    int64_t lid = 0, horizon = 0, seen = 0;
+    int rc;
+
+    if (!cur || !scan || !del || !set)
+        return RLS_ESTORAGE;
+    rc = sqlite3_step(cur);
+    if (rc == SQLITE_ROW) {
+        lid = sqlite3_column_int64(cur, 0);
+        keylen = (size_t)sqlite3_column_bytes(cur, 1);
+        key = malloc(keylen + 1);
+        if (key && keylen)
+            memcpy(key, sqlite3_column_blob(cur, 1), keylen);
+        keycap = keylen + 1;
+    }
+    sqlite3_reset(cur);
+    if (rc != SQLITE_ROW)
+        return rls__sqlite_error(db, rc, "cannot read GC cursor");
+    if (!key)
+        return rls__error(db, RLS_ENOMEM, "out of memory");
+
+    sqlite3_bind_int64(scan, 1, lid);
+    sqlite3_bind_blob(scan, 2, key, (int)keylen, SQLITE_TRANSIENT);
+    sqlite3_bind_int(scan, 3, max_rows);
+    /* Collect the expired rows first: deleting while scanning the same
+     * b-tree is allowed in SQLite but harder to reason about. */
+    struct victim { int64_t lid; unsigned char *key; int len; int64_t exp; } *v;
+    int nv = 0;
+    v = calloc((size_t)max_rows, sizeof *v);
+    if (!v) {
+        sqlite3_reset(scan);
+        free(key);
+        return rls__error(db, RLS_ENOMEM, "out of memory");
+    }
+    while ((rc = sqlite3_step(scan)) == SQLITE_ROW) {
+        int64_t l = sqlite3_column_int64(scan, 0);
+        int len = sqlite3_column_bytes(scan, 1);
+        const void *k = sqlite3_column_blob(scan, 1);
+        int64_t exp = sqlite3_column_int64(scan, 2);
+        seen++;
+        lid = l;
+        if ((size_t)len + 1 > keycap) {
+            unsigned char *nk = realloc(key, (size_t)len + 1);
+            if (!nk) { rc = SQLITE_NOMEM; break; }
+            key = nk;
+            keycap = (size_t)len + 1;
+        }
+        if (len)
+            memcpy(key, k, (size_t)len);
+        keylen = (size_t)len;
+        if (exp < now) {
+            v[nv].key = malloc((size_t)len + 1);
+            if (!v[nv].key) { rc = SQLITE_NOMEM; break; }
+            if (len)
+                memcpy(v[nv].key, k, (size_t)len);
+            v[nv].len = len;
+            v[nv].lid = l;
+            v[nv].exp = exp;
+            nv++;
+        }
+    }
+    sqlite3_reset(scan);
+    if (rc != SQLITE_DONE) {
+        rc = rc == SQLITE_NOMEM ? rls__error(db, RLS_ENOMEM, "out of memory")
+                                : rls__sqlite_error(db, rc, "cannot scan states");
+        goto out;
+    }
+    rc = RLS_OK;
+    for (int i = 0; i < nv; i++) {
+        sqlite3_bind_int64(del, 1, v[i].lid);
+        sqlite3_bind_blob(del, 2, v[i].key, v[i].len, SQLITE_STATIC);
+        int src = sqlite3_step(del);
+        sqlite3_reset(del);
+        if (src != SQLITE_DONE) {
+            rc = rls__sqlite_error(db, src, "cannot delete state");
+            goto out;
+        }
+        if (v[i].exp > horizon)
+            horizon = v[i].exp;
+    }
+    if (seen < max_rows) {  /* reached the end: wrap around */
+        lid = 0;
+        keylen = 0;
+    }
+    sqlite3_bind_int64(set, 1, lid);
+    sqlite3_bind_blob(set, 2, key, (int)keylen, SQLITE_STATIC);
+    sqlite3_bind_int64(set, 3, horizon);
+    int src = sqlite3_step(set);
+    sqlite3_reset(set);
+    if (src != SQLITE_DONE)
+        rc = rls__sqlite_error(db, src, "cannot save GC cursor");
+    else if (deleted)
+        *deleted += nv;
+out:
+    for (int i = 0; i < nv; i++)
+        free(v[i].key);
+    free(v);
+    free(key);
+    return rc;
+}
+
+int rls__gc_step(rls_db *db, int64_t now, int max_rows, int64_t *deleted)
+{
+    int rc;
+    if (deleted)
+        *deleted = 0;
+    if ((rc = gc_states(db, now, max_rows, deleted)) || (rc = gc_reservations(db, now)))
+        return rc;
+    if (now - db->gc_misc_ms >= MISC_EVERY_MS || now < db->gc_misc_ms) {
+        if ((rc = exec_time(db, STMT_GC_BLOCKS, now)) ||
+            (rc = exec_time(db, STMT_GC_OVERRIDES, now)) ||
+            (rc = exec_time(db, STMT_GC_ASSIGN, now)) ||
+            (rc = exec_time(db, STMT_GC_STATS, now / 1000 - STATS_KEEP_MS / 1000)))
+            return rc;
+        db->gc_misc_ms = now;
+    }
+    return RLS_OK;
+}
+
+int rls_gc_at(rls_db *db, int max_rows, int64_t now_ms, int64_t *deleted)
+{
+    int rc = rls__db_usable(db);
+    if (rc)
+        return rc;
+    db->errmsg[0] = '\0';
+    if (max_rows < 1 || max_rows > 1000000)
+        return rls__error(db, RLS_EINVAL, "max_rows %d is outside 1..1000000", max_rows);
+    if (now_ms < RLS_TIME_MIN || now_ms > RLS_TIME_MAX)
+        return rls__error(db, RLS_ETIME, "time %lld ms is outside 1970..9999", (long long)now_ms);
+    if ((rc = rls__begin(db, 1)))
+        return rc;
+    if ((rc = rls__cache_refresh(db)) == RLS_OK) {
+        db->gc_misc_ms = 0;
+        rc = rls__gc_step(db, now_ms, max_rows, deleted);
+    }
+    if (rc) {
+        rls__rollback(db);
+        return rc;
+    }
+    return rls__commit(db);
+}

@@ -1,0 +1,231 @@
+/*
+ * keyctx.c - loading and saving what one (action, key) needs inside a
+ * transaction (keyctx.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "keyctx.h"
+
+int keyctx_args(rls_db *db, const char *action, const char *key,
+                int64_t cost, int64_t now)
+{
+    int rc = rls__db_usable(db);
+    if (rc)
+        return rc;
+    db->errmsg[0] = '\0';
+    if (!action || !key)
+        return rls__error(db, RLS_EINVAL, "action or key is NULL");
+    if (!*action || strlen(action) > RLS_NAME_MAX)
+        return rls__error(db, RLS_ENOACTION, "action name is empty or longer than %d bytes",
+                          RLS_NAME_MAX);
+    size_t kl = strlen(key);
+    if (kl == 0 || kl > (size_t)db->opt.max_key_len)
+        return rls__error(db, RLS_EKEY, "key is empty or longer than %d bytes",
+                          db->opt.max_key_len);
+    if (cost < 1 || cost > RLS_COST_MAX)
+        return rls__error(db, RLS_ECOST, "cost %lld is outside 1..%lld", (long long)cost,
+                          (long long)RLS_COST_MAX);
+    if (now < RLS_TIME_MIN || now > RLS_TIME_MAX)
+        return rls__error(db, RLS_ETIME, "time %lld ms is outside 1970..9999", (long long)now);
+    return RLS_OK;
+}
+
+static void copy_name(char *dst, const unsigned char *src)
+{
+    snprintf(dst, RLS_NAME_MAX + 1, "%s", src ? (const char *)src : "");
+}
+
+/* One pass over the key's policy rows. */
+static int read_policy(rls_db *db, key_ctx *ctx, int64_t now)
+{
+    sqlite3_stmt *st = rls__stmt(db, STMT_KEY_POLICY);
+    int rc;
+    if (!st)
+        return RLS_ESTORAGE;
+    sqlite3_bind_blob(st, 1, ctx->key, (int)ctx->keylen, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, ctx->act->name, -1, SQLITE_STATIC);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int type = sqlite3_column_int(st, 0);
+        const unsigned char *act = sqlite3_column_text(st, 1);
+        int64_t t = sqlite3_column_int64(st, 2);
+        int64_t num = sqlite3_column_int64(st, 3);
+        const unsigned char *text = sqlite3_column_text(st, 4);
+        int own = act && act[0] != '\0';
+        if (type == 1) {
+            int active = t == 0 || t > now;
+            if (own) {
+                ctx->pen_found = 1;
+                ctx->pen_kind = (int)num;
+                ctx->pen_level = sqlite3_column_int(st, 5);
+                ctx->pen_until = t;
+                ctx->pen_forget = sqlite3_column_int64(st, 6);
+            }
+            if (active && (!ctx->block.active || t == 0 ||
+                           (ctx->block.until_ms != 0 && t > ctx->block.until_ms))) {
+                ctx->block.found = ctx->block.active = 1;
+                ctx->block.until_ms = t;
+                copy_name(ctx->block.rule, text);
+            }
+        } else if (type == 2 && ctx->nexact < 2) {
+            int i = ctx->nexact++;
+            assign_cand *c = &ctx->exact[i];
+            copy_name(ctx->exact_tier[i], text);
+            copy_name(ctx->exact_action[i], act);
+            memset(&c->pat, 0, sizeof c->pat);
+            c->pat.kind = PAT_EXACT;
+            c->text = ctx->key;
+            c->action = ctx->exact_action[i];
+            c->tier = ctx->exact_tier[i];
+            c->expires_ms = t;
+            c->dynamic = 1;
+        } else if (type == 3 && ctx->nov < RESOLVE_MAX_LIMITS) {
+            int i = ctx->nov++;
+            copy_name(ctx->ov_name[i], text);
+            ctx->ov[i].limit_name = ctx->ov_name[i];
+            ctx->ov[i].limit = num;
+            ctx->ov[i].expires_ms = t;
+        }
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? RLS_OK : rls__sqlite_error(db, rc, "cannot read key policy");
+}
+
+int keyctx_load(rls_db *db, key_ctx *ctx, const char *action, const char *key,
+                int64_t now)
+{
+    const char *why = "";
+    int rc;
+
+    ctx->n = 0;
+    ctx->nexact = ctx->nov = 0;
+    ctx->pen_found = 0;
+    memset(&ctx->block, 0, sizeof ctx->block);
+    if ((rc = rls__cache_refresh(db)))
+        return rc;
+    if (!db->rules)
+        return rls__error(db, RLS_ENORULES, "no rules applied to '%s' yet", db->path);
+    ctx->act = ruleset_action(db->rules, action);
+    if (!ctx->act)
+        return rls__error(db, RLS_ENOACTION, "action '%s' is not defined", action);
+    int kl = key_normalize(ctx->act->key_kind, ctx->act->ipv4_prefix, ctx->act->ipv6_prefix,
+                           key, strlen(key), ctx->key, sizeof ctx->key, &why);
+    if (kl < 0 || kl > db->opt.max_key_len)
+        return rls__error(db, RLS_EKEY, "key is not valid for action '%s' (%s keys): %s",
+                          action, key_kind_name(ctx->act->key_kind),
+                          kl == -2 || kl > 0 ? "too long" : why);
+    ctx->keylen = (size_t)kl;
+    if ((rc = read_policy(db, ctx, now)))
+        return rc;
+
+    resolve_tier(db->rules, ctx->act->name, ctx->key, ctx->keylen, ctx->exact,
+                 ctx->nexact, now, &ctx->tier);
+    if (ctx->tier.source == TIER_FROM_DEFAULT)
+        resolve_tier(db->rules, ctx->act->name, ctx->key, ctx->keylen, db->patterns,
+                     db->npatterns, now, &ctx->tier);
+    ctx->behaviour = TIER_NORMAL;
+    if (ctx->tier.def && ctx->tier.def->blocked)
+        ctx->behaviour = TIER_BLOCKED;
+    else if (ctx->tier.def && ctx->tier.def->unlimited)
+        ctx->behaviour = TIER_UNLIMITED;
+
+    ctx->n = resolve_limits(ctx->act, ctx->tier.tier, ctx->ov, ctx->nov, now, ctx->rl,
+                            RESOLVE_MAX_LIMITS);
+    if (ctx->n < 0) {
+        ctx->n = 0;
+        return rls__error(db, RLS_ECONFIG, "action '%s' has more than %d limits",
+                          action, RESOLVE_MAX_LIMITS);
+    }
+    return RLS_OK;
+}
+
+/* Copies a stored sliding log into a buffer with room for one more entry. */
+static int take_log(rls_db *db, algo_state *s, const void *blob, int bytes)
+{
+    size_t len = bytes > 0 ? (size_t)bytes : 0;
+    s->log = malloc(len + ALGO_LOG_ENTRY);
+    if (!s->log)
+        return rls__error(db, RLS_ENOMEM, "out of memory");
+    if (len)
+        memcpy(s->log, blob, len);
+    s->log_len = len;
+    s->log_cap = len + ALGO_LOG_ENTRY;
+    return RLS_OK;
+}
+
+int keyctx_read_states(rls_db *db, key_ctx *ctx)
+{
+    sqlite3_stmt *st = rls__stmt(db, STMT_STATE_GET);
+    int rc = SQLITE_DONE;
+    memset(ctx->st, 0, sizeof ctx->st[0] * (size_t)ctx->n);
+    if (!st)
+        return RLS_ESTORAGE;
+    for (int i = 0; i < ctx->n; i++) {
+        algo_state *s = &ctx->st[i];
+        const rule_limit *def = ctx->rl[i].def;
+        ctx->items[i].rl = &ctx->rl[i];
+        ctx->items[i].st = s;
+        sqlite3_bind_int64(st, 1, def->id);
+        sqlite3_bind_blob(st, 2, ctx->key, (int)ctx->keylen, SQLITE_STATIC);
+        rc = sqlite3_step(st);
+        /* A row written under another algorithm means nothing to this one. */
+        if (rc == SQLITE_ROW && sqlite3_column_int(st, 0) == def->algorithm) {
+            s->present = 1;
+            s->a = sqlite3_column_int64(st, 1);
+            s->b = sqlite3_column_int64(st, 2);
+            s->c = sqlite3_column_int64(st, 3);
+            s->last_ms = sqlite3_column_int64(st, 4);
+            s->expires_ms = sqlite3_column_int64(st, 5);
+        }
+        if (def->algorithm == ALGO_SLIDING_LOG) {
+            const void *blob = s->present ? sqlite3_column_blob(st, 6) : NULL;
+            int bytes = s->present ? sqlite3_column_bytes(st, 6) : 0;
+            int lrc = take_log(db, s, blob, bytes);
+            if (lrc) {
+                sqlite3_reset(st);
+                return lrc;
+            }
+        }
+        sqlite3_reset(st);
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+            return rls__sqlite_error(db, rc, "cannot read counter state");
+    }
+    return RLS_OK;
+}
+
+int keyctx_write_states(rls_db *db, key_ctx *ctx)
+{
+    sqlite3_stmt *st = rls__stmt(db, STMT_STATE_PUT);
+    if (!st)
+        return RLS_ESTORAGE;
+    for (int i = 0; i < ctx->n; i++) {
+        const algo_state *s = &ctx->st[i];
+        if (!ctx->items[i].changed)
+            continue;
+        sqlite3_bind_int64(st, 1, ctx->rl[i].def->id);
+        sqlite3_bind_blob(st, 2, ctx->key, (int)ctx->keylen, SQLITE_STATIC);
+        sqlite3_bind_int(st, 3, ctx->rl[i].def->algorithm);
+        sqlite3_bind_int64(st, 4, s->a);
+        sqlite3_bind_int64(st, 5, s->b);
+        sqlite3_bind_int64(st, 6, s->c);
+        sqlite3_bind_int64(st, 7, s->last_ms);
+        sqlite3_bind_int64(st, 8, s->expires_ms);
+        if (s->log && s->log_len)
+            sqlite3_bind_blob(st, 9, s->log, (int)s->log_len, SQLITE_STATIC);
+        else
+            sqlite3_bind_null(st, 9);
+        int rc = sqlite3_step(st);
+        sqlite3_reset(st);
+        if (rc != SQLITE_DONE)
+            return rls__sqlite_error(db, rc, "cannot write counter state");
+    }
+    return RLS_OK;
+}
+
+void keyctx_release(key_ctx *ctx)
+{
+    for (int i = 0; i < ctx->n; i++) {
+        free(ctx->st[i].log);
+        ctx->st[i].log = NULL;
+    }
+}

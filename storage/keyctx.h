@@ -1,0 +1,64 @@
+/*
+ * keyctx.h - what one (action, key) needs inside a transaction: the action,
+ * the normalised key, its per-key policy rows (blocks, exact tier
+ * assignment, overrides), the tier, the resolved limits and their states.
+ * Shared by checks, refunds and reservations.
+ */
+#ifndef RLS_KEYCTX_H
+#define RLS_KEYCTX_H
+
+#include "db.h"
+
+typedef struct key_block {
+    int found;          /* a row exists for this action or for all */
+    int active;         /* it blocks now */
+    int64_t until_ms;   /* 0 = forever */
+    char rule[RLS_NAME_MAX + 1];
+} key_block;
+
+typedef struct key_ctx {
+    const rule_action *act;
+    char key[RLS_KEY_MAX_LIMIT + 64];   /* normalised */
+    size_t keylen;
+
+    key_block block;                    /* the strongest active block */
+    int pen_found;                      /* this action's own block row */
+    int pen_kind, pen_level;
+    int64_t pen_until, pen_forget;
+
+    assign_cand exact[2];               /* exact assignments: action, all */
+    char exact_tier[2][RLS_NAME_MAX + 1];
+    char exact_action[2][RLS_NAME_MAX + 1];
+    int nexact;
+    tier_choice tier;
+    int behaviour;                      /* enum tier_behaviour */
+
+    override_in ov[RESOLVE_MAX_LIMITS];
+    char ov_name[RESOLVE_MAX_LIMITS][RLS_NAME_MAX + 1];
+    int nov;
+
+    resolved_limit rl[RESOLVE_MAX_LIMITS];
+    algo_state st[RESOLVE_MAX_LIMITS];
+    decide_item items[RESOLVE_MAX_LIMITS];
+    int n;
+} key_ctx;
+
+/* Validates the arguments every per-key call shares. */
+int keyctx_args(rls_db *db, const char *action, const char *key,
+                int64_t cost, int64_t now);
+
+/* Inside a transaction: refreshes the rule cache, then fills ctx up to and
+ * including the tier and the resolved limits (not the states). */
+int keyctx_load(rls_db *db, key_ctx *ctx, const char *action, const char *key,
+                int64_t now);
+
+/* Reads the state of every resolved limit into ctx->st/items. */
+int keyctx_read_states(rls_db *db, key_ctx *ctx);
+
+/* Writes every item marked changed. */
+int keyctx_write_states(rls_db *db, key_ctx *ctx);
+
+/* Frees the log buffers of the states. */
+void keyctx_release(key_ctx *ctx);
+
+#endif

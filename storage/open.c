@@ -1,0 +1,418 @@
+/*
+ * open.c - opening and closing a database: file creation with a safe mode,
+ * connection settings, schema migrations, validation of foreign files, fork
+ * detection, and the mapping of SQLite errors to rlstore codes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "db.h"
+
+#define RLS_APPLICATION_ID 0x524c5354  /* "RLST" */
+
+extern const char *const rls__migrations[];
+extern const int rls__migration_count;
+
+static _Thread_local char open_errmsg[512];
+
+int rls__now(int64_t *now_ms)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_REALTIME, &ts) != 0)
+        return RLS_ETIME;
+    *now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return RLS_OK;
+}
+
+int rls__error(rls_db *db, int code, const char *fmt, ...)
+{
+    va_list ap;
+    char *buf = db ? db->errmsg : open_errmsg;
+    size_t size = db ? sizeof db->errmsg : sizeof open_errmsg;
+    va_start(ap, fmt);
+    vsnprintf(buf, size, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+/* SQLite result code -> rlstore code. */
+static int map_sqlite(int src)
+{
+    switch (src & 0xff) {
+    case SQLITE_OK: return RLS_OK;
+    case SQLITE_NOMEM: return RLS_ENOMEM;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED: return RLS_EBUSY;
+    case SQLITE_READONLY: return RLS_EREADONLY;
+    case SQLITE_IOERR: return RLS_EIO;
+    case SQLITE_CORRUPT: return RLS_ECORRUPT;
+    case SQLITE_FULL: return RLS_EFULL;
+    case SQLITE_CANTOPEN: return RLS_ECANTOPEN;
+    case SQLITE_NOTADB: return RLS_ENOTDB;
+    case SQLITE_PERM:
+    case SQLITE_AUTH: return RLS_EREADONLY;
+    default: return RLS_ESTORAGE;
+    }
+}
+
+int rls__sqlite_error(rls_db *db, int src, const char *what)
+{
+    int code = map_sqlite(src);
+    const char *detail = db && db->sql ? sqlite3_errmsg(db->sql) : sqlite3_errstr(src);
+    return rls__error(db, code, "%s: %s", what, detail);
+}
+
+const char *rls_errmsg(rls_db *db)
+{
+    return db ? db->errmsg : open_errmsg;
+}
+
+void rls_options_init(rls_options *opt)
+{
+    if (!opt)
+        return;
+    memset(opt, 0, sizeof *opt);
+    opt->size = sizeof *opt;
+    opt->busy_timeout_ms = 5000;
+    opt->durability = RLS_DURABILITY_NORMAL;
+    opt->on_error = RLS_ON_ERROR_DENY;
+    opt->read_only = 0;
+    opt->create = 1;
+    opt->file_mode = 0600;
+    opt->max_key_len = RLS_KEY_MAX_DEFAULT;
+    opt->tool = "lib";
+}
+
+/* Copies the fields the caller's struct has (it may be older and smaller). */
+static int options_take(rls_options *dst, const rls_options *src)
+{
+    rls_options_init(dst);
+    if (!src)
+        return RLS_OK;
+    if (src->size < offsetof(rls_options, busy_timeout_ms) + sizeof(int) ||
+        src->size > sizeof(rls_options) * 4)
+        return RLS_EINVAL;
+    size_t n = src->size < sizeof *dst ? src->size : sizeof *dst;
+    memcpy(dst, src, n);
+    dst->size = sizeof *dst;
+    if (!dst->tool)
+        dst->tool = "lib";
+    if (dst->busy_timeout_ms < 0 || dst->max_key_len < 1 ||
+        dst->max_key_len > RLS_KEY_MAX_LIMIT ||
+        (dst->durability != RLS_DURABILITY_NORMAL &&
+         dst->durability != RLS_DURABILITY_FULL) ||
+        (dst->on_error != RLS_ON_ERROR_DENY && dst->on_error != RLS_ON_ERROR_ALLOW) ||
+        (dst->file_mode & ~0777u) != 0)
+        return RLS_EINVAL;
+    return RLS_OK;
+}
+
+/*
+ * Busy handler: short waits that grow from 20 us to 2 ms with jitter, until
+ * the busy timeout.  SQLite's own handler sleeps in coarse steps, which under
+ * contention makes the worst waits hundreds of milliseconds.
+ */
+static int busy_wait(void *arg, int count)
+{
+    rls_db *db = arg;
+    int64_t waited_us = 0, step = 20;
+    for (int i = 0; i < count; i++) {
+        waited_us += step;
+        if (step < 2000)
+            step = step * 3 / 2 + 1;
+    }
+    if (waited_us / 1000 >= db->opt.busy_timeout_ms)
+        return 0;
+    db->rng ^= db->rng << 13;
+    db->rng ^= db->rng >> 17;
+    db->rng ^= db->rng << 5;
+    struct timespec ts = {0, (long)(step * 1000 + db->rng % (uint32_t)(step * 500 + 1))};
+    nanosleep(&ts, NULL);
+    return 1;
+}
+
+static void who_am_i(rls_db *db)
+{
+    struct passwd pw, *res = NULL;
+    char buf[1024];
+    if (getpwuid_r(geteuid(), &pw, buf, sizeof buf, &res) == 0 && res)
+        snprintf(db->os_user, sizeof db->os_user, "%s", pw.pw_name);
+    else
+        snprintf(db->os_user, sizeof db->os_user, "uid:%ld", (long)geteuid());
+}
+
+static int exec_sql(rls_db *db, const char *sql, const char *what)
+{
+    int rc = sqlite3_exec(db->sql, sql, NULL, NULL, NULL);
+    return rc == SQLITE_OK ? RLS_OK : rls__sqlite_error(db, rc, what);
+}
+
+static int pragma_int(rls_db *db, const char *sql, int64_t *out)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db->sql, sql, -1, &st, NULL);
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            *out = sqlite3_column_int64(st, 0);
+            rc = SQLITE_OK;
+        }
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_OK ? RLS_OK : rls__sqlite_error(db, rc, "cannot read database header");
+}
+
+/* Names of every schema object rlstore creates (including SQLite's own). */
+static int known_object(const char *name)
+{
+    return strncmp(name, "rls_", 4) == 0 ||
+           strncmp(name, "sqlite_autoindex_rls_", 21) == 0;
+}
+
+static int check_foreign_objects(rls_db *db)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db->sql,
+        "SELECT type, name FROM sqlite_schema WHERE type IN ('trigger','view') "
+        "OR name NOT LIKE 'rls\\_%' ESCAPE '\\'", -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        return rls__sqlite_error(db, rc, "cannot read schema");
+    int code = RLS_OK;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *type = (const char *)sqlite3_column_text(st, 0);
+        const char *name = (const char *)sqlite3_column_text(st, 1);
+        if (!type || !name || strcmp(type, "trigger") == 0 ||
+            strcmp(type, "view") == 0 || !known_object(name)) {
+            code = rls__error(db, RLS_EUNSAFE, "'%s': %s '%s' was not created by rlstore",
+                              db->path, type ? type : "?", name ? name : "?");
+            break;
+        }
+    }
+    if (code == RLS_OK && rc != SQLITE_DONE)
+        code = rls__sqlite_error(db, rc, "cannot read schema");
+    sqlite3_finalize(st);
+    return code;
+}
+
+/*
+ * Brings the schema to the library's version.  A database with another
+ * application id or a newer schema is refused without being modified.
+ */
+static int migrate(rls_db *db)
+{
+    int64_t appid = 0, ver = 0, nobj = 0;
+    int rc;
+
+    if ((rc = pragma_int(db, "PRAGMA application_id", &appid)) ||
+        (rc = pragma_int(db, "PRAGMA user_version", &ver)) ||
+        (rc = pragma_int(db, "SELECT count(*) FROM sqlite_schema", &nobj)))
+        return rc;
+    if (appid != RLS_APPLICATION_ID && (appid != 0 || nobj != 0 || ver != 0))
+        return rls__error(db, RLS_ENOTDB, "'%s' is an SQLite database of another application",
+                          db->path);
+    if (ver > rls__migration_count)
+        return rls__error(db, RLS_ENEWER,
+                          "'%s' has schema version %lld, this library knows up to %d",
+                          db->path, (long long)ver, rls__migration_count);
+    if (ver == rls__migration_count)
+        return RLS_OK;
+    if (db->opt.read_only)
+        return rls__error(db, RLS_EREADONLY, "'%s' needs a schema upgrade but is opened read-only",
+                          db->path);
+
+    if ((rc = exec_sql(db, "BEGIN IMMEDIATE", "cannot start migration")))
+        return rc;
+    /* Another process may have migrated while we waited for the lock. */
+    if ((rc = pragma_int(db, "PRAGMA user_version", &ver)))
+        goto fail;
+    for (int64_t v = ver; v < rls__migration_count; v++) {
+        char sql[64];
+        if ((rc = exec_sql(db, rls__migrations[v], "migration failed")))
+            goto fail;
+        snprintf(sql, sizeof sql, "PRAGMA user_version = %lld", (long long)v + 1);
+        if ((rc = exec_sql(db, sql, "migration failed")))
+            goto fail;
+    }
+    {
+        char sql[64];
+        snprintf(sql, sizeof sql, "PRAGMA application_id = %d", RLS_APPLICATION_ID);
+        if ((rc = exec_sql(db, sql, "migration failed")))
+            goto fail;
+    }
+    if ((rc = exec_sql(db, "COMMIT", "cannot commit migration")))
+        goto fail;
+    return RLS_OK;
+fail:
+    sqlite3_exec(db->sql, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
+/* Creates the file with the requested mode before SQLite sees it; the -wal
+ * and -shm files then inherit that mode. */
+static int prepare_path(rls_db *db)
+{
+    struct stat sb;
+    if (stat(db->path, &sb) == 0) {
+        if (S_ISDIR(sb.st_mode))
+            return rls__error(db, RLS_EISDIR, "'%s' is a directory", db->path);
+        return RLS_OK;
+    }
+    if (errno != ENOENT)
+        return rls__error(db, RLS_ECANTOPEN, "cannot open '%s': %s", db->path, strerror(errno));
+    if (!db->opt.create || db->opt.read_only)
+        return rls__error(db, RLS_ECANTOPEN, "'%s' does not exist", db->path);
+    int fd = open(db->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, db->opt.file_mode);
+    if (fd < 0 && errno != EEXIST)
+        return rls__error(db, errno == EACCES || errno == EROFS ? RLS_EREADONLY : RLS_ECANTOPEN,
+                          "cannot create '%s': %s", db->path, strerror(errno));
+    if (fd >= 0) {
+        if (fchmod(fd, db->opt.file_mode) != 0) { /* umask must not widen or narrow it */ }
+        close(fd);
+    }
+    return RLS_OK;
+}
+
+/* Opens the connection and brings it into service. */
+static int connect_db(rls_db *db)
+{
+    int flags = (db->opt.read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) |
+                SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE;
+    int rc = sqlite3_open_v2(db->path, &db->sql, flags, NULL);
+    if (rc != SQLITE_OK) {
+        if (!db->sql)
+            return rls__error(db, RLS_ENOMEM, "out of memory");
+        return rls__sqlite_error(db, rc, "cannot open database");
+    }
+    sqlite3_extended_result_codes(db->sql, 1);
+    sqlite3_busy_handler(db->sql, busy_wait, db);
+    sqlite3_db_config(db->sql, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
+    sqlite3_db_config(db->sql, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
+    sqlite3_db_config(db->sql, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, NULL);
+    sqlite3_db_config(db->sql, SQLITE_DBCONFIG_ENABLE_VIEW, 0, NULL);
+
+    if ((rc = migrate(db)))
+        return rc;
+    if ((rc = check_foreign_objects(db)))
+        return rc;
+    if (!db->opt.read_only) {
+        int64_t ignored;
+        if ((rc = pragma_int(db, "PRAGMA journal_mode = WAL", &ignored)))
+            return rc;
+    }
+    rc = exec_sql(db, db->opt.durability == RLS_DURABILITY_FULL
+                          ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL",
+                  "cannot configure database");
+    if (rc == RLS_OK)
+        rc = exec_sql(db, "PRAGMA temp_store = MEMORY; PRAGMA foreign_keys = OFF",
+                      "cannot configure database");
+    return rc;
+}
+
+static void disconnect(rls_db *db)
+{
+    rls__stmt_finalize_all(db);
+    if (db->sql)
+        sqlite3_close_v2(db->sql);
+    db->sql = NULL;
+}
+
+int rls_open(rls_db **out, const char *path, const rls_options *opt)
+{
+    int rc;
+    rls_db *db;
+
+    open_errmsg[0] = '\0';
+    if (!out)
+        return rls__error(NULL, RLS_EINVAL, "rls_open: db is NULL");
+    *out = NULL;
+    if (!path || !*path)
+        return rls__error(NULL, RLS_EINVAL, "rls_open: path is NULL or empty");
+    db = calloc(1, sizeof *db);
+    if (!db)
+        return rls__error(NULL, RLS_ENOMEM, "out of memory");
+    db->rules_gen = -1;
+    if ((rc = options_take(&db->opt, opt))) {
+        free(db);
+        return rls__error(NULL, rc, "rls_open: invalid options");
+    }
+    snprintf(db->tool, sizeof db->tool, "%s", db->opt.tool);
+    db->opt.tool = db->tool;
+    db->path = strdup(path);
+    if (!db->path) {
+        free(db);
+        return rls__error(NULL, RLS_ENOMEM, "out of memory");
+    }
+    who_am_i(db);
+    db->pid = getpid();
+    db->rng = (uint32_t)db->pid * 2654435761u + 1;
+    rc = prepare_path(db);
+    if (rc == RLS_OK)
+        rc = connect_db(db);
+    if (rc != RLS_OK) {
+        snprintf(open_errmsg, sizeof open_errmsg, "%s", db->errmsg);
+        disconnect(db);
+        free(db->path);
+        free(db);
+        return rc;
+    }
+    *out = db;
+    return RLS_OK;
+}
+
+void rls_close(rls_db *db)
+{
+    if (!db)
+        return;
+    if (db->pid == getpid()) {
+        if (db->sql && !db->in_tx) {
+            int64_t now;
+            if (rls__now(&now) == RLS_OK && rls__begin(db, 1) == RLS_OK) {
+                if (rls__stats_flush(db, now, 1) == RLS_OK)
+                    rls__commit(db);
+                else
+                    rls__rollback(db);
+            }
+        }
+        disconnect(db);
+    }
+    /* In a forked child the parent's connection is abandoned, never closed:
+     * closing could disturb the parent's locks or WAL. */
+    rls__cache_free(db);
+    free(db->stats);
+    free(db->path);
+    free(db);
+}
+
+/*
+ * Checks that the handle can be used.  After fork() the child gets a fresh
+ * connection of its own; the inherited one is abandoned untouched.
+ */
+int rls__db_usable(rls_db *db)
+{
+    if (!db)
+        return RLS_EINVAL;
+    if (db->pid == getpid()) {
+        if (!db->sql)
+            return rls__error(db, RLS_EMISUSE, "handle has no open connection");
+        return RLS_OK;
+    }
+    db->sql = NULL;
+    memset(db->stmt, 0, sizeof db->stmt);
+    db->in_tx = 0;
+    db->nstats = 0;
+    db->rules_gen = -1;
+    db->pid = getpid();
+    int rc = connect_db(db);
+    if (rc != RLS_OK) {
+        disconnect(db);
+        return rc;
+    }
+    return RLS_OK;
+}

@@ -1,0 +1,349 @@
+/*
+ * policy.c - per-key policy changes: blocks, tier assignments and
+ * overrides.  Each change runs in its own BEGIN IMMEDIATE transaction with
+ * synchronous=FULL, writes one audit row (before, after, reason) in the same
+ * transaction, and bumps the rules generation when handles cache it
+ * (pattern assignments).
+ */
+#include <stdio.h>
+#include <string.h>
+#include "db.h"
+#include "keynorm.h"
+
+/* Runs fn inside an audited, fully synchronous write transaction. */
+typedef int (*admin_fn)(rls_db *db, void *arg, int64_t now);
+
+static int admin_tx(rls_db *db, int64_t now, admin_fn fn, void *arg)
+{
+    int rc;
+    if (now < RLS_TIME_MIN || now > RLS_TIME_MAX)
+        return rls__error(db, RLS_ETIME, "time %lld ms is outside 1970..9999", (long long)now);
+    if (db->opt.read_only)
+        return rls__error(db, RLS_EREADONLY, "'%s' is opened read-only", db->path);
+    sqlite3_exec(db->sql, "PRAGMA synchronous = FULL", NULL, NULL, NULL);
+    rc = rls__begin(db, 1);
+    if (rc == RLS_OK) {
+        rc = fn(db, arg, now);
+        if (rc == RLS_OK)
+            rc = rls__commit(db);
+        else
+            rls__rollback(db);
+    }
+    if (db->opt.durability != RLS_DURABILITY_FULL)
+        sqlite3_exec(db->sql, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
+    return rc;
+}
+
+static int check_name(rls_db *db, const char *what, const char *s, int empty_ok)
+{
+    if (!s)
+        return empty_ok ? RLS_OK : rls__error(db, RLS_EINVAL, "%s is NULL", what);
+    if ((!*s && !empty_ok) || strlen(s) > RLS_NAME_MAX)
+        return rls__error(db, RLS_EINVAL, "%s is empty or longer than %d bytes", what,
+                          RLS_NAME_MAX);
+    return RLS_OK;
+}
+
+static int check_key(rls_db *db, const char *key)
+{
+    if (!key)
+        return rls__error(db, RLS_EINVAL, "key is NULL");
+    size_t n = strlen(key);
+    if (n == 0 || n > (size_t)db->opt.max_key_len)
+        return rls__error(db, RLS_EKEY, "key is empty or longer than %d bytes",
+                          db->opt.max_key_len);
+    return RLS_OK;
+}
+
+static int step_done(rls_db *db, sqlite3_stmt *st, const char *what)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? RLS_OK : rls__sqlite_error(db, rc, what);
+}
+
+/*
+ * Normalises key for action as a check would (an IP action folds IPv6 to its
+ * prefix, an email action lower-cases), so the row matches the checks' key.
+ */
+static int norm_key(rls_db *db, const char *action, const char *key, char *out,
+                    size_t size)
+{
+    const char *why = "";
+    int rc = rls__cache_refresh(db);
+    if (rc)
+        return rc;
+    const rule_action *act = db->rules ? ruleset_action(db->rules, action) : NULL;
+    if (!act)
+        return rls__error(db, RLS_ENOACTION, "action '%s' is not defined", action);
+    int n = key_normalize(act->key_kind, act->ipv4_prefix, act->ipv6_prefix, key,
+                          strlen(key), out, size, &why);
+    if (n < 0)
+        return rls__error(db, RLS_EKEY, "key is not valid for action '%s': %s", action,
+                          n == -2 ? "too long" : why);
+    return RLS_OK;
+}
+
+/* ---- blocks ------------------------------------------------------------ */
+
+struct block_arg {
+    const char *action, *key, *reason;
+    int64_t until;
+    int set;
+};
+
+static void describe_block(char *buf, size_t size, int found, int64_t until,
+                           const char *reason)
+{
+    if (!found)
+        snprintf(buf, size, "none");
+    else if (until == 0)
+        snprintf(buf, size, "blocked forever (%s)", reason);
+    else
+        snprintf(buf, size, "blocked until %lld (%s)", (long long)until, reason);
+}
+
+static int block_fn(rls_db *db, void *p, int64_t now)
+{
+    struct block_arg *a = p;
+    sqlite3_stmt *get = rls__stmt(db, STMT_BLOCK_GET_ONE);
+    sqlite3_stmt *put = rls__stmt(db, a->set ? STMT_BLOCK_SET : STMT_BLOCK_DEL);
+    char before[256], after[256], nk[RLS_KEY_MAX_LIMIT + 64];
+    int found = 0, rc;
+    int64_t until = 0;
+    if (!get || !put)
+        return RLS_ESTORAGE;
+    if (a->action[0]) {
+        if ((rc = norm_key(db, a->action, a->key, nk, sizeof nk)))
+            return rc;
+        a->key = nk;
+    }
+    sqlite3_bind_blob(get, 1, a->key, (int)strlen(a->key), SQLITE_STATIC);
+    sqlite3_bind_text(get, 2, a->action, -1, SQLITE_STATIC);
+    rc = sqlite3_step(get);
+    if (rc == SQLITE_ROW) {
+        found = 1;
+        until = sqlite3_column_int64(get, 0);
+        describe_block(before, sizeof before, 1, until,
+                       (const char *)sqlite3_column_text(get, 2));
+    } else {
+        describe_block(before, sizeof before, 0, 0, "");
+    }
+    sqlite3_reset(get);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return rls__sqlite_error(db, rc, "cannot read block");
+    if (!a->set && !found)
+        return rls__error(db, RLS_ENOTFOUND, "key is not blocked%s%s",
+                          a->action[0] ? " for action " : "", a->action);
+    sqlite3_bind_blob(put, 1, a->key, (int)strlen(a->key), SQLITE_STATIC);
+    sqlite3_bind_text(put, 2, a->action, -1, SQLITE_STATIC);
+    if (a->set) {
+        sqlite3_bind_int64(put, 3, a->until);
+        sqlite3_bind_text(put, 4, a->reason, -1, SQLITE_STATIC);
+        sqlite3_bind_text(put, 5, db->os_user, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(put, 6, now);
+        describe_block(after, sizeof after, 1, a->until, a->reason);
+    } else {
+        describe_block(after, sizeof after, 0, 0, "");
+    }
+    if ((rc = step_done(db, put, "cannot change block")))
+        return rc;
+    return rls__audit(db, now, a->set ? "block" : "unblock", a->action, a->key, before,
+                      after, a->reason);
+}
+
+int rls_block_set_at(rls_db *db, const char *action, const char *key, int64_t until_ms,
+                     const char *reason, int64_t now_ms)
+{
+    int rc = rls__db_usable(db);
+    if (rc)
+        return rc;
+    db->errmsg[0] = '\0';
+    if ((rc = check_name(db, "action", action, 1)) || (rc = check_key(db, key)))
+        return rc;
+    if (until_ms < 0 || until_ms > RLS_TIME_MAX)
+        return rls__error(db, RLS_ETIME, "block end %lld is out of range", (long long)until_ms);
+    struct block_arg a = {action ? action : "", key, reason ? reason : "", until_ms, 1};
+    return admin_tx(db, now_ms, block_fn, &a);
+}
+
+int rls_block_unset_at(rls_db *db, const char *action, const char *key, int64_t now_ms)
+{
+    int rc = rls__db_usable(db);
+    if (rc)
+        return rc;
+    db->errmsg[0] = '\0';
+    if ((rc = check_name(db, "action", action, 1)) || (rc = check_key(db, key)))
+        return rc;
+    struct block_arg a = {action ? action : "", key, "", 0, 0};
+    return admin_tx(db, now_ms, block_fn, &a);
+}
+
+/* ---- tier assignments -------------------------------------------------- */
+
+struct tier_arg {
+    const char *key, *tier;
+    int64_t until;
+    int kind;
+};
+
+static int tier_fn(rls_db *db, void *p, int64_t now)
+{
+    struct tier_arg *a = p;
+    sqlite3_stmt *get = rls__stmt(db, STMT_ASSIGN_GET_ONE);
+    sqlite3_stmt *put = rls__stmt(db, a->tier ? STMT_ASSIGN_SET : STMT_ASSIGN_DEL);
+    char before[128] = "none", after[128] = "none";
+    int rc, found = 0;
+    if (!get || !put)
+        return RLS_ESTORAGE;
+    sqlite3_bind_blob(get, 1, a->key, (int)strlen(a->key), SQLITE_STATIC);
+    rc = sqlite3_step(get);
+    if (rc == SQLITE_ROW) {
+        found = 1;
+        snprintf(before, sizeof before, "tier %s until %lld", sqlite3_column_text(get, 0),
+                 (long long)sqlite3_column_int64(get, 1));
+    }
+    sqlite3_reset(get);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return rls__sqlite_error(db, rc, "cannot read assignment");
+    if (!a->tier && !found)
+        return rls__error(db, RLS_ENOTFOUND, "key has no tier assignment");
+    if (a->tier) {
+        if ((rc = rls__cache_refresh(db)))
+            return rc;
+        if (!db->rules || !ruleset_tier(db->rules, a->tier))
+            return rls__error(db, RLS_ENOTFOUND, "tier '%s' is not defined in the active rules",
+                              a->tier);
+    }
+    sqlite3_bind_blob(put, 1, a->key, (int)strlen(a->key), SQLITE_STATIC);
+    if (a->tier) {
+        sqlite3_bind_int(put, 2, a->kind);
+        sqlite3_bind_text(put, 3, a->tier, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(put, 4, a->until);
+        sqlite3_bind_int64(put, 5, now);
+        snprintf(after, sizeof after, "tier %s until %lld", a->tier, (long long)a->until);
+    }
+    if ((rc = step_done(db, put, "cannot change assignment")))
+        return rc;
+    if (a->kind != PAT_EXACT && (rc = rls__exec_simple(db, STMT_META_BUMP)))
+        return rc;
+    return rls__audit(db, now, a->tier ? "tier.set" : "tier.unset", "", a->key, before,
+                      after, "");
+}
+
+static int tier_common(rls_db *db, const char *key, const char *tier, int64_t until,
+                       int64_t now)
+{
+    key_pattern pat;
+    const char *why = "";
+    int rc = rls__db_usable(db);
+    if (rc)
+        return rc;
+    db->errmsg[0] = '\0';
+    if ((rc = check_key(db, key)) || (tier && (rc = check_name(db, "tier", tier, 0))))
+        return rc;
+    if (key_pattern_parse(key, &pat, &why) != 0)
+        return rls__error(db, RLS_EKEY, "'%s' is not a valid key or pattern: %s", key, why);
+    if (until < 0 || until > RLS_TIME_MAX)
+        return rls__error(db, RLS_ETIME, "expiry %lld is out of range", (long long)until);
+    struct tier_arg a = {key, tier, until, pat.kind};
+    return admin_tx(db, now, tier_fn, &a);
+}
+
+int rls_tier_set_at(rls_db *db, const char *key, const char *tier, int64_t until_ms,
+                    int64_t now_ms)
+{
+    if (db && !tier)
+        return rls__error(db, RLS_EINVAL, "tier is NULL");
+    return tier_common(db, key, tier, until_ms, now_ms);
+}
+
+int rls_tier_unset_at(rls_db *db, const char *key, int64_t now_ms)
+{
+    return tier_common(db, key, NULL, 0, now_ms);
+}
+
+/* ---- overrides --------------------------------------------------------- */
+
+struct override_arg {
+    const char *action, *key, *name;
+    int64_t limit, until;
+    int set;
+};
+
+static int override_fn(rls_db *db, void *p, int64_t now)
+{
+    struct override_arg *a = p;
+    sqlite3_stmt *get = rls__stmt(db, STMT_OVERRIDE_GET_ONE);
+    sqlite3_stmt *put = rls__stmt(db, a->set ? STMT_OVERRIDE_SET : STMT_OVERRIDE_DEL);
+    char before[128] = "none", after[128] = "none", nk[RLS_KEY_MAX_LIMIT + 64];
+    int rc, found = 0;
+    if (!get || !put)
+        return RLS_ESTORAGE;
+    if ((rc = norm_key(db, a->action, a->key, nk, sizeof nk)))
+        return rc;
+    a->key = nk;
+    sqlite3_bind_blob(get, 1, a->key, (int)strlen(a->key), SQLITE_STATIC);
+    sqlite3_bind_text(get, 2, a->action, -1, SQLITE_STATIC);
+    sqlite3_bind_text(get, 3, a->name, -1, SQLITE_STATIC);
+    rc = sqlite3_step(get);
+    if (rc == SQLITE_ROW) {
+        found = 1;
+        snprintf(before, sizeof before, "%s=%lld until %lld", a->name,
+                 (long long)sqlite3_column_int64(get, 0),
+                 (long long)sqlite3_column_int64(get, 1));
+    }
+    sqlite3_reset(get);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return rls__sqlite_error(db, rc, "cannot read override");
+    if (!a->set && !found)
+        return rls__error(db, RLS_ENOTFOUND, "no override of '%s' for this key", a->name);
+    sqlite3_bind_blob(put, 1, a->key, (int)strlen(a->key), SQLITE_STATIC);
+    sqlite3_bind_text(put, 2, a->action, -1, SQLITE_STATIC);
+    sqlite3_bind_text(put, 3, a->name, -1, SQLITE_STATIC);
+    if (a->set) {
+        sqlite3_bind_int64(put, 4, a->limit);
+        sqlite3_bind_int64(put, 5, a->until);
+        sqlite3_bind_int64(put, 6, now);
+        snprintf(after, sizeof after, "%s=%lld until %lld", a->name, (long long)a->limit,
+                 (long long)a->until);
+    }
+    if ((rc = step_done(db, put, "cannot change override")))
+        return rc;
+    return rls__audit(db, now, a->set ? "override.set" : "override.unset", a->action,
+                      a->key, before, after, "");
+}
+
+int rls_override_set_at(rls_db *db, const char *action, const char *key,
+                        const char *limit_name, int64_t limit, int64_t until_ms,
+                        int64_t now_ms)
+{
+    int rc = rls__db_usable(db);
+    if (rc)
+        return rc;
+    db->errmsg[0] = '\0';
+    if ((rc = check_name(db, "action", action, 0)) || (rc = check_key(db, key)) ||
+        (rc = check_name(db, "limit name", limit_name, 0)))
+        return rc;
+    if (limit < 1 || limit > 1000000000000LL)
+        return rls__error(db, RLS_EINVAL, "override limit %lld is outside 1..10^12",
+                          (long long)limit);
+    if (until_ms < 0 || until_ms > RLS_TIME_MAX)
+        return rls__error(db, RLS_ETIME, "expiry %lld is out of range", (long long)until_ms);
+    struct override_arg a = {action, key, limit_name, limit, until_ms, 1};
+    return admin_tx(db, now_ms, override_fn, &a);
+}
+
+int rls_override_unset_at(rls_db *db, const char *action, const char *key,
+                          const char *limit_name, int64_t now_ms)
+{
+    int rc = rls__db_usable(db);
+    if (rc)
+        return rc;
+    db->errmsg[0] = '\0';
+    if ((rc = check_name(db, "action", action, 0)) || (rc = check_key(db, key)) ||
+        (rc = check_name(db, "limit name", limit_name, 0)))
+        return rc;
+    struct override_arg a = {action, key, limit_name, 0, 0, 0};
+    return admin_tx(db, now_ms, override_fn, &a);
+}

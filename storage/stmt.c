@@ -1,0 +1,106 @@
+/*
+ * stmt.c - the statement table: each statement is prepared once per
+ * connection (SQLITE_PREPARE_PERSISTENT) on first use, reset after every
+ * use, and finalized at close.  Also transactions and the audit row.
+ */
+#include <string.h>
+#include "db.h"
+
+static const char *const stmt_sql[STMT__COUNT] = {
+#define RLS__STMT_SQL(name, sql) sql,
+    RLS_STMT_MAP(RLS__STMT_SQL)
+#undef RLS__STMT_SQL
+};
+
+sqlite3_stmt *rls__stmt(rls_db *db, int id)
+{
+    sqlite3_stmt *st = db->stmt[id];
+    if (st)
+        return st;
+    int rc = sqlite3_prepare_v3(db->sql, stmt_sql[id], -1,
+                                SQLITE_PREPARE_PERSISTENT, &st, NULL);
+    if (rc != SQLITE_OK) {
+        rls__sqlite_error(db, rc, "cannot prepare statement");
+        return NULL;
+    }
+    db->stmt[id] = st;
+    return st;
+}
+
+void rls__stmt_finalize_all(rls_db *db)
+{
+    for (int i = 0; i < STMT__COUNT; i++) {
+        sqlite3_finalize(db->stmt[i]);
+        db->stmt[i] = NULL;
+    }
+}
+
+int rls__exec_simple(rls_db *db, int id)
+{
+    sqlite3_stmt *st = rls__stmt(db, id);
+    if (!st)
+        return db->errmsg[0] ? RLS_ESTORAGE : RLS_ENOMEM;
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc == SQLITE_DONE || rc == SQLITE_ROW)
+        return RLS_OK;
+    return rls__sqlite_error(db, rc, "statement failed");
+}
+
+int rls__begin(rls_db *db, int write)
+{
+    int rc = rls__exec_simple(db, write ? STMT_BEGIN_IMM : STMT_BEGIN_READ);
+    if (rc == RLS_OK)
+        db->in_tx = 1;
+    return rc;
+}
+
+int rls__commit(rls_db *db)
+{
+    int rc = rls__exec_simple(db, STMT_COMMIT);
+    if (rc != RLS_OK)
+        rls__rollback(db);
+    db->in_tx = 0;
+    return rc;
+}
+
+void rls__rollback(rls_db *db)
+{
+    if (sqlite3_get_autocommit(db->sql) == 0) {
+        char keep[sizeof db->errmsg];
+        memcpy(keep, db->errmsg, sizeof keep);
+        rls__exec_simple(db, STMT_ROLLBACK);
+        memcpy(db->errmsg, keep, sizeof keep);  /* keep the first error */
+    }
+    db->in_tx = 0;
+}
+
+static void bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
+{
+    sqlite3_bind_text(st, i, s ? s : "", -1, SQLITE_STATIC);
+}
+
+int rls__audit(rls_db *db, int64_t now, const char *op, const char *action,
+               const char *key, const char *before, const char *after,
+               const char *reason)
+{
+    sqlite3_stmt *st = rls__stmt(db, STMT_AUDIT_ADD);
+    if (!st)
+        return RLS_ESTORAGE;
+    sqlite3_bind_int64(st, 1, now);
+    sqlite3_bind_text(st, 2, db->os_user, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, db->tool, -1, SQLITE_STATIC);
+    bind_text_or_null(st, 4, op);
+    bind_text_or_null(st, 5, action);
+    if (key)
+        sqlite3_bind_blob(st, 6, key, (int)strlen(key), SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, 6);
+    bind_text_or_null(st, 7, before);
+    bind_text_or_null(st, 8, after);
+    bind_text_or_null(st, 9, reason);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return rc == SQLITE_DONE ? RLS_OK : rls__sqlite_error(db, rc, "cannot write audit row");
+}

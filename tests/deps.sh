@@ -1,0 +1,27 @@
+#!/bin/sh
+# Checks the build dependencies.  As root on Debian/Ubuntu, installs what is
+# missing; otherwise prints the exact install line and fails.
+pkgs=""
+pkg-config --version >/dev/null 2>&1 || pkgs="$pkgs pkg-config"
+need() { pkg-config --exists "$1" 2>/dev/null || pkgs="$pkgs $2"; }
+if command -v pkg-config >/dev/null 2>&1; then
+    need sqlite3 libsqlite3-dev
+    need yaml-0.1 libyaml-dev
+    need ncursesw libncurses-dev
+    need cmocka libcmocka-dev
+else
+    pkgs="$pkgs libsqlite3-dev libyaml-dev libncurses-dev libcmocka-dev"
+fi
+command -v tmux >/dev/null 2>&1 || pkgs="$pkgs tmux"
+[ -d /usr/share/zoneinfo/Europe ] || pkgs="$pkgs tzdata"
+[ -z "$pkgs" ] && exit 0
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing build dependencies:$pkgs"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq && apt-get install -y -qq $pkgs >/dev/null || {
+        echo "deps: apt-get install failed for:$pkgs" >&2; exit 1; }
+    exit 0
+fi
+echo "missing build dependencies; install them with:" >&2
+echo "  sudo apt-get install$pkgs" >&2
+exit 1
