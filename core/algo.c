@@ -360,11 +360,10 @@ static int64_t sliding_earliest(const sliding *z, int64_t now, int64_t x)
     if (sliding_used(z, now) <= x)
         return now;
     if (z->curr <= x) {
-        /* here prev >= weighted > x - curr, so room + 1 <= prev */
+        /* here prev >= weighted > x - curr, so room + 1 <= prev, and
+         * m >= 0; m == 0 means the boundary, where prev' = curr <= x */
         m = mul_frac_ceil(z->len, x - z->curr + 1, z->prev) - 1;
-        if (m >= 1)
-            return sat_sub(z->s.end, m);
-        return z->s.end;  /* at the boundary prev' = curr <= x */
+        return sat_sub(z->s.end, m);
     }
     m = mul_frac_ceil(z->len, x + 1, z->curr) - 1;  /* x + 1 <= curr */
     return sat_add(z->s.end, z->len - m);

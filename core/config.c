@@ -571,6 +571,7 @@ static void walk_root(cfg *c)
         c->actions_bad = 1;
     } else if (!c->oom) {
         walk_actions(c, at[RF_ACTIONS]);
+        ruleset__sort(c->rs);  /* assignments look actions up */
     }
     if (at[RF_ASSIGNMENTS] >= 0 && !c->oom)
         config__assignments(c, at[RF_ASSIGNMENTS]);

@@ -225,8 +225,8 @@ int config__limit(cfg *c, int map, const char *path, const rule_limit *defs,
     if ((v = at[LF_BURST]) >= 0) {
         config__path_field(fp, sizeof fp, path, "burst");
         if (!algo_is_bucket(out->algorithm)) {
-            config__err(c, v, fp, "burst applies only to token_bucket, gcra "
-                        "and leaky_bucket, not to %s",
+            config__err(c, v, fp, "not valid for %s (only token_bucket, "
+                        "gcra and leaky_bucket have a burst)",
                         algo_names[out->algorithm - 1]);
             bad = 1;
         } else if (config__int(c, v, fp, 1, CFG_LIMIT_MAX, &out->burst) < 0) {
@@ -246,9 +246,9 @@ int config__limit(cfg *c, int map, const char *path, const rule_limit *defs,
             bad = 1;
         } else if (out->anchor == ANCHOR_FIRST_HIT &&
                    !is_window_algo(out->algorithm)) {
-            config__err(c, v, fp, "anchor: first_hit applies only to "
-                        "fixed_window and sliding_window, not to %s",
-                        algo_names[out->algorithm - 1]);
+            config__err(c, v, fp, "first_hit is not valid for %s (only "
+                        "fixed_window and sliding_window have windows to "
+                        "anchor)", algo_names[out->algorithm - 1]);
             bad = 1;
         }
     }

@@ -438,7 +438,10 @@ int config__zone(cfg *c, int node, const char *path, const rls_tz **out)
     }
     if (rc < 0) {
         config__describe(c, node, got, sizeof got);
-        config__err(c, node, path, "unknown time zone %s (%s)", got, why);
+        if (strcmp(why, "unknown time zone") == 0 || strcmp(why, "not found") == 0)
+            config__err(c, node, path, "unknown time zone %s", got);
+        else
+            config__err(c, node, path, "unknown time zone %s (%s)", got, why);
         return -1;
     }
     return 0;

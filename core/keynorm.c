@@ -554,32 +554,43 @@ static size_t utf8_seq(const unsigned char *s, size_t n)
     return need;
 }
 
-static void put(char *out, size_t outsize, size_t *pos, char c)
-{
-    if (*pos + 1 < outsize)
-        out[*pos] = c;
-    (*pos)++;
-}
+/*
+ * Output with snprintf bookkeeping, but a unit (one byte, one escape, one
+ * UTF-8 sequence) is written whole or not at all, and nothing after the
+ * first unit that does not fit: a cut display string never ends in half an
+ * escape or half a character.
+ */
+struct esc_out {
+    char *buf;
+    size_t size, len, written;
+    int full;
+};
 
-static void put_hex(char *out, size_t outsize, size_t *pos, unsigned char b)
+static void put_unit(struct esc_out *o, const char *p, size_t n)
 {
-    static const char hex[] = "0123456789abcdef";
-    put(out, outsize, pos, '\\');
-    put(out, outsize, pos, 'x');
-    put(out, outsize, pos, hex[b >> 4]);
-    put(out, outsize, pos, hex[b & 15]);
+    if (!o->full && o->len + n < o->size) {
+        memcpy(o->buf + o->len, p, n);
+        o->written = o->len + n;
+    } else {
+        o->full = 1;
+    }
+    o->len += n;
 }
 
 /*
  * Contract: see keynorm.h.  Hex digits are lower case ("\x1b").  The C1
  * control characters U+0080..U+009F are valid UTF-8 but are escaped byte by
  * byte like other control characters ("\xc2\x9b"): some terminals act on
- * them.  Returns -1 if the escaped length would not fit in an int.
+ * them.  When out is too small, output stops before the first unit (byte,
+ * escape or UTF-8 sequence) that does not fit whole.  Returns the full
+ * length, or -1 for NULL arguments or a length that would not fit an int.
  */
 int key_escape(const char *key, size_t keylen, char *out, size_t outsize)
 {
+    static const char hex[] = "0123456789abcdef";
     const unsigned char *s = (const unsigned char *)key;
-    size_t i = 0, pos = 0;
+    struct esc_out o = { out, outsize, 0, 0, 0 };
+    size_t i = 0;
 
     if ((!key && keylen > 0) || (!out && outsize > 0) ||
         keylen > (size_t)INT_MAX / 4 - 1)
@@ -589,22 +600,22 @@ int key_escape(const char *key, size_t keylen, char *out, size_t outsize)
         size_t k;
 
         if (c == '\\') {
-            put(out, outsize, &pos, '\\');
-            put(out, outsize, &pos, '\\');
+            put_unit(&o, "\\\\", 2);
             i++;
         } else if (c >= 0x20 && c < 0x7f) {
-            put(out, outsize, &pos, (char)c);
+            put_unit(&o, (const char *)s + i, 1);
             i++;
         } else if (c >= 0x80 && (k = utf8_seq(s + i, keylen - i)) > 0 &&
                    !(c == 0xc2 && s[i + 1] < 0xa0)) {
-            for (; k > 0; k--)
-                put(out, outsize, &pos, (char)s[i++]);
+            put_unit(&o, (const char *)s + i, k);
+            i += k;
         } else {
-            put_hex(out, outsize, &pos, c);
+            char e[4] = { '\\', 'x', hex[c >> 4], hex[c & 15] };
+            put_unit(&o, e, 4);
             i++;
         }
     }
     if (outsize > 0)
-        out[pos < outsize ? pos : outsize - 1] = '\0';
-    return (int)pos;
+        out[o.written] = '\0';
+    return (int)o.len;
 }

@@ -7,8 +7,12 @@
  *           folded to its /ipv6_prefix network and IPv4 to its /ipv4_prefix
  *           network.  Output is canonical text: "203.0.113.7",
  *           "2001:db8:1:2::/64" (a prefix < full length is shown as /N).
+ *           IPv6 zone ids ("fe80::1%eth0"), networks ("10.0.0.0/8") and
+ *           IPv4 parts with leading zeros ("01.2.3.4") are refused.
  *   email   trimmed of nothing, lower-cased (ASCII), "+tag" removed from the
  *           local part; must contain exactly one '@' with both sides non-empty
+ *           (also after removing the tag); spaces and control bytes refused
+ * Every kind refuses an empty key and a NUL byte inside keylen.
  */
 #ifndef RLS_KEYNORM_H
 #define RLS_KEYNORM_H
@@ -47,7 +51,11 @@ typedef struct key_pattern {
 } key_pattern;
 
 /* Classifies text as a pattern (a string that looks like CIDR but is invalid,
- * e.g. "10.0.0.0/33", is an error: returns -1 with *why). */
+ * e.g. "10.0.0.0/33", is an error: returns -1 with *why).  Text ending in
+ * '*' is a prefix ("*" alone matches every key); "addr/bits" with an address
+ * made of hex digits, '.' and ':' is CIDR and must be valid, without host
+ * bits set ("10.0.0.1/8" is an error); anything else, including a bare
+ * address, is exact (normalise it like the keys it should match). */
 int key_pattern_parse(const char *text, key_pattern *out, const char **why);
 
 /*
@@ -55,7 +63,10 @@ int key_pattern_parse(const char *text, key_pattern *out, const char **why);
  * `text`?  Returns 1/0.  Specificity for choosing among several matches:
  * exact beats CIDR beats prefix; among CIDRs the longer prefix, among
  * prefixes the longer one.  key_pattern_rank gives a number that orders that
- * way (larger = more specific).
+ * way (larger = more specific).  A CIDR pattern matches an IP key (an
+ * address or a folded network such as "2001:db8:1:2::/64") inside its
+ * network; an IPv4 key matches IPv4 patterns (and IPv6 ones within
+ * ::ffff:0:0/96), never wider IPv6 patterns such as "::/0".
  */
 int key_pattern_match(const key_pattern *p, const char *text,
                       const char *key, size_t keylen);
@@ -64,7 +75,9 @@ int key_pattern_rank(const key_pattern *p);
 /*
  * Writes key escaped for display: printable ASCII as is, backslash as "\\",
  * control characters and bytes >= 0x7f as \xHH, except valid UTF-8 sequences
- * which are copied.  Returns snprintf-style length.
+ * which are copied (the C1 controls U+0080..U+009F are escaped too).
+ * Returns snprintf-style length; a too-small out receives only whole units
+ * (never half an escape or half a character), always NUL-terminated.
  */
 int key_escape(const char *key, size_t keylen, char *out, size_t outsize);
 

@@ -41,12 +41,15 @@
  *   2011-12-30) is never returned, and prev_start skips it too, so
  *   prev_start < start <= t < end always holds.
  *
- *   t is clamped to +-8.64e15 ms (about +-273,000 years).
+ *   t is clamped to +-8.6e15 ms (about +-272,000 years) and a fixed length
+ *   to DUR_MS_MAX.
  */
 #include "window.h"
 
 #define MS_DAY      86400000LL
-#define T_LIMIT     8640000000000000LL
+/* Below tz.c's +-8.64e15 clamp by more than two of the longest windows
+ * (DUR_MS_MAX), so that window bounds are never clamped themselves. */
+#define T_LIMIT     8600000000000000LL
 #define MAX_STEPS   8
 
 static int64_t floor_div(int64_t a, int64_t b)
@@ -165,7 +168,7 @@ static void long_window(int64_t len, const rls_tz *tz, int64_t t,
 /*
  * Contract: see window.h and the rules above.  d must have ms >= 1 for a
  * fixed duration; a NULL d or a non-positive length gives the 1 ms window
- * [t, t+1).  Any output pointer may be NULL.
+ * [t, t+1) (prev_start t-1).  Any output pointer may be NULL.
  */
 void window_at(const rls_duration *d, const rls_tz *tz, int64_t t,
                int64_t *prev_start, int64_t *start, int64_t *end)
@@ -186,7 +189,7 @@ void window_at(const rls_duration *d, const rls_tz *tz, int64_t t,
     } else if (d->ms < MS_DAY) {
         subday_window(d->ms, tz, t, &p, &s, &e);
     } else {
-        long_window(d->ms, tz, t, &p, &s, &e);
+        long_window(d->ms < DUR_MS_MAX ? d->ms : DUR_MS_MAX, tz, t, &p, &s, &e);
     }
     if (prev_start)
         *prev_start = p;

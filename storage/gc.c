@@ -213,8 +213,12 @@ static int gc_states(rls_db *db, int64_t now, int max_rows, int64_t *deleted)
     sqlite3_reset(set);
     if (src != SQLITE_DONE)
         rc = rls__sqlite_error(db, src, "cannot save GC cursor");
-    else if (deleted)
-        *deleted += nv;
+    else {
+        if (horizon > db->gc_horizon)
+            db->gc_horizon = horizon;
+        if (deleted)
+            *deleted += nv;
+    }
 out:
     for (int i = 0; i < nv; i++)
         free(v[i].key);

@@ -539,6 +539,35 @@ static void test_sliding_huge_window_exact(void **unused)
     assert_true(m.allowed);
 }
 
+static void test_sliding_window_beyond_2_pow_62(void **unused)
+{
+    /* W > 2^62 ms, previous count > 2^62, one ms into the window: every
+     * bit of the 64-bit multiplication matters.  Reference in 128 bits. */
+    int64_t len = 4611686018427400000LL, prev = 4611686018427387904LL + 777;
+    algo_params p = mk(ALGO_SLIDING_WINDOW, INT64_MAX, 1, len);
+    algo_window w = {-len, 0, len};
+    algo_state st = fresh(NULL);
+    algo_meta m;
+    __int128 weighted = (__int128)prev * (len - 1) / len;
+    int64_t cost = INT64_MAX - (int64_t)weighted + 5;
+    (void)unused;
+    st.present = 1;
+    st.a = -len;
+    st.b = prev;
+    assert_int_equal(algo_decide(&p, &w, &st, 1, 1, 0, &m), 0);
+    assert_int_equal(m.remaining, INT64_MAX - (int64_t)weighted);
+    /* denied by 5 units: retry is the first ms the weight drops by 5 */
+    assert_int_equal(algo_decide(&p, &w, &st, 1, cost, 0, &m), 0);
+    assert_false(m.allowed);
+    {
+        int64_t t = 1 + m.retry_after_ms;
+        __int128 at = (__int128)prev * (len - t) / len;
+        __int128 before = (__int128)prev * (len - t + 1) / len;
+        assert_true(at + cost <= INT64_MAX);
+        assert_true(before + cost > INT64_MAX);
+    }
+}
+
 /* ---- sliding_log --------------------------------------------------------- */
 
 static int64_t entry_field(const algo_state *st, size_t i, int off)
@@ -788,6 +817,7 @@ int main(void)
         cmocka_unit_test(test_sliding_refund_current_and_previous),
         cmocka_unit_test(test_sliding_anchor_first_hit),
         cmocka_unit_test(test_sliding_huge_window_exact),
+        cmocka_unit_test(test_sliding_window_beyond_2_pow_62),
         cmocka_unit_test(test_log_window_is_half_open),
         cmocka_unit_test(test_log_packed_entries),
         cmocka_unit_test(test_log_drops_old_entries_when_charging),

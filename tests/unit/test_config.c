@@ -468,11 +468,14 @@ static void test_ip_prefixes(void **state)
 {
     ruleset *rs = TC_OK(
         "version: 1\n"
+        "defaults: { on_error: allow }\n"
         "actions:\n"
         "  a: { key: ip, ipv4_prefix: 24, ipv6_prefix: 48,\n"
         "       limits: [ { name: n, limit: 1, window: 1s } ] }\n"
         "  b: { key: ip, ipv4_prefix: 0, ipv6_prefix: 128,\n"
         "       limits: [ { name: n, limit: 1, window: 1s } ] }\n");
+    assert_int_equal(rs->on_error, ONERR_ALLOW);
+    assert_int_equal(ruleset_action(rs, "a")->on_error, ONERR_INHERIT);
     assert_int_equal(ruleset_action(rs, "a")->ipv4_prefix, 24);
     assert_int_equal(ruleset_action(rs, "a")->ipv6_prefix, 48);
     assert_int_equal(ruleset_action(rs, "b")->ipv4_prefix, 0);

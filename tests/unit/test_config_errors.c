@@ -58,15 +58,16 @@ static const bad_field bad_fields[] = {
     { "name: n, algorithm: GCRA, limit: 1, window: 1s", "algorithm",
       "got 'GCRA'" },
     { "name: n, limit: 1, window: 1s, burst: 5", "burst",
-      "burst: burst applies only to token_bucket, gcra and leaky_bucket, not "
-      "to fixed_window" },
+      "burst: not valid for fixed_window (only token_bucket, gcra and "
+      "leaky_bucket have a burst)" },
     { "name: n, algorithm: sliding_log, limit: 1, window: 1s, burst: 5",
-      "burst", "not to sliding_log" },
+      "burst", "burst: not valid for sliding_log" },
     { "name: n, algorithm: gcra, limit: 1, window: 1s, burst: 0", "burst",
       "burst: expected an integer from 1 to 1000000000000; got '0'" },
     { "name: n, algorithm: token_bucket, limit: 1, window: 1s, anchor: "
-      "first_hit", "anchor", "anchor: first_hit applies only to fixed_window "
-      "and sliding_window, not to token_bucket" },
+      "first_hit", "anchor", "anchor: first_hit is not valid for "
+      "token_bucket (only fixed_window and sliding_window have windows to "
+      "anchor)" },
     { "name: n, limit: 1, window: 1s, anchor: start", "anchor",
       "anchor: expected one of aligned, first_hit; got 'start'" },
     { "name: n, limit: 1, window: 1s, overage: 1001", "overage",
@@ -380,7 +381,7 @@ static void test_action_tier_lists(void **state)
         "    limits: [ { name: daily, limit: 0, window: 1d } ]\n"
         "    tiers: { pro: [ { name: daily, burst: 3 } ] }\n");
     TC_EXPECT(e, 5, 37, "limit: expected an integer from 1");
-    TC_EXPECT(e, 6, 43, "burst applies only to");
+    TC_EXPECT(e, 6, 43, "burst: not valid for fixed_window");
     assert_int_equal(e->total, 2);
 }
 
