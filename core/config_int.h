@@ -1,6 +1,7 @@
 /*
  * config_int.h - private to the YAML loader (config.c, config_yaml.c,
- * config_value.c, config_limit.c) and the ruleset builder (rules.c).
+ * config_value.c, config_limit.c, config_assign.c) and the ruleset builder
+ * (rules.c).
  *
  * The loader works in two passes.  config_yaml.c turns libyaml's events into
  * a small tree of nodes (refusing aliases, anchors, tags, deep nesting and

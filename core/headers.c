@@ -98,7 +98,8 @@ int headers_format(const hdr_input *in, char *buf, size_t size)
         return -1;
     if (!in->allowed && in->retry_after_ms > 0)
         retry = cap(ceil_secs(in->retry_after_ms));
-    t = retry > 0 ? retry : cap(ceil_secs(cap(in->reset_ms)));
+    t = retry > 0 ? retry
+                  : cap(ceil_secs(in->reset_ms > 0 ? in->reset_ms : 0));
 
     put_str(&o, "RateLimit-Policy: ");
     put_sf_string(&o, in->policy);

@@ -307,8 +307,15 @@ static void test_defensive(void **state)
     assert_true(p < s && s < e);
     {
         rls_duration big = dur("36600d");
+        rls_duration huge = { INT64_MAX, DUR_FIXED };
         window_at(&big, berlin, INT64_MAX, &p, &s, &e);
         assert_true(p < s && s < e);
+        window_at(&big, berlin, INT64_MIN, &p, &s, &e);
+        assert_true(p < s && s < e);
+        /* a hand-made length beyond DUR_MS_MAX is treated as DUR_MS_MAX */
+        window_at(&huge, NULL, 0, &p, &s, &e);
+        assert_true(p < s && s <= 0 && 0 < e);
+        assert_int_equal(e - s, DUR_MS_MAX);
     }
 }
 
