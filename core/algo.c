@@ -43,6 +43,12 @@
  *
  *   redis-cell  gcra reports retry_after_ms = 0 when admitted (redis-cell
  *       says -1), per algo.h.  A denied request's reset never goes negative.
+ *
+ *   saturation  Admission compares cost <= limit - used, never a saturated
+ *       sum.  Where a scaled product itself saturates (token_bucket's
+ *       burst * period_ms or cost * period_ms beyond 9.2e18, gcra's TAT in
+ *       ns after the year 2262) results stay defined and never negative,
+ *       but lose precision: e.g. such a token bucket admits only when full.
  */
 #include "algo.h"
 
@@ -50,7 +56,7 @@
 
 #define NS_PER_MS 1000000
 
-/* ---- saturating integer helpers ----------------------------------------- */
+/* ---- saturating integer helpers ------------------------------------------ */
 
 static int64_t sat_add(int64_t a, int64_t b)
 {
@@ -164,7 +170,7 @@ static void put_le64(unsigned char *p, int64_t x)
     }
 }
 
-/* ---- names ------------------------------------------------------------- */
+/* ---- names --------------------------------------------------------------- */
 
 static const char *const kind_names[] = {
     NULL, "fixed_window", "sliding_window", "sliding_log",
@@ -195,7 +201,7 @@ int algo_is_bucket(int kind)
            kind == ALGO_LEAKY_BUCKET;
 }
 
-/* ---- shared pieces ------------------------------------------------------ */
+/* ---- shared pieces ------------------------------------------------------- */
 
 /* A charge is applied when asked for, and the request was admitted or is
  * counted although denied (never for a cost no capacity admits). */
@@ -391,9 +397,10 @@ static void sliding_decide(const algo_params *p, const algo_window *w,
         z.curr = sat_add(z.curr, cost);
         sliding_store(st, &z, now);
     }
-    if (!ok)
-        retry = never ? -1
-                      : sat_sub(sliding_earliest(&z, now, p->limit - cost), now);
+    if (!ok && never)
+        retry = -1;
+    else if (!ok)
+        retry = sat_sub(sliding_earliest(&z, now, p->limit - cost), now);
     meta_fill(out, ok, p->limit, sat_sub(p->limit, sliding_used(&z, now)),
               sat_sub(sliding_earliest(&z, now, 0), now), retry);
 }
@@ -678,6 +685,9 @@ static int check_args(const algo_params *p, const algo_window *w,
     return 0;
 }
 
+/* Contract in algo.h.  Also -1 (nothing modified) for an aligned
+ * fixed/sliding window that does not contain now, and for a sliding_log
+ * charge without log_cap >= log_len + ALGO_LOG_ENTRY. */
 int algo_decide(const algo_params *p, const algo_window *w, algo_state *st,
                 int64_t now, int64_t cost, int charge, algo_meta *out)
 {
@@ -709,14 +719,17 @@ int algo_decide(const algo_params *p, const algo_window *w, algo_state *st,
     return 0;
 }
 
+/* Contract in algo.h.  charged_at later than now is taken as now; the
+ * recorded last_ms never moves back. */
 int algo_refund(const algo_params *p, const algo_window *w, algo_state *st,
                 int64_t now, int64_t charged_at, int64_t cost)
 {
+    int64_t last;
     if (check_args(p, w, st, now, cost) != 0)
         return -1;
     if (!st->present)
         return 0;  /* nothing was charged that still counts */
-    int64_t last = st->last_ms;
+    last = st->last_ms;
     if (charged_at > now)
         charged_at = now;
 

@@ -88,13 +88,15 @@ static int check_combination(cfg *c, int map, const int *at, const char *path,
     int64_t cap = l->burst ? l->burst : l->limit;
     int where;
 
-    if (l->algorithm == ALGO_SLIDING_LOG && l->limit > ALGO_SLIDING_LOG_MAX) {
+    /* The engine admits limit * (100 + overage) / 100 units. */
+    if (l->algorithm == ALGO_SLIDING_LOG &&
+        l->limit + l->limit * l->overage_pct / 100 > ALGO_SLIDING_LOG_MAX) {
         where = at[LF_LIMIT] >= 0 ? at[LF_LIMIT] : map;
         config__path_field(fp, sizeof fp, path, "limit");
         config__err(c, where, fp, "sliding_log keeps one entry per unit and "
-                    "accepts a limit of at most %d; got %lld (use "
-                    "sliding_window for larger limits)", ALGO_SLIDING_LOG_MAX,
-                    (long long)l->limit);
+                    "accepts a limit (with its overage) of at most %d; got %lld "
+                    "(use sliding_window for larger limits)", ALGO_SLIDING_LOG_MAX,
+                    (long long)(l->limit + l->limit * l->overage_pct / 100));
         return -1;
     }
     where = at[LF_BURST] >= 0 ? at[LF_BURST]

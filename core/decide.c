@@ -158,13 +158,18 @@ int decide_check(decide_item *items, int n, int behaviour, int64_t now,
     for (int i = 0; charge && i < n; i++) {
         decide_item *it = &items[i];
         /* Admitted: charge every limit that admits (a shadow limit that
-         * would deny, or under an unlimited tier any limit that is full, is
-         * left as it is).  Denied: only count_denied limits count it. */
-        int take = all_ok ? !it->denied : p[i].count_denied;
+         * would deny is left as it is; under an unlimited tier every limit
+         * counts the request, as count_denied would).  Denied: only
+         * count_denied limits count it. */
+        int unlimited = behaviour == TIER_UNLIMITED;
+        int take = all_ok ? !it->denied || unlimited : p[i].count_denied;
         if (!take)
             continue;
+        algo_params cp = p[i];
+        if (unlimited)
+            cp.count_denied = 1;  /* counted for visibility even when full */
         algo_meta m;
-        if (algo_decide(&p[i], &w[i], it->st, t, cost, 1, &m) != 0)
+        if (algo_decide(&cp, &w[i], it->st, t, cost, 1, &m) != 0)
             return -1;
         it->changed = 1;
         if (all_ok)
@@ -202,8 +207,15 @@ int decide_check(decide_item *items, int n, int behaviour, int64_t now,
     } else {
         fill_result(res, &items[deciding], 0,
                     never ? RLS_REASON_COST_EXCEEDS : RLS_REASON_LIMIT, t - now);
-        if (!never && items[deciding].rl->def->nblock_for > 0)
-            out->penalty = deciding;
+        /* The penalty of the deciding limit, else of another enforcing
+         * limit that denied; never for a request that can never pass. */
+        for (int i = -1; !never && out->penalty < 0 && i < n; i++) {
+            int j = i < 0 ? deciding : i;
+            const decide_item *it = &items[j];
+            if (it->denied && it->rl->def->mode != MODE_SHADOW &&
+                it->meta.retry_after_ms >= 0 && it->rl->def->nblock_for > 0)
+                out->penalty = j;
+        }
     }
     return 0;
 }

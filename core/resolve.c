@@ -16,29 +16,31 @@ static int64_t cand_score(const assign_cand *c)
 }
 
 void resolve_tier(const ruleset *rs, const char *action, const char *key,
-                  size_t keylen, const assign_cand *cands, int ncands,
-                  int64_t now, tier_choice *out)
+                  size_t keylen, const assign_cand *const lists[],
+                  const int counts[], int nlists, int64_t now, tier_choice *out)
 {
     const assign_cand *best = NULL;
     const rule_tier *best_def = NULL;
     int64_t best_score = -1;
 
-    for (int i = 0; i < ncands; i++) {
-        const assign_cand *c = &cands[i];
-        if (c->expires_ms > 0 && c->expires_ms <= now)
-            continue;
-        if (c->action[0] != '\0' && strcmp(c->action, action) != 0)
-            continue;
-        const rule_tier *t = ruleset_tier(rs, c->tier);
-        if (!t)
-            continue;  /* tier no longer defined: the assignment is inert */
-        if (!key_pattern_match(&c->pat, c->text, key, keylen))
-            continue;
-        int64_t s = cand_score(c);
-        if (s > best_score) {
-            best = c;
-            best_def = t;
-            best_score = s;
+    for (int l = 0; l < nlists; l++) {
+        for (int i = 0; i < counts[l]; i++) {
+            const assign_cand *c = &lists[l][i];
+            if (c->expires_ms > 0 && c->expires_ms <= now)
+                continue;
+            if (c->action[0] != '\0' && strcmp(c->action, action) != 0)
+                continue;
+            const rule_tier *t = ruleset_tier(rs, c->tier);
+            if (!t)
+                continue;  /* tier no longer defined: the assignment is inert */
+            if (!key_pattern_match(&c->pat, c->text, key, keylen))
+                continue;
+            int64_t s = cand_score(c);
+            if (s > best_score) {
+                best = c;
+                best_def = t;
+                best_score = s;
+            }
         }
     }
     if (best) {

@@ -33,14 +33,15 @@ typedef struct tier_choice {
 
 /*
  * Chooses the tier of `key` (normalised) for `action` at `now` among the
- * candidates: an unexpired candidate for this action or for every action,
+ * candidates of all the lists (e.g. the key's exact rows and the cached
+ * patterns), in one ranking: an unexpired candidate for this action or for every action,
  * whose tier exists in rs, most specific first (exact > longer CIDR > CIDR >
  * longer prefix > prefix), then action-specific over every-action, then
  * dynamic over YAML.  Without a match, rs->default_tier.
  */
 void resolve_tier(const ruleset *rs, const char *action, const char *key,
-                  size_t keylen, const assign_cand *cands, int ncands,
-                  int64_t now, tier_choice *out);
+                  size_t keylen, const assign_cand *const lists[],
+                  const int counts[], int nlists, int64_t now, tier_choice *out);
 
 /* One per-key override row. */
 typedef struct override_in {

@@ -226,9 +226,13 @@ RLS_EXTERN int rls_refund_at(rls_db *db, const char *action, const char *key,
  * Two-phase consumption.  rls_reserve() decides and charges like rls_check();
  * if admitted, *id receives a reservation id (> 0).  rls_commit() makes the
  * charge final; rls_cancel() refunds it.  A reservation neither committed nor
- * cancelled within ttl_ms is refunded automatically (by any later call on
- * the database).  Commit or cancel of an unknown id: ENOTFOUND; of an
- * expired one: EEXPIRED (it was refunded).
+ * cancelled within ttl_ms is refunded automatically: at the next check of
+ * the same action and key at the latest, and by the library's background
+ * GC steps.  Commit or cancel of an unknown (or already resolved) id:
+ * ENOTFOUND.  Commit of an expired one: EEXPIRED (it has been refunded);
+ * cancel of an expired one: OK (refunded either way).  A reservation whose
+ * check failed under the allow policy (reason DEGRADED) has no id and
+ * needs neither commit nor cancel.
  */
 #define RLS_RESERVE_TTL_DEFAULT 60000LL
 RLS_EXTERN int rls_reserve(rls_db *db, const char *action, const char *key,
@@ -270,7 +274,9 @@ RLS_EXTERN int rls_rules_apply_at(rls_db *db, const char *yaml, size_t len,
 
 /* ---- per-key policy ---------------------------------------------------
  * Minimal setters used by tools and tests; each is audited.
- * until_ms <= 0 means forever.  action NULL or "" means every action. */
+ * until_ms 0 means forever (a negative value is ETIME).  action NULL or ""
+ * means every action: such rows match the key as written and as each
+ * action normalises it.  With an action, the key is normalised for it. */
 RLS_EXTERN int rls_block_set_at(rls_db *db, const char *action,
                                 const char *key, int64_t until_ms,
                                 const char *reason, int64_t now_ms);

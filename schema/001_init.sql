@@ -96,6 +96,7 @@ CREATE TABLE rls_reservations(
     lids       BLOB    NOT NULL
 );
 CREATE INDEX rls_reservations_exp ON rls_reservations(expires_ms);
+CREATE INDEX rls_reservations_key ON rls_reservations(key, action);
 
 -- Admitted/denied per action per second (recent), and totals.
 CREATE TABLE rls_stats(

@@ -15,7 +15,7 @@ static int register_limit(rls_db *db, const char *action, const char *name)
 {
     sqlite3_stmt *st = rls__stmt(db, STMT_LIMIT_ADD);
     if (!st)
-        return RLS_ESTORAGE;
+        return rls__stmt_failed(db);
     sqlite3_bind_text(st, 1, action, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
     int rc = sqlite3_step(st);
@@ -42,7 +42,7 @@ static int store_version(rls_db *db, const char *yaml, size_t len, const char *n
 {
     sqlite3_stmt *st = rls__stmt(db, STMT_RULESET_ADD);
     if (!st)
-        return RLS_ESTORAGE;
+        return rls__stmt_failed(db);
     sqlite3_bind_int64(st, 1, now);
     sqlite3_bind_text(st, 2, db->os_user, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, db->tool, -1, SQLITE_STATIC);
@@ -56,7 +56,7 @@ static int store_version(rls_db *db, const char *yaml, size_t len, const char *n
     *version = sqlite3_last_insert_rowid(db->sql);
     st = rls__stmt(db, STMT_META_ACTIVATE);
     if (!st)
-        return RLS_ESTORAGE;
+        return rls__stmt_failed(db);
     sqlite3_bind_int64(st, 1, *version);
     rc = sqlite3_step(st);
     sqlite3_reset(st);

@@ -29,7 +29,7 @@ static int attach_ids(rls_db *db, ruleset *rs)
     sqlite3_stmt *st = rls__stmt(db, STMT_LIMITS_ALL);
     int rc;
     if (!st)
-        return RLS_ESTORAGE;
+        return rls__stmt_failed(db);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t lid = sqlite3_column_int64(st, 0);
         const char *an = (const char *)sqlite3_column_text(st, 1);
@@ -75,7 +75,7 @@ static int load_patterns(rls_db *db, const ruleset *rs)
     size_t *off = malloc(sizeof *off * (size_t)cap * 3);
 
     if (!st || !c || !text || !off) {
-        rc = st ? RLS_ENOMEM : RLS_ESTORAGE;
+        rc = st ? RLS_ENOMEM : rls__stmt_failed(db);
         goto fail;
     }
     for (int i = 0; i < rs->nassignments; i++) {
@@ -159,7 +159,7 @@ static int load_rules(rls_db *db, int64_t version, ruleset **out)
     int rc;
     *out = NULL;
     if (!st)
-        return RLS_ESTORAGE;
+        return rls__stmt_failed(db);
     sqlite3_bind_int64(st, 1, version);
     rc = sqlite3_step(st);
     if (rc != SQLITE_ROW) {
@@ -197,7 +197,7 @@ int rls__cache_refresh(rls_db *db)
     int rc;
 
     if (!st)
-        return RLS_ESTORAGE;
+        return rls__stmt_failed(db);
     rc = sqlite3_step(st);
     if (rc != SQLITE_ROW) {
         sqlite3_reset(st);

@@ -37,6 +37,13 @@ static int is_storage_failure(int rc)
            rc == RLS_ENOTDB || rc == RLS_ECANTOPEN;
 }
 
+/* Failures of the database itself, as opposed to rules or input. */
+static int is_io_failure(int rc)
+{
+    return rc == RLS_EBUSY || rc == RLS_EIO || rc == RLS_EFULL || rc == RLS_ECORRUPT ||
+           rc == RLS_ESTORAGE || rc == RLS_ENOMEM || rc == RLS_EREADONLY;
+}
+
 /* Imposes the limit's block_for penalty: the next step of the escalation if
  * the previous penalty is still remembered, else the first. */
 static int impose_penalty(rls_db *db, key_ctx *ctx, int idx, int64_t now,
@@ -54,7 +61,7 @@ static int impose_penalty(rls_db *db, key_ctx *ctx, int idx, int64_t now,
 
     sqlite3_stmt *st = rls__stmt(db, STMT_PENALTY_PUT);
     if (!st)
-        return RLS_ESTORAGE;
+        return rls__stmt_failed(db);
     sqlite3_bind_blob(st, 1, ctx->key, (int)ctx->keylen, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, ctx->act->name, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 3, until);
@@ -87,7 +94,7 @@ static int add_reservation(rls_db *db, key_ctx *ctx, int64_t cost, int64_t now,
     }
     sqlite3_stmt *st = rls__stmt(db, STMT_RES_ADD);
     if (!st)
-        return RLS_ESTORAGE;
+        return rls__stmt_failed(db);
     sqlite3_bind_text(st, 1, ctx->act->name, -1, SQLITE_STATIC);
     sqlite3_bind_blob(st, 2, ctx->key, (int)ctx->keylen, SQLITE_STATIC);
     sqlite3_bind_int64(st, 3, cost);
@@ -102,14 +109,83 @@ static int add_reservation(rls_db *db, key_ctx *ctx, int64_t cost, int64_t now,
     return RLS_OK;
 }
 
-/* Work a write transaction does on the side: stats and a bounded GC step. */
-static int housekeeping(rls_db *db, int64_t now)
+/*
+ * Work a write transaction does on the side: stats and a bounded GC step.
+ * It runs in a savepoint: if it fails, its changes are undone and the check
+ * itself still commits, so housekeeping can never fail a check.  GC uses the
+ * earlier of the caller's time and the real clock, so one caller whose
+ * clock runs ahead cannot expire everyone's state.
+ */
+static void housekeeping(rls_db *db, int64_t now)
 {
-    int rc = rls__stats_flush(db, now, 0);
-    if (rc == RLS_OK && ++db->writes_since_gc >= GC_EVERY_WRITES) {
+    int gc = ++db->writes_since_gc >= GC_EVERY_WRITES;
+    int stats = db->nstats > 0 && (now - db->stats_flushed_ms >= 1000 ||
+                                   now < db->stats_flushed_ms);
+    int64_t real;
+    if (!gc && !stats)
+        return;
+    if (rls__exec_simple(db, STMT_HK_SAVE) != RLS_OK)
+        return;
+    int rc = stats ? rls__stats_flush(db, now, 0) : RLS_OK;
+    if (rc == RLS_OK && gc) {
         db->writes_since_gc = 0;
-        rc = rls__gc_step(db, now, GC_STEP_ROWS, NULL);
+        if (rls__now(&real) != RLS_OK || real > now)
+            real = now;
+        rc = rls__gc_step(db, real, GC_STEP_ROWS, NULL);
     }
+    if (rc != RLS_OK)
+        rls__exec_simple(db, STMT_HK_UNDO);
+    rls__exec_simple(db, STMT_HK_RELEASE);
+    db->errmsg[0] = '\0';
+}
+
+/* Refunds this key's reservations whose TTL has passed, before the check
+ * reads its states: an abandoned reservation gives its units back at the
+ * key's next check at the latest. */
+static int refund_expired(rls_db *db, const key_ctx *ctx, int64_t now)
+{
+    sqlite3_stmt *st = rls__stmt(db, STMT_RES_EXPIRED_KEY);
+    int64_t ids[16];
+    int n = 0, rc, found;
+    if (!st)
+        return rls__stmt_failed(db);
+    sqlite3_bind_blob(st, 1, ctx->key, (int)ctx->keylen, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, ctx->act->name, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, now);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < 16)
+        ids[n++] = sqlite3_column_int64(st, 0);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+        return rls__sqlite_error(db, rc, "cannot read reservations");
+    for (int i = 0; i < n; i++)
+        if ((rc = rls__refund_reservation(db, ids[i], now, &found)))
+            return rc;
+    return RLS_OK;
+}
+
+/* Does any limit of this check ask for an fsync of its commit? */
+static int wants_full_sync(const rls_db *db, const key_ctx *ctx)
+{
+    if (db->opt.durability == RLS_DURABILITY_FULL)
+        return 0;  /* the connection syncs every commit anyway */
+    for (int i = 0; i < ctx->n; i++)
+        if (ctx->rl[i].def->durability == DURA_FULL && ctx->items[i].changed)
+            return 1;
+    return 0;
+}
+
+/* COMMIT, with synchronous=FULL for this commit when a limit asks for it. */
+static int commit_check(rls_db *db, const key_ctx *ctx)
+{
+    if (!wants_full_sync(db, ctx))
+        return rls__commit(db);
+    int rc = rls__exec_simple(db, STMT_SYNC_FULL);
+    if (rc != RLS_OK) {
+        rls__rollback(db);
+        return rc;
+    }
+    rc = rls__commit(db);
+    rls__exec_simple(db, STMT_SYNC_NORMAL);
     return rc;
 }
 
@@ -121,9 +197,12 @@ static int check_tx(rls_db *db, key_ctx *ctx, const char *action, const char *ke
     decide_out dout;
     int rc;
 
+    ctx->n = 0;
     if ((rc = rls__begin(db, charge)))
         return rc;
-    if ((rc = keyctx_load(db, ctx, action, key, now)))
+    if ((rc = keyctx_load(db, ctx, action, key, 0, now)))
+        goto fail;
+    if (charge && (rc = refund_expired(db, ctx, now)))
         goto fail;
 
     if (ctx->block.active || ctx->behaviour == TIER_BLOCKED) {
@@ -149,11 +228,11 @@ static int check_tx(rls_db *db, key_ctx *ctx, const char *action, const char *ke
     }
     if (charge) {
         rls__stats_count(db, ctx->act->name, now, res->allowed);
-        if ((rc = housekeeping(db, now)))
-            goto fail;
+        housekeeping(db, now);
     }
+    rc = commit_check(db, ctx);
     keyctx_release(ctx);
-    return rls__commit(db);
+    return rc;
 fail:
     keyctx_release(ctx);
     rls__rollback(db);
@@ -175,7 +254,9 @@ static int check_common(rls_db *db, const char *action, const char *key, int64_t
         rc = rls__error(db, RLS_EINVAL, "reservation ttl %lld ms is out of range",
                         (long long)ttl);
     if (rc != RLS_OK) {
-        decide_degraded(res, 0);  /* invalid input is never admitted */
+        /* Invalid input is never admitted; a handle that cannot reach its
+         * database (a failed reopen after fork) follows the policy. */
+        decide_degraded(res, db && is_storage_failure(rc) && policy_allows(db, action));
         return rc;
     }
     ctx = malloc(sizeof *ctx);
@@ -247,15 +328,15 @@ int rls_reserve(rls_db *db, const char *action, const char *key, int64_t cost,
 
 /* Refunds `cost` charged at charged_at to the limits of (action, key); with
  * lids != NULL only to the limits whose ids are listed. */
-static int refund_in_tx(rls_db *db, const char *action, const char *key, int64_t cost,
-                        int64_t charged_at, int64_t now, const unsigned char *lids,
-                        size_t nlids)
+static int refund_in_tx(rls_db *db, const char *action, const char *key, int normalised,
+                        int64_t cost, int64_t charged_at, int64_t now,
+                        const unsigned char *lids, size_t nlids)
 {
     key_ctx *ctx = malloc(sizeof *ctx);
     int rc;
     if (!ctx)
         return rls__error(db, RLS_ENOMEM, "out of memory");
-    rc = keyctx_load(db, ctx, action, key, now);
+    rc = keyctx_load(db, ctx, action, key, normalised, now);
     if (rc == RLS_OK && lids) {
         int m = 0;
         for (int i = 0; i < ctx->n; i++) {
@@ -292,7 +373,7 @@ int rls_refund_at(rls_db *db, const char *action, const char *key, int64_t cost,
         return rc;
     if ((rc = rls__begin(db, 1)))
         return rc;
-    rc = refund_in_tx(db, action, key, cost, now_ms, now_ms, NULL, 0);
+    rc = refund_in_tx(db, action, key, 0, cost, now_ms, now_ms, NULL, 0);
     if (rc) {
         rls__rollback(db);
         return rc;
@@ -324,7 +405,7 @@ int rls__refund_reservation(rls_db *db, int64_t id, int64_t now, int *found)
 
     *found = 0;
     if (!st)
-        return RLS_ESTORAGE;
+        return rls__stmt_failed(db);
     sqlite3_bind_int64(st, 1, id);
     rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
@@ -353,13 +434,18 @@ int rls__refund_reservation(rls_db *db, int64_t id, int64_t now, int *found)
         rc = rls__error(db, RLS_ENOMEM, "out of memory");
         goto out;
     }
-    rc = refund_in_tx(db, action, key, cost, created, now, lids, nlids);
-    if (rc == RLS_ENOACTION || rc == RLS_EKEY || rc == RLS_ENORULES)
-        rc = RLS_OK;  /* the rules changed under it: nothing left to refund */
+    rc = refund_in_tx(db, action, key, 1, cost, created, now, lids, nlids);
+    if (rc != RLS_OK && !is_io_failure(rc)) {
+        /* The rules changed under it (action gone, limits refused): there
+         * is nothing left to refund, and keeping the row would make every
+         * later attempt fail again. */
+        db->errmsg[0] = '\0';
+        rc = RLS_OK;
+    }
     if (rc == RLS_OK) {
         sqlite3_stmt *del = rls__stmt(db, STMT_RES_DEL);
         if (!del) {
-            rc = RLS_ESTORAGE;
+            rc = rls__stmt_failed(db);
             goto out;
         }
         sqlite3_bind_int64(del, 1, id);
@@ -391,7 +477,7 @@ static int resolve_reservation(rls_db *db, int64_t id, int64_t now, int refund)
     sqlite3_stmt *st = rls__stmt(db, STMT_RES_GET);
     int64_t expires = 0;
     if (!st) {
-        rc = RLS_ESTORAGE;
+        rc = rls__stmt_failed(db);
         goto fail;
     }
     sqlite3_bind_int64(st, 1, id);
@@ -423,7 +509,7 @@ static int resolve_reservation(rls_db *db, int64_t id, int64_t now, int refund)
     } else {
         sqlite3_stmt *del = rls__stmt(db, STMT_RES_DEL);
         if (!del) {
-            rc = RLS_ESTORAGE;
+            rc = rls__stmt_failed(db);
             goto fail;
         }
         sqlite3_bind_int64(del, 1, id);

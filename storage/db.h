@@ -29,9 +29,10 @@
     XX(PATTERNS_ALL, "SELECT pattern, action, tier, expires_ms FROM rls_assignments WHERE kind <> 0") \
     XX(KEY_POLICY,                                                            \
        "SELECT 1, action, until_ms, kind, rule, level, forget_ms FROM rls_blocks" \
-       " WHERE key = ?1 AND action IN (?2, '')"                               \
+       " WHERE (key = ?1 AND action IN (?2, '')) OR (key = ?3 AND action = '')" \
        " UNION ALL SELECT 2, action, expires_ms, 0, tier, 0, 0 FROM rls_assignments" \
-       " WHERE pattern = ?1 AND action IN (?2, '') AND kind = 0"              \
+       " WHERE ((pattern = ?1 AND action IN (?2, '')) OR (pattern = ?3 AND action = ''))" \
+       " AND kind = 0"                                                        \
        " UNION ALL SELECT 3, action, expires_ms, lim, limit_name, 0, 0 FROM rls_overrides" \
        " WHERE key = ?1 AND action = ?2")                                     \
     XX(STATE_GET, "SELECT alg, a, b, c, last_ms, exp_ms, log FROM rls_state WHERE lid = ?1 AND key = ?2") \
@@ -63,6 +64,12 @@
     XX(GC_ASSIGN, "DELETE FROM rls_assignments WHERE kind = 0 AND expires_ms <> 0 AND expires_ms <= ?1") \
     XX(GC_OVERRIDES, "DELETE FROM rls_overrides WHERE expires_ms <> 0 AND expires_ms <= ?1") \
     XX(RES_EXPIRED, "SELECT id FROM rls_reservations WHERE expires_ms <= ?1 ORDER BY expires_ms LIMIT ?2") \
+    XX(RES_EXPIRED_KEY, "SELECT id FROM rls_reservations WHERE key = ?1 AND action = ?2 AND expires_ms <= ?3 LIMIT 16") \
+    XX(HK_SAVE, "SAVEPOINT rls_housekeeping")                                 \
+    XX(HK_RELEASE, "RELEASE rls_housekeeping")                                \
+    XX(HK_UNDO, "ROLLBACK TO rls_housekeeping")                               \
+    XX(SYNC_FULL, "PRAGMA synchronous = FULL")                                \
+    XX(SYNC_NORMAL, "PRAGMA synchronous = NORMAL")                            \
     XX(RES_ADD, "INSERT INTO rls_reservations(action, key, cost, created_ms, expires_ms, lids) VALUES (?1, ?2, ?3, ?4, ?5, ?6)") \
     XX(RES_GET, "SELECT action, key, cost, created_ms, expires_ms, lids FROM rls_reservations WHERE id = ?1") \
     XX(RES_DEL, "DELETE FROM rls_reservations WHERE id = ?1")                \
@@ -112,9 +119,11 @@ struct rls_db {
     char tool[64];
     char os_user[64];
     pid_t pid;                     /* process that opened the connection */
+    int created;                   /* rls_open created the file */
     sqlite3_stmt *stmt[STMT__COUNT];
     char errmsg[512];
     int in_tx;
+    int stmt_code;                 /* rlstore code of the last failed prepare */
     uint32_t rng;                  /* busy-wait jitter */
 
     /* cache of the active rule set, valid while rules_gen matches the db */
@@ -143,6 +152,7 @@ int rls__now(int64_t *now_ms);
 
 /* ---- stmt.c ---------------------------------------------------------- */
 sqlite3_stmt *rls__stmt(rls_db *db, int id);  /* NULL: error recorded */
+int rls__stmt_failed(rls_db *db);             /* the code of that error */
 void rls__stmt_finalize_all(rls_db *db);
 int rls__exec_simple(rls_db *db, int id);     /* step a no-result statement */
 int rls__begin(rls_db *db, int write);

@@ -55,7 +55,7 @@ int rls__stats_flush(rls_db *db, int64_t now, int force)
     sqlite3_stmt *add = rls__stmt(db, STMT_STATS_ADD);
     sqlite3_stmt *tot = rls__stmt(db, STMT_STATS_TOTAL_ADD);
     if (!add || !tot)
-        return RLS_ESTORAGE;
+        return rls__stmt_failed(db);
     for (int i = 0; i < db->nstats; i++) {
         const stat_acc *s = &db->stats[i];
         sqlite3_bind_text(add, 1, s->action, -1, SQLITE_STATIC);
@@ -85,7 +85,7 @@ static int exec_time(rls_db *db, int id, int64_t now)
 {
     sqlite3_stmt *st = rls__stmt(db, id);
     if (!st)
-        return RLS_ESTORAGE;
+        return rls__stmt_failed(db);
     sqlite3_bind_int64(st, 1, now);
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
@@ -98,7 +98,7 @@ static int gc_reservations(rls_db *db, int64_t now)
     int64_t ids[RESERVATIONS_PER_STEP];
     int n = 0, rc;
     if (!st)
-        return RLS_ESTORAGE;
+        return rls__stmt_failed(db);
     sqlite3_bind_int64(st, 1, now);
     sqlite3_bind_int(st, 2, RESERVATIONS_PER_STEP);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < RESERVATIONS_PER_STEP)
@@ -127,7 +127,7 @@ static int gc_states(rls_db *db, int64_t now, int max_rows, int64_t *deleted)
     int rc;
 
     if (!cur || !scan || !del || !set)
-        return RLS_ESTORAGE;
+        return rls__stmt_failed(db);
     rc = sqlite3_step(cur);
     if (rc == SQLITE_ROW) {
         lid = sqlite3_column_int64(cur, 0);

@@ -42,9 +42,12 @@ static int read_policy(rls_db *db, key_ctx *ctx, int64_t now)
     sqlite3_stmt *st = rls__stmt(db, STMT_KEY_POLICY);
     int rc;
     if (!st)
-        return RLS_ESTORAGE;
+        return rls__stmt_failed(db);
+    /* Rows for this action match the normalised key; rows for every action
+     * were stored as the operator wrote the key, so they match either. */
     sqlite3_bind_blob(st, 1, ctx->key, (int)ctx->keylen, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, ctx->act->name, -1, SQLITE_STATIC);
+    sqlite3_bind_blob(st, 3, ctx->raw, (int)strlen(ctx->raw), SQLITE_STATIC);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         int type = sqlite3_column_int(st, 0);
         const unsigned char *act = sqlite3_column_text(st, 1);
@@ -92,12 +95,13 @@ static int read_policy(rls_db *db, key_ctx *ctx, int64_t now)
 }
 
 int keyctx_load(rls_db *db, key_ctx *ctx, const char *action, const char *key,
-                int64_t now)
+                int normalised, int64_t now)
 {
     const char *why = "";
-    int rc;
+    int rc, kl;
 
     ctx->n = 0;
+    ctx->raw = key;
     ctx->nexact = ctx->nov = 0;
     ctx->pen_found = 0;
     memset(&ctx->block, 0, sizeof ctx->block);
@@ -108,8 +112,14 @@ int keyctx_load(rls_db *db, key_ctx *ctx, const char *action, const char *key,
     ctx->act = ruleset_action(db->rules, action);
     if (!ctx->act)
         return rls__error(db, RLS_ENOACTION, "action '%s' is not defined", action);
-    int kl = key_normalize(ctx->act->key_kind, ctx->act->ipv4_prefix, ctx->act->ipv6_prefix,
+    if (normalised) {
+        kl = snprintf(ctx->key, sizeof ctx->key, "%s", key);
+        if (kl >= (int)sizeof ctx->key)
+            kl = -2;
+    } else {
+        kl = key_normalize(ctx->act->key_kind, ctx->act->ipv4_prefix, ctx->act->ipv6_prefix,
                            key, strlen(key), ctx->key, sizeof ctx->key, &why);
+    }
     if (kl < 0 || kl > db->opt.max_key_len)
         return rls__error(db, RLS_EKEY, "key is not valid for action '%s' (%s keys): %s",
                           action, key_kind_name(ctx->act->key_kind),
@@ -118,11 +128,10 @@ int keyctx_load(rls_db *db, key_ctx *ctx, const char *action, const char *key,
     if ((rc = read_policy(db, ctx, now)))
         return rc;
 
-    resolve_tier(db->rules, ctx->act->name, ctx->key, ctx->keylen, ctx->exact,
-                 ctx->nexact, now, &ctx->tier);
-    if (ctx->tier.source == TIER_FROM_DEFAULT)
-        resolve_tier(db->rules, ctx->act->name, ctx->key, ctx->keylen, db->patterns,
-                     db->npatterns, now, &ctx->tier);
+    const assign_cand *const lists[2] = {ctx->exact, db->patterns};
+    const int counts[2] = {ctx->nexact, db->npatterns};
+    resolve_tier(db->rules, ctx->act->name, ctx->key, ctx->keylen, lists, counts, 2, now,
+                 &ctx->tier);
     ctx->behaviour = TIER_NORMAL;
     if (ctx->tier.def && ctx->tier.def->blocked)
         ctx->behaviour = TIER_BLOCKED;
@@ -136,6 +145,9 @@ int keyctx_load(rls_db *db, key_ctx *ctx, const char *action, const char *key,
         return rls__error(db, RLS_ECONFIG, "action '%s' has more than %d limits",
                           action, RESOLVE_MAX_LIMITS);
     }
+    /* States are read later, or never (a blocked key): release must find
+     * no buffers either way. */
+    memset(ctx->st, 0, sizeof ctx->st[0] * (size_t)ctx->n);
     return RLS_OK;
 }
 
@@ -159,7 +171,7 @@ int keyctx_read_states(rls_db *db, key_ctx *ctx)
     int rc = SQLITE_DONE;
     memset(ctx->st, 0, sizeof ctx->st[0] * (size_t)ctx->n);
     if (!st)
-        return RLS_ESTORAGE;
+        return rls__stmt_failed(db);
     for (int i = 0; i < ctx->n; i++) {
         algo_state *s = &ctx->st[i];
         const rule_limit *def = ctx->rl[i].def;
@@ -197,7 +209,7 @@ int keyctx_write_states(rls_db *db, key_ctx *ctx)
 {
     sqlite3_stmt *st = rls__stmt(db, STMT_STATE_PUT);
     if (!st)
-        return RLS_ESTORAGE;
+        return rls__stmt_failed(db);
     for (int i = 0; i < ctx->n; i++) {
         const algo_state *s = &ctx->st[i];
         if (!ctx->items[i].changed)

@@ -20,6 +20,7 @@ typedef struct key_ctx {
     const rule_action *act;
     char key[RLS_KEY_MAX_LIMIT + 64];   /* normalised */
     size_t keylen;
+    const char *raw;                    /* as the caller gave it */
 
     key_block block;                    /* the strongest active block */
     int pen_found;                      /* this action's own block row */
@@ -48,9 +49,11 @@ int keyctx_args(rls_db *db, const char *action, const char *key,
                 int64_t cost, int64_t now);
 
 /* Inside a transaction: refreshes the rule cache, then fills ctx up to and
- * including the tier and the resolved limits (not the states). */
+ * including the tier and the resolved limits (not the states).  `key` is
+ * the caller's key, normalised here for the action, or with normalised != 0
+ * a key that already is (as stored in a reservation). */
 int keyctx_load(rls_db *db, key_ctx *ctx, const char *action, const char *key,
-                int64_t now);
+                int normalised, int64_t now);
 
 /* Reads the state of every resolved limit into ctx->st/items. */
 int keyctx_read_states(rls_db *db, key_ctx *ctx);

@@ -173,7 +173,9 @@ static int pragma_int(rls_db *db, const char *sql, int64_t *out)
 static int known_object(const char *name)
 {
     return strncmp(name, "rls_", 4) == 0 ||
-           strncmp(name, "sqlite_autoindex_rls_", 21) == 0;
+           strncmp(name, "sqlite_autoindex_rls_", 21) == 0 ||
+           strcmp(name, "sqlite_stat1") == 0 ||   /* ANALYZE, PRAGMA optimize */
+           strcmp(name, "sqlite_stat4") == 0;
 }
 
 static int check_foreign_objects(rls_db *db)
@@ -269,6 +271,8 @@ static int prepare_path(rls_db *db)
     if (!db->opt.create || db->opt.read_only)
         return rls__error(db, RLS_ECANTOPEN, "'%s' does not exist", db->path);
     int fd = open(db->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, db->opt.file_mode);
+    if (fd >= 0)
+        db->created = 1;
     if (fd < 0 && errno != EEXIST)
         return rls__error(db, errno == EACCES || errno == EROFS ? RLS_EREADONLY : RLS_ECANTOPEN,
                           "cannot create '%s': %s", db->path, strerror(errno));
@@ -277,6 +281,26 @@ static int prepare_path(rls_db *db)
         close(fd);
     }
     return RLS_OK;
+}
+
+/* Switches to WAL and checks that it took (it does not on some
+ * filesystems, and a rollback journal would break the concurrency model). */
+static int set_wal(rls_db *db)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db->sql, "PRAGMA journal_mode = WAL", -1, &st, NULL);
+    int code = RLS_OK;
+    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *mode = (const char *)sqlite3_column_text(st, 0);
+        if (!mode || strcmp(mode, "wal") != 0)
+            code = rls__error(db, RLS_ESTORAGE, "'%s' cannot use WAL mode (journal mode "
+                              "stays '%s')", db->path, mode ? mode : "?");
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_OK)
+        return rls__sqlite_error(db, rc, "cannot switch to WAL mode");
+    return code;
 }
 
 /* Opens the connection and brings it into service. */
@@ -301,11 +325,8 @@ static int connect_db(rls_db *db)
         return rc;
     if ((rc = check_foreign_objects(db)))
         return rc;
-    if (!db->opt.read_only) {
-        int64_t ignored;
-        if ((rc = pragma_int(db, "PRAGMA journal_mode = WAL", &ignored)))
-            return rc;
-    }
+    if (!db->opt.read_only && (rc = set_wal(db)))
+        return rc;
     rc = exec_sql(db, db->opt.durability == RLS_DURABILITY_FULL
                           ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL",
                   "cannot configure database");
@@ -321,6 +342,17 @@ static void disconnect(rls_db *db)
     if (db->sql)
         sqlite3_close_v2(db->sql);
     db->sql = NULL;
+}
+
+/* Removes a database this call created, with its -wal and -shm. */
+static void remove_created(const char *path)
+{
+    char side[4200];
+    unlink(path);
+    snprintf(side, sizeof side, "%s-wal", path);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", path);
+    unlink(side);
 }
 
 int rls_open(rls_db **out, const char *path, const rls_options *opt)
@@ -358,6 +390,8 @@ int rls_open(rls_db **out, const char *path, const rls_options *opt)
     if (rc != RLS_OK) {
         snprintf(open_errmsg, sizeof open_errmsg, "%s", db->errmsg);
         disconnect(db);
+        if (db->created)
+            remove_created(db->path);  /* leave no empty file behind */
         free(db->path);
         free(db);
         return rc;
@@ -371,7 +405,7 @@ void rls_close(rls_db *db)
     if (!db)
         return;
     if (db->pid == getpid()) {
-        if (db->sql && !db->in_tx) {
+        if (db->sql && !db->in_tx && db->nstats > 0) {
             int64_t now;
             if (rls__now(&now) == RLS_OK && rls__begin(db, 1) == RLS_OK) {
                 if (rls__stats_flush(db, now, 1) == RLS_OK)
@@ -412,6 +446,7 @@ int rls__db_usable(rls_db *db)
     int rc = connect_db(db);
     if (rc != RLS_OK) {
         disconnect(db);
+        db->pid = 0;  /* not connected: the next call tries again */
         return rc;
     }
     return RLS_OK;

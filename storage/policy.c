@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "db.h"
+#include "algo.h"
 #include "keynorm.h"
 
 /* Runs fn inside an audited, fully synchronous write transaction. */
@@ -112,7 +113,7 @@ static int block_fn(rls_db *db, void *p, int64_t now)
     int found = 0, rc;
     int64_t until = 0;
     if (!get || !put)
-        return RLS_ESTORAGE;
+        return rls__stmt_failed(db);
     if (a->action[0]) {
         if ((rc = norm_key(db, a->action, a->key, nk, sizeof nk)))
             return rc;
@@ -195,7 +196,7 @@ static int tier_fn(rls_db *db, void *p, int64_t now)
     char before[128] = "none", after[128] = "none";
     int rc, found = 0;
     if (!get || !put)
-        return RLS_ESTORAGE;
+        return rls__stmt_failed(db);
     sqlite3_bind_blob(get, 1, a->key, (int)strlen(a->key), SQLITE_STATIC);
     rc = sqlite3_step(get);
     if (rc == SQLITE_ROW) {
@@ -271,6 +272,28 @@ struct override_arg {
     int set;
 };
 
+/* An override must be a capacity the limit's algorithm can hold (in every
+ * tier that defines a limit of that name): sliding_log keeps one entry per
+ * unit and takes at most ALGO_SLIDING_LOG_MAX, overage included. */
+static int check_override_fits(rls_db *db, const struct override_arg *a)
+{
+    const rule_action *act = ruleset_action(db->rules, a->action);
+    for (int t = -1; act && t < act->ntiers; t++) {
+        const rule_limit *ls = t < 0 ? act->limits : act->tiers[t].limits;
+        int n = t < 0 ? act->nlimits : act->tiers[t].nlimits;
+        for (int i = 0; i < n; i++) {
+            const rule_limit *l = &ls[i];
+            if (strcmp(l->name, a->name) != 0 || l->algorithm != ALGO_SLIDING_LOG)
+                continue;
+            if (a->limit + a->limit * l->overage_pct / 100 > ALGO_SLIDING_LOG_MAX)
+                return rls__error(db, RLS_EINVAL, "limit '%s' of action '%s' is a sliding_log "
+                                  "and takes at most %d units (overage included)",
+                                  a->name, a->action, ALGO_SLIDING_LOG_MAX);
+        }
+    }
+    return RLS_OK;
+}
+
 static int override_fn(rls_db *db, void *p, int64_t now)
 {
     struct override_arg *a = p;
@@ -279,10 +302,12 @@ static int override_fn(rls_db *db, void *p, int64_t now)
     char before[128] = "none", after[128] = "none", nk[RLS_KEY_MAX_LIMIT + 64];
     int rc, found = 0;
     if (!get || !put)
-        return RLS_ESTORAGE;
+        return rls__stmt_failed(db);
     if ((rc = norm_key(db, a->action, a->key, nk, sizeof nk)))
         return rc;
     a->key = nk;
+    if (a->set && (rc = check_override_fits(db, a)))
+        return rc;
     sqlite3_bind_blob(get, 1, a->key, (int)strlen(a->key), SQLITE_STATIC);
     sqlite3_bind_text(get, 2, a->action, -1, SQLITE_STATIC);
     sqlite3_bind_text(get, 3, a->name, -1, SQLITE_STATIC);

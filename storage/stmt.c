@@ -20,11 +20,16 @@ sqlite3_stmt *rls__stmt(rls_db *db, int id)
     int rc = sqlite3_prepare_v3(db->sql, stmt_sql[id], -1,
                                 SQLITE_PREPARE_PERSISTENT, &st, NULL);
     if (rc != SQLITE_OK) {
-        rls__sqlite_error(db, rc, "cannot prepare statement");
+        db->stmt_code = rls__sqlite_error(db, rc, "cannot prepare statement");
         return NULL;
     }
     db->stmt[id] = st;
     return st;
+}
+
+int rls__stmt_failed(rls_db *db)
+{
+    return db->stmt_code ? db->stmt_code : RLS_ESTORAGE;
 }
 
 void rls__stmt_finalize_all(rls_db *db)
@@ -39,7 +44,7 @@ int rls__exec_simple(rls_db *db, int id)
 {
     sqlite3_stmt *st = rls__stmt(db, id);
     if (!st)
-        return db->errmsg[0] ? RLS_ESTORAGE : RLS_ENOMEM;
+        return rls__stmt_failed(db);
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc == SQLITE_DONE || rc == SQLITE_ROW)
@@ -86,7 +91,7 @@ int rls__audit(rls_db *db, int64_t now, const char *op, const char *action,
 {
     sqlite3_stmt *st = rls__stmt(db, STMT_AUDIT_ADD);
     if (!st)
-        return RLS_ESTORAGE;
+        return rls__stmt_failed(db);
     sqlite3_bind_int64(st, 1, now);
     sqlite3_bind_text(st, 2, db->os_user, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, db->tool, -1, SQLITE_STATIC);

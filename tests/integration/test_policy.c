@@ -28,7 +28,27 @@ static const char *RULES =
     "assignments:\n"
     "  - { key: \"10.0.0.0/8\", action: signup, tier: staff }\n"
     "  - { key: \"10.9.0.0/16\", tier: banned }\n"
-    "  - { key: \"user:*\", tier: pro }\n";
+    "  - { key: \"user:*\", tier: pro }\n"
+    "  - { key: \"vip:1\", action: api, tier: pro }\n";
+
+static const char *MORE =
+    "version: 1\n"
+    "tiers: { free: {}, staff: { unlimited: true } }\n"
+    "defaults: { tier: free }\n"
+    "actions:\n"
+    "  mail:\n"
+    "    key: email\n"
+    "    limits: [ { name: day, algorithm: fixed_window, limit: 5, window: 1d } ]\n"
+    "  v6:\n"
+    "    key: ip\n"
+    "    ipv6_prefix: 64\n"
+    "    limits: [ { name: day, algorithm: fixed_window, limit: 1, window: 1d } ]\n"
+    "  pair:\n"
+    "    limits:\n"
+    "      - { name: short, algorithm: fixed_window, limit: 5, window: 1m }\n"
+    "      - { name: long, algorithm: fixed_window, limit: 3, window: 1h, block_for: 1d }\n"
+    "  logged:\n"
+    "    limits: [ { name: exact, algorithm: sliding_log, limit: 5, window: 1m } ]\n";
 
 static void default_tier_applies(void **state)
 {
@@ -289,6 +309,93 @@ static void checks_collect_garbage_by_themselves(void **state)
     it_free(t);
 }
 
+
+static void expired_reservation_refunds_at_next_check(void **state)
+{
+    itest *t = it_new(MORE);
+    rls_result r;
+    int64_t id = 0;
+    assert_int_equal(rls_reserve_at(t->db, "v6", "2001:db8::1", 1, 1000, T0, &id, &r), RLS_OK);
+    assert_true(r.allowed);
+    /* no GC step has run: the key's own next check refunds it */
+    assert_true(it_check(t, "v6", "2001:db8::2", 1, T0 + 2000, &r));
+    assert_int_equal(it_sql_int(t->path, "SELECT count(*) FROM rls_reservations"), 0);
+    it_free(t);
+}
+
+static void reservation_on_folded_ipv6_key_cancels(void **state)
+{
+    itest *t = it_new(MORE);
+    rls_result r;
+    int64_t id = 0;
+    assert_int_equal(rls_reserve_at(t->db, "v6", "2001:db8:1:2::1", 1, 60000, T0, &id, &r),
+                     RLS_OK);
+    assert_false(it_check(t, "v6", "2001:db8:1:2::9", 1, T0 + 1, &r));
+    assert_int_equal(rls_cancel_at(t->db, id, T0 + 2), RLS_OK);
+    /* the /64 got its unit back */
+    assert_true(it_check(t, "v6", "2001:db8:1:2::9", 1, T0 + 3, &r));
+    it_free(t);
+}
+
+static void block_for_all_actions_matches_normalised_keys(void **state)
+{
+    itest *t = it_new(MORE);
+    rls_result r;
+    assert_int_equal(rls_block_set_at(t->db, NULL, "Bob@Example.com", 0, "spam", T0), RLS_OK);
+    assert_false(it_check(t, "mail", "Bob@Example.com", 1, T0, &r));
+    assert_int_equal(r.reason, RLS_REASON_BLOCKED);
+    assert_int_equal(rls_block_set_at(t->db, NULL, "bob@example.com", 0, "spam", T0), RLS_OK);
+    assert_false(it_check(t, "mail", "Bob+news@EXAMPLE.com", 1, T0, &r));
+    assert_int_equal(r.reason, RLS_REASON_BLOCKED);
+    /* a block for one action is stored under the action's normalised key */
+    assert_int_equal(rls_block_set_at(t->db, "v6", "2001:db8:7:7::1", 0, "x", T0), RLS_OK);
+    assert_false(it_check(t, "v6", "2001:db8:7:7::2", 1, T0, &r));
+    assert_int_equal(r.reason, RLS_REASON_BLOCKED);
+    it_free(t);
+}
+
+static void action_specific_assignment_beats_all_actions(void **state)
+{
+    itest *t = it_new(RULES);
+    /* the file gives vip:1 the pro tier on api; an operator's assignment
+     * for every action is less specific */
+    assert_int_equal(rls_tier_set_at(t->db, "vip:1", "free", 0, T0), RLS_OK);
+    assert_int_equal(it_admit_n(t, "api", "vip:1", 9, T0), 7);
+    it_free(t);
+}
+
+static void unlimited_tier_counts_beyond_capacity(void **state)
+{
+    itest *t = it_new(MORE);
+    assert_int_equal(rls_tier_set_at(t->db, "u@example.com", "staff", 0, T0), RLS_OK);
+    assert_int_equal(it_admit_n(t, "mail", "u@example.com", 8, T0), 8);
+    assert_int_equal(it_sql_int(t->path, "SELECT b FROM rls_state"), 8);
+    it_free(t);
+}
+
+static void penalty_of_a_non_deciding_limit_applies(void **state)
+{
+    itest *t = it_new(MORE);
+    rls_result r;
+    /* 3 per hour (with a 1-day penalty) runs out before 5 per minute */
+    assert_int_equal(it_admit_n(t, "pair", "k", 3, T0), 3);
+    assert_false(it_check(t, "pair", "k", 1, T0, &r));
+    assert_int_equal(r.retry_after_ms, 86400000);
+    assert_false(it_check(t, "pair", "k", 1, T0 + 7200000, &r));
+    assert_int_equal(r.reason, RLS_REASON_BLOCKED);
+    it_free(t);
+}
+
+static void sliding_log_override_must_fit(void **state)
+{
+    itest *t = it_new(MORE);
+    assert_int_equal(rls_override_set_at(t->db, "logged", "k", "exact", 20000, 0, T0),
+                     RLS_EINVAL);
+    assert_int_equal(rls_override_set_at(t->db, "logged", "k", "exact", 10000, 0, T0), RLS_OK);
+    assert_true(it_check(t, "logged", "k", 1, T0, NULL));
+    it_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -310,6 +417,13 @@ int main(void)
         cmocka_unit_test(denied_reservation_has_no_id),
         cmocka_unit_test(gc_collects_expired_state),
         cmocka_unit_test(checks_collect_garbage_by_themselves),
+        cmocka_unit_test(expired_reservation_refunds_at_next_check),
+        cmocka_unit_test(reservation_on_folded_ipv6_key_cancels),
+        cmocka_unit_test(block_for_all_actions_matches_normalised_keys),
+        cmocka_unit_test(action_specific_assignment_beats_all_actions),
+        cmocka_unit_test(unlimited_tier_counts_beyond_capacity),
+        cmocka_unit_test(penalty_of_a_non_deciding_limit_applies),
+        cmocka_unit_test(sliding_log_override_must_fit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

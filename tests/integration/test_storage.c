@@ -291,6 +291,32 @@ static void handle_survives_fork(void **state)
     it_free(t);
 }
 
+
+static void analyzed_database_still_opens(void **state)
+{
+    itest *t = it_new(RULES);
+    it_check(t, "api", "k", 1, T0, NULL);
+    rls_close(t->db);
+    it_sql_exec(t->path, "ANALYZE");
+    assert_int_equal(rls_open(&t->db, t->path, NULL), RLS_OK);
+    assert_int_equal(it_admit_n(t, "api", "k", 5, T0), 2);
+    it_free(t);
+}
+
+static void invalid_options_create_no_file(void **state)
+{
+    char *dir = tu_mkdtemp(), path[4200];
+    rls_options o;
+    rls_db *db;
+    struct stat sb;
+    tu_path(path, sizeof path, dir, "new.db");
+    rls_options_init(&o);
+    o.max_key_len = 0;  /* invalid options: nothing may be created */
+    assert_int_equal(rls_open(&db, path, &o), RLS_EINVAL);
+    assert_int_not_equal(stat(path, &sb), 0);
+    tu_rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -309,6 +335,8 @@ int main(void)
         cmocka_unit_test(error_tables_are_complete),
         cmocka_unit_test(failure_policy_decides_on_busy),
         cmocka_unit_test(handle_survives_fork),
+        cmocka_unit_test(analyzed_database_still_opens),
+        cmocka_unit_test(invalid_options_create_no_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,8 @@
  * test_algo_buckets.c - core/algo.c: the bucket algorithms (token_bucket,
  * gcra, leaky_bucket) against exact vectors: the worked examples of
  * shared/DESIGN.md, the test tables of golang.org/x/time/rate, redis-cell's
- * own GCRA sequence and nginx limit_req's documented burst behaviour.
+ * own GCRA sequence and nginx limit_req's documented burst behaviour.  Also
+ * the kind names and NULL arguments, common to all algorithms.
  */
 #include "testutil.h"
 #include "algo.h"
@@ -82,6 +83,48 @@ static void run_steps(const algo_params *p, const step *s, size_t n)
     }
 }
 
+/* ---- names and arguments, all algorithms --------------------------------- */
+
+static void test_names_round_trip(void **unused)
+{
+    (void)unused;
+    for (int k = ALGO_FIXED_WINDOW; k <= ALGO_LEAKY_BUCKET; k++)
+        assert_int_equal(algo_from_name(algo_name(k)), k);
+    assert_string_equal(algo_name(ALGO_SLIDING_LOG), "sliding_log");
+    assert_string_equal(algo_name(ALGO_GCRA), "gcra");
+    assert_null(algo_name(0));
+    assert_null(algo_name(7));
+    assert_int_equal(algo_from_name("leaky"), 0);
+    assert_int_equal(algo_from_name(NULL), 0);
+    assert_int_equal(algo_from_name("Fixed_Window"), 0);
+}
+
+static void test_is_bucket(void **unused)
+{
+    (void)unused;
+    assert_false(algo_is_bucket(ALGO_FIXED_WINDOW));
+    assert_false(algo_is_bucket(ALGO_SLIDING_WINDOW));
+    assert_false(algo_is_bucket(ALGO_SLIDING_LOG));
+    assert_true(algo_is_bucket(ALGO_TOKEN_BUCKET));
+    assert_true(algo_is_bucket(ALGO_GCRA));
+    assert_true(algo_is_bucket(ALGO_LEAKY_BUCKET));
+    assert_false(algo_is_bucket(99));
+}
+
+static void test_null_arguments_rejected(void **unused)
+{
+    algo_params p = mk(ALGO_GCRA, 1, 1, 1000);
+    algo_state st = fresh();
+    algo_meta m;
+    (void)unused;
+    assert_int_equal(algo_decide(NULL, NULL, &st, BASE, 1, 1, &m), -1);
+    assert_int_equal(algo_decide(&p, NULL, NULL, BASE, 1, 1, &m), -1);
+    assert_int_equal(algo_decide(&p, NULL, &st, BASE, 1, 1, NULL), -1);
+    assert_int_equal(algo_refund(&p, NULL, NULL, BASE, BASE, 1), -1);
+    /* the buckets ignore the window: NULL is fine */
+    assert_int_equal(algo_decide(&p, NULL, &st, BASE, 1, 1, &m), 0);
+}
+
 /* ---- token_bucket: golang.org/x/time/rate ---------------------------------
  * Transcribed from golang/time rate/rate_test.go (TestLimiterBurst1,
  * TestLimiterBurst3, TestLimiterJumpBackwards, TestSimultaneousRequests,
@@ -159,7 +202,7 @@ static void test_token_go_no_truncation_errors(void **unused)
     assert_meta(run(&p, &st, BASE, 1, 0), 0, 0, 1300, 1300);
 }
 
-/* ---- token_bucket: semantics ---------------------------------------------- */
+/* ---- token_bucket: semantics --------------------------------------------- */
 
 static void test_token_starts_full_and_refills(void **unused)
 {
@@ -450,7 +493,7 @@ static void test_gcra_saturates(void **unused)
     assert_true(run(&p, &st, INT64_MAX / 2, 1, 0).remaining <= 10);
 }
 
-/* ---- leaky_bucket ---------------------------------------------------------- */
+/* ---- leaky_bucket -------------------------------------------------------- */
 
 /* DESIGN 2 worked example: 1/s burst 6. */
 static void test_leaky_one_per_second_burst_six(void **unused)
@@ -560,6 +603,9 @@ static void test_leaky_cost_over_burst_never(void **unused)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_names_round_trip),
+        cmocka_unit_test(test_is_bucket),
+        cmocka_unit_test(test_null_arguments_rejected),
         cmocka_unit_test(test_token_go_burst1),
         cmocka_unit_test(test_token_go_burst3),
         cmocka_unit_test(test_token_go_jump_backwards),

@@ -50,8 +50,10 @@ static const bad_field bad_fields[] = {
       "from 1 to 1000000000000; got '99999999999999999999999'" },
     { "name: n, limit: {x: 1}, window: 1s", "limit", "got a mapping" },
     { "name: n, algorithm: sliding_log, limit: 10001, window: 1s", "limit",
-      "sliding_log keeps one entry per unit and accepts a limit of at most "
-      "10000; got 10001" },
+      "sliding_log keeps one entry per unit and accepts a limit (with its "
+      "overage) of at most 10000; got 10001" },
+    { "name: n, algorithm: sliding_log, limit: 9000, window: 1s, overage: 20",
+      "limit", "accepts a limit (with its overage) of at most 10000; got 10800" },
     { "name: n, algorithm: lru, limit: 1, window: 1s", "algorithm",
       "algorithm: expected one of fixed_window, sliding_window, sliding_log, "
       "token_bucket, gcra, leaky_bucket; got 'lru'" },
