@@ -27,7 +27,8 @@
  *       count if charged_at lies in the current window, from the previous
  *       count if it lies in the previous one (the weighting then gives back
  *       exactly the part that still counts).  sliding_log: units are removed
- *       from the entry stamped charged_at if it is still inside the window.
+ *       newest first from the entries stamped at or before charged_at that
+ *       are still inside the window.
  *       token_bucket: tokens += cost, capped at burst.  gcra/leaky_bucket:
  *       TAT -= cost * T, but never below now.  Bucket refunds are therefore
  *       an upper bound: units that would have been capped by a full bucket in
@@ -231,7 +232,7 @@ static void meta_fill(algo_meta *m, int ok, int64_t capacity,
 
 /* The window [start, end) in force at now and the one before it. */
 typedef struct span {
-    int64_t prev_start, start, end;
+    int64_t prev_start, start, end, next_end;
 } span;
 
 /*
@@ -248,6 +249,8 @@ static span fixed_span(const algo_params *p, const algo_window *w,
         s.prev_start = w->prev_start;
         s.start = w->start;
         s.end = w->end;
+        s.next_end = w->next_end > w->end ? w->next_end
+                                          : sat_add(w->end, sat_sub(w->end, w->start));
         return s;
     }
     s.start = now;
@@ -255,6 +258,7 @@ static span fixed_span(const algo_params *p, const algo_window *w,
         s.start = st->a;
     s.prev_start = sat_sub(s.start, p->period_ms);
     s.end = sat_add(s.start, p->period_ms);
+    s.next_end = sat_add(s.end, p->period_ms);
     return s;
 }
 
@@ -281,6 +285,7 @@ static span sliding_span(const algo_params *p, const algo_window *w,
         s.start = now;
     s.prev_start = sat_sub(s.start, p->period_ms);
     s.end = sat_add(s.start, p->period_ms);
+    s.next_end = sat_add(s.end, p->period_ms);
     return s;
 }
 
@@ -380,8 +385,9 @@ static void sliding_store(algo_state *st, const sliding *z, int64_t now)
     st->a = z->s.start;
     st->b = z->curr;
     st->c = z->prev;
-    /* curr counts until the end of the next window, prev until this end */
-    stamp(st, now, z->curr > 0 ? sat_add(z->s.end, z->len) : z->s.end);
+    /* curr counts until the end of the next window (whose length may
+     * differ: months, DST days), prev until this end */
+    stamp(st, now, z->curr > 0 ? z->s.next_end : z->s.end);
 }
 
 static void sliding_decide(const algo_params *p, const algo_window *w,
@@ -535,11 +541,14 @@ static void log_refund(const algo_params *p, algo_state *st, int64_t now,
 {
     int64_t cutoff = sat_sub(now, p->period_ms), newest;
     size_t n = log_count(st);
-    for (size_t i = 0; i < n && cost > 0; i++) {
-        int64_t u = log_units(st, i);
-        if (log_time(st, i) != charged_at || charged_at <= cutoff)
+    /* Newest first among the units charged at or before charged_at that
+     * still count: a reservation finds its own entry, a plain refund at
+     * now takes back the most recent units. */
+    for (size_t i = n; i-- > 0 && cost > 0;) {
+        int64_t u = log_units(st, i), t = log_time(st, i);
+        if (t > charged_at || t <= cutoff)
             continue;
-        log_put(st, i, charged_at, u - min64(u, cost));
+        log_put(st, i, t, u - min64(u, cost));
         cost -= min64(u, cost);
     }
     log_compact(st, cutoff);

@@ -56,14 +56,16 @@ typedef struct algo_params {
 /*
  * The aligned window containing now (computed by the caller from the
  * calendar, see window.h), used by fixed_window and sliding_window unless
- * anchor_first_hit.  prev_start is the start of the window before it (for
- * calendar windows the previous window may be of a different length).
+ * anchor_first_hit.  prev_start is the start of the window before it and
+ * next_end the end of the one after it (calendar windows vary in length:
+ * sliding_window's state counts until next_end).
  * Ignored by the other algorithms.
  */
 typedef struct algo_window {
     int64_t prev_start;
     int64_t start;
     int64_t end;
+    int64_t next_end;   /* end of the window after it; 0 = same length */
 } algo_window;
 
 /*

@@ -44,10 +44,13 @@ static void item_params(const resolved_limit *rl, algo_params *p)
     p->count_denied = d->count_denied;
 }
 
-static void item_window(const rls_duration *dur, const rls_tz *tz, int64_t t,
-                        algo_window *w)
+static void item_window(const rule_limit *d, int64_t t, algo_window *w)
 {
-    window_at(dur, tz, t, &w->prev_start, &w->start, &w->end);
+    int64_t ignore, next_start;
+    window_at(&d->window, d->tz, t, &w->prev_start, &w->start, &w->end);
+    w->next_end = 0;  /* only sliding_window needs it (same length if 0) */
+    if (d->algorithm == ALGO_SLIDING_WINDOW)
+        window_at(&d->window, d->tz, w->end, &ignore, &next_start, &w->next_end);
 }
 
 /* Reports soft limits against the nominal capacity: the overage units are
@@ -134,7 +137,7 @@ int decide_check(decide_item *items, int n, int behaviour, int64_t now,
     for (int i = 0; i < n; i++) {
         decide_item *it = &items[i];
         item_params(it->rl, &p[i]);
-        item_window(&it->rl->def->window, it->rl->def->tz, t, &w[i]);
+        item_window(it->rl->def, t, &w[i]);
         it->changed = 0;
         if (algo_decide(&p[i], &w[i], it->st, t, cost, 0, &it->meta) != 0)
             return -1;
@@ -171,7 +174,8 @@ int decide_check(decide_item *items, int n, int behaviour, int64_t now,
         algo_meta m;
         if (algo_decide(&cp, &w[i], it->st, t, cost, 1, &m) != 0)
             return -1;
-        it->changed = 1;
+        /* a request that can never pass charges nothing, not even here */
+        it->changed = it->st->present;
         if (all_ok)
             it->meta = m;
     }
@@ -234,7 +238,7 @@ int decide_refund(decide_item *items, int n, int64_t now, int64_t floor_ms,
         if (!it->st->present)
             continue;  /* nothing charged survives: nothing to give back */
         item_params(it->rl, &p);
-        item_window(&it->rl->def->window, it->rl->def->tz, t, &w);
+        item_window(it->rl->def, t, &w);
         if (algo_refund(&p, &w, it->st, t, charged_at, cost) != 0)
             return -1;
         it->changed = 1;

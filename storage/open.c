@@ -437,7 +437,7 @@ int rls__db_usable(rls_db *db)
             return rls__error(db, RLS_EMISUSE, "handle has no open connection");
         return RLS_OK;
     }
-    db->sql = NULL;
+    db->sql = NULL;  /* abandoned, never closed: it is the parent's */
     memset(db->stmt, 0, sizeof db->stmt);
     db->in_tx = 0;
     db->nstats = 0;

@@ -8,7 +8,7 @@ passed=0; failed=0; bad=""
 out=$(mktemp); trap 'rm -f "$out"' EXIT
 for t in "$@"; do
     if [ "${VALGRIND:-0}" = 1 ]; then
-        valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+        valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --child-silent-after-fork=yes \
             "$t" >"$out" 2>&1; rc=$?
     else
         "$t" >"$out" 2>&1; rc=$?

@@ -275,6 +275,38 @@ static void stats_are_written_once_a_second(void **state)
     it_free(t);
 }
 
+
+static void refund_of_sliding_log_takes_newest_units(void **state)
+{
+    itest *t = it_new(RULES);
+    assert_true(it_check(t, "log", "k", 1, T0, NULL));
+    assert_true(it_check(t, "log", "k", 2, T0 + 1000, NULL));
+    assert_false(it_check(t, "log", "k", 1, T0 + 2000, NULL));
+    assert_int_equal(rls_refund_at(t->db, "log", "k", 1, T0 + 3000), RLS_OK);
+    assert_true(it_check(t, "log", "k", 1, T0 + 3000, NULL));
+    assert_false(it_check(t, "log", "k", 1, T0 + 3000, NULL));
+    it_free(t);
+}
+
+static void sliding_window_state_outlives_a_short_month(void **state)
+{
+    const char *rules = "version: 1\nactions:\n  m:\n    limits: [ { name: month, algorithm: "
+                        "sliding_window, limit: 10, window: 1mo } ]\n";
+    itest *t = it_new(rules);
+    const int64_t feb15 = 1771113600000LL;  /* 2026-02-15T00:00:00Z */
+    const int64_t mar30 = 1774828800000LL;  /* 2026-03-30T00:00:00Z */
+    const int64_t apr01 = 1775001600000LL;  /* 2026-04-01T00:00:00Z */
+    int64_t deleted = 0;
+    assert_int_equal(it_admit_n(t, "m", "k", 10, feb15), 10);
+    /* February's count weighs on all of March (31 days, not February's 28):
+     * GC must keep the state until April */
+    assert_int_equal(rls_gc_at(t->db, 100, mar30, &deleted), RLS_OK);
+    assert_int_equal(deleted, 0);
+    assert_int_equal(rls_gc_at(t->db, 100, apr01 + 1, &deleted), RLS_OK);
+    assert_int_equal(deleted, 1);
+    it_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -296,6 +328,8 @@ int main(void)
         cmocka_unit_test(rule_change_reaches_open_handle),
         cmocka_unit_test(bad_rules_change_nothing),
         cmocka_unit_test(stats_are_written_once_a_second),
+        cmocka_unit_test(refund_of_sliding_log_takes_newest_units),
+        cmocka_unit_test(sliding_window_state_outlives_a_short_month),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
