@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "config_int.h"
+#include "timefmt.h"
 #include "rlstore.h"
 #include "tz.h"
 
@@ -358,50 +359,6 @@ void config__missing(cfg *c, int map, const char *path, const char *field,
                 hint ? " " : "", hint ? hint : "");
 }
 
-/* Reads exactly n digits at s into *v; 0 if they are not all digits. */
-static int digits(const char *s, int n, int *v)
-{
-    int r = 0;
-    for (int i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return 0;
-        r = r * 10 + (s[i] - '0');
-    }
-    *v = r;
-    return 1;
-}
-
-/* "YYYY-MM-DDTHH:MM:SSZ" or with ".f", ".ff", ".fff" before the Z. */
-static int parse_iso(const char *s, size_t len, int64_t *ms)
-{
-    int y, mo, d, h, mi, sec, frac = 0, fd = 0;
-    static const int mdays[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30,
-                                 31 };
-    if (len < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' ||
-        s[13] != ':' || s[16] != ':' || s[len - 1] != 'Z')
-        return -1;
-    if (!digits(s, 4, &y) || !digits(s + 5, 2, &mo) || !digits(s + 8, 2, &d) ||
-        !digits(s + 11, 2, &h) || !digits(s + 14, 2, &mi) ||
-        !digits(s + 17, 2, &sec))
-        return -1;
-    if (len > 20) {
-        fd = (int)len - 21;
-        if (s[19] != '.' || fd < 1 || fd > 3 || !digits(s + 20, fd, &frac))
-            return -1;
-        for (int i = fd; i < 3; i++)
-            frac *= 10;
-    }
-    if (y < 1970 || mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 ||
-        sec > 59)
-        return -1;
-    int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    if (d > mdays[mo - 1] + (mo == 2 && leap))
-        return -1;
-    *ms = ((civil_days_from(y, mo, d) * 24 + h) * 60 + mi) * 60000LL +
-          sec * 1000LL + frac;
-    return 0;
-}
-
 int config__expires(cfg *c, int node, const char *path, int64_t *out_ms)
 {
     static const char what[] = "a UTC time such as 2027-01-01T00:00:00Z or "
@@ -414,7 +371,8 @@ int config__expires(cfg *c, int node, const char *path, int64_t *out_ms)
     if (c->nodes[node].plain && s[0] >= '0' && s[0] <= '9' &&
         strchr(s, '-') == NULL)
         return config__int(c, node, path, 1, RLS_TIME_MAX, out_ms);
-    if (parse_iso(s, c->nodes[node].len, out_ms) == 0 && *out_ms > 0)
+    if (timefmt_parse_iso(s, c->nodes[node].len, out_ms) == 0 && *out_ms > 0 &&
+        *out_ms <= RLS_TIME_MAX)
         return 0;
     config__describe(c, node, got, sizeof got);
     config__err(c, node, path, "expected %s; got %s", what, got);

@@ -1,8 +1,14 @@
 /*
- * result.c - rls_format_headers(): HTTP rate-limit headers from a result.
+ * result.c - public helpers over core: rls_format_headers() (HTTP
+ * rate-limit headers from a result) and the text helpers for tools
+ * (durations, times, key escaping).
  */
 #include "rlstore.h"
+#include <string.h>
+#include "duration.h"
 #include "headers.h"
+#include "keynorm.h"
+#include "timefmt.h"
 
 int rls_format_headers(const rls_result *res, const char *policy, char *buf,
                        size_t bufsize)
@@ -18,4 +24,34 @@ int rls_format_headers(const rls_result *res, const char *policy, char *buf,
     in.reset_ms = res->reset_ms;
     in.retry_after_ms = res->retry_after_ms;
     return headers_format(&in, buf, bufsize);
+}
+
+int rls_duration_parse(const char *text, int64_t *ms)
+{
+    rls_duration d;
+    if (!text || !ms || duration_parse(text, strlen(text), &d, NULL) != 0)
+        return RLS_EINVAL;
+    *ms = d.ms;
+    return RLS_OK;
+}
+
+int rls_time_parse(const char *text, int64_t *ms)
+{
+    if (!text || !ms || timefmt_parse(text, strlen(text), ms) != 0)
+        return RLS_EINVAL;
+    return RLS_OK;
+}
+
+int rls_time_format(int64_t ms, char *buf, size_t size)
+{
+    if (!buf && size > 0)
+        return -1;
+    return timefmt_format(ms, buf, size);
+}
+
+int rls_key_escape(const char *key, char *buf, size_t size)
+{
+    if (!key || (!buf && size > 0))
+        return -1;
+    return key_escape(key, strlen(key), buf, size);
 }

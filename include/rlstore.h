@@ -257,6 +257,20 @@ RLS_EXTERN int rls_cancel_at(rls_db *db, int64_t id, int64_t now_ms);
 RLS_EXTERN int rls_format_headers(const rls_result *res, const char *policy,
                                   char *buf, size_t bufsize);
 
+/* ---- text helpers for tools ------------------------------------------
+ * Parse a duration such as "250ms", "10s", "1h30m", "1d", "1w", "1mo"
+ * (1mo = 30 days here) into *ms.  RLS_OK or RLS_EINVAL. */
+RLS_EXTERN int rls_duration_parse(const char *text, int64_t *ms);
+/* Parse a time: epoch milliseconds ("1767225600000") or ISO-8601 UTC
+ * ("2026-11-21T10:00:00Z", "2026-11-21T10:00:00.250Z", "2026-11-21"),
+ * within RLS_TIME_MIN..RLS_TIME_MAX.  RLS_OK or RLS_EINVAL. */
+RLS_EXTERN int rls_time_parse(const char *text, int64_t *ms);
+/* Formats ms as "2026-11-21T10:00:00.250Z" (snprintf-style return). */
+RLS_EXTERN int rls_time_format(int64_t ms, char *buf, size_t size);
+/* Writes key escaped for display: control bytes, DEL, backslash and invalid
+ * UTF-8 as \xHH / \\, valid UTF-8 as is (snprintf-style return). */
+RLS_EXTERN int rls_key_escape(const char *key, char *buf, size_t size);
+
 /* ---- rules (minimal admin surface) -----------------------------------
  * Applies a YAML rule set (see rlstore.yaml(5)) atomically as a new
  * version, which becomes active for every process within one second.
@@ -302,6 +316,130 @@ RLS_EXTERN int rls_override_unset_at(rls_db *db, const char *action,
  * NULL) receives the number of rows removed. */
 RLS_EXTERN int rls_gc_at(rls_db *db, int max_rows, int64_t now_ms,
                          int64_t *deleted);
+
+/* ---- result sets of the admin API ------------------------------------
+ * Listings return an rls_rows: a small table of named columns, each
+ * integer or text (NULL allowed), owned by the caller and freed with
+ * rls_rows_free().  Columns are looked up by name, so a newer library may
+ * add columns without breaking older programs.  Text stays valid until the
+ * rows are freed.  Keys are returned as stored (normalised, raw bytes):
+ * escape them before display.
+ */
+typedef struct rls_rows rls_rows;
+
+enum rls_col_type { RLS_COL_INT = 1, RLS_COL_TEXT = 2 };
+
+RLS_EXTERN int rls_rows_count(const rls_rows *rows);       /* 0 for NULL */
+RLS_EXTERN int rls_rows_columns(const rls_rows *rows);     /* 0 for NULL */
+RLS_EXTERN const char *rls_rows_name(const rls_rows *rows, int col);
+RLS_EXTERN int rls_rows_type(const rls_rows *rows, int col);
+/* Index of the column called name, or -1. */
+RLS_EXTERN int rls_rows_find(const rls_rows *rows, const char *name);
+RLS_EXTERN int rls_rows_is_null(const rls_rows *rows, int row, int col);
+/* 0 for NULL, out-of-range or text cells. */
+RLS_EXTERN int64_t rls_rows_int(const rls_rows *rows, int row, int col);
+/* NULL for NULL, out-of-range or integer cells. */
+RLS_EXTERN const char *rls_rows_text(const rls_rows *rows, int row, int col);
+RLS_EXTERN void rls_rows_free(rls_rows *rows);             /* NULL is a no-op */
+
+/* Frees memory the library returned (rls_rules_get).  NULL is a no-op. */
+RLS_EXTERN void rls_free(void *p);
+
+/* ---- rule sets ------------------------------------------------------- */
+/* Every stored version: version, created_ms, os_user, tool, source,
+ * comment, bytes, active (1 for the one in force), newest first. */
+RLS_EXTERN int rls_rules_versions(rls_db *db, rls_rows **out);
+/* The YAML of a version (0 = the active one), NUL-terminated, verbatim as
+ * applied; free with rls_free().  ENOTFOUND / ENORULES. */
+RLS_EXTERN int rls_rules_get(rls_db *db, int64_t version, char **yaml, size_t *len);
+/* Makes an older version active again by applying its YAML as a new
+ * version (audited, so history only grows).  *new_version may be NULL. */
+RLS_EXTERN int rls_rules_rollback_at(rls_db *db, int64_t version, const char *comment,
+                                     int64_t now_ms, int64_t *new_version);
+/*
+ * What applying yaml would do, without storing anything: validates it
+ * (ECONFIG with the same message as rls_rules_apply) and lists the keys that
+ * would be over a new or changed limit right now: action, key, limit,
+ * used (units in use now), old_limit (0 if the limit is new), new_limit.
+ */
+RLS_EXTERN int rls_rules_dry_run_at(rls_db *db, const char *yaml, size_t len,
+                                    const char *name, int64_t now_ms, rls_rows **over);
+
+/* ---- listings of per-key policy ---------------------------------------
+ * Unexpired rows only, ordered by key. */
+/* pattern, kind ("exact", "cidr", "prefix"), action ("" = all), tier,
+ * expires_ms (0 = never), created_ms, source ("operator" or "file"). */
+RLS_EXTERN int rls_tier_list_at(rls_db *db, int64_t now_ms, rls_rows **out);
+/* key, action, limit_name, limit, expires_ms, created_ms; filters may be
+ * NULL. */
+RLS_EXTERN int rls_override_list_at(rls_db *db, const char *action, const char *key,
+                                    int64_t now_ms, rls_rows **out);
+/* Active blocks: key, action ("" = all), until_ms (0 = forever), kind
+ * ("manual" or "penalty"), level, rule, reason, os_user, created_ms. */
+RLS_EXTERN int rls_block_list_at(rls_db *db, int64_t now_ms, rls_rows **out);
+
+/* Forgets the counters of every limit of action for key (normalised for
+ * the action): the key starts fresh.  Audited.  ENOTFOUND if it had none. */
+RLS_EXTERN int rls_reset_at(rls_db *db, const char *action, const char *key,
+                            int64_t now_ms);
+
+/* ---- usage, explain, audit, stats ------------------------------------ */
+enum rls_usage_sort { RLS_SORT_USED = 0, RLS_SORT_KEY = 1, RLS_SORT_RESET = 2 };
+
+typedef struct rls_usage_query {
+    size_t size;             /* sizeof(rls_usage_query); set by the caller */
+    const char *action;      /* NULL = every action */
+    const char *key_substr;  /* NULL = every key */
+    int sort;                /* enum rls_usage_sort */
+    int offset;              /* rows to skip (paging) */
+    int limit;               /* rows to return, 1..100000 */
+} rls_usage_query;
+
+/*
+ * One row per (action, key) with its most pressing limit, as a check would
+ * see it at now_ms (nothing is charged): action, key, tier, rule, used,
+ * limit, remaining, fraction_ppm (used / limit in millionths), reset_ms,
+ * blocked (1/0), block_until_ms, state ("ok", "near" (>= 80 %), "limited",
+ * "blocked", "shadow").  Sorted by fraction used (descending), key, or
+ * soonest reset.
+ */
+RLS_EXTERN int rls_usage_at(rls_db *db, const rls_usage_query *q, int64_t now_ms,
+                            rls_rows **out);
+
+/*
+ * Everything that decides checks of (action, key) at now_ms, charging
+ * nothing.  *info has one row: action, key (normalised), key_kind, tier,
+ * tier_source ("default", "pattern", "exact"), tier_pattern, behaviour
+ * ("normal", "unlimited", "blocked"), blocked, block_until_ms, block_reason,
+ * block_rule, allowed, reason, retry_after_ms.  *limits has one row per
+ * limit: name, algorithm, limit, burst, window_ms, overridden, mode,
+ * used, remaining, reset_ms, retry_after_ms, allowed, last_ms.
+ * Either pointer may be NULL if not wanted.
+ */
+RLS_EXTERN int rls_explain_at(rls_db *db, const char *action, const char *key,
+                              int64_t now_ms, rls_rows **info, rls_rows **limits);
+
+/* Newest first, at most limit rows (1..100000); key NULL = all keys:
+ * id, ts_ms, os_user, tool, op, action, key, before, after, reason. */
+RLS_EXTERN int rls_audit_list(rls_db *db, const char *key, int limit, rls_rows **out);
+
+/*
+ * Admitted and denied checks: *recent has action, sec, allowed, denied for
+ * the last `seconds` seconds before now_ms (1..3600); *totals has action,
+ * allowed, denied since the database was created.  Stats are written at
+ * most once a second per process, so the last second may be incomplete.
+ */
+RLS_EXTERN int rls_stats_at(rls_db *db, int seconds, int64_t now_ms, rls_rows **recent,
+                            rls_rows **totals);
+
+/*
+ * Health report of the database: one row per check with columns check,
+ * status ("ok", "warn", "fail") and detail: sqlite_version (warns below
+ * 3.51.3, the WAL-reset race), journal_mode, schema_version, quick_check,
+ * integrity_check (only with full != 0), file_mode, dir_mode, wal_size,
+ * rules.
+ */
+RLS_EXTERN int rls_doctor(rls_db *db, int full, rls_rows **out);
 
 #ifdef __cplusplus
 }
