@@ -63,15 +63,13 @@ static int store_version(rls_db *db, const char *yaml, size_t len, const char *n
     return rc == SQLITE_DONE ? RLS_OK : rls__sqlite_error(db, rc, "cannot activate rule set");
 }
 
-int rls_rules_apply_at(rls_db *db, const char *yaml, size_t len, const char *name,
-                       const char *comment, int64_t now_ms, int64_t *version)
+int rls__rules_parse(rls_db *db, const char *yaml, size_t len, const char *name,
+                     int64_t now_ms, ruleset **out)
 {
     config_errors *errs;
-    ruleset *rs = NULL;
-    int64_t v = 0;
-    char after[64];
     int rc = rls__db_usable(db);
 
+    *out = NULL;
     if (rc)
         return rc;
     db->errmsg[0] = '\0';
@@ -83,12 +81,10 @@ int rls_rules_apply_at(rls_db *db, const char *yaml, size_t len, const char *nam
     if (now_ms < RLS_TIME_MIN || now_ms > RLS_TIME_MAX)
         return rls__error(db, RLS_ETIME, "time %lld ms is outside 1970..9999",
                           (long long)now_ms);
-    if (db->opt.read_only)
-        return rls__error(db, RLS_EREADONLY, "'%s' is opened read-only", db->path);
     errs = malloc(sizeof *errs);
     if (!errs)
         return rls__error(db, RLS_ENOMEM, "out of memory");
-    int prc = config_parse(yaml, len, &rs, errs);
+    int prc = config_parse(yaml, len, out, errs);
     if (prc != 0) {
         char where[256];
         if (prc == -2)
@@ -101,18 +97,31 @@ int rls_rules_apply_at(rls_db *db, const char *yaml, size_t len, const char *nam
                      : rls__error(db, RLS_ECONFIG, "%s", where);
         else
             rc = rls__error(db, RLS_ECONFIG, "%s: invalid configuration", name ? name : "rules");
-        free(errs);
-        return rc;
     }
     free(errs);
+    return rc;
+}
 
+int rls__rules_store(rls_db *db, const char *yaml, size_t len, const ruleset *rs,
+                     const char *name, const char *comment, const char *op, int64_t now_ms,
+                     int64_t *version)
+{
+    char before[64], after[64];
+    int64_t v = 0;
+    int rc;
+
+    if (db->opt.read_only)
+        return rls__error(db, RLS_EREADONLY, "'%s' is opened read-only", db->path);
     sqlite3_exec(db->sql, "PRAGMA synchronous = FULL", NULL, NULL, NULL);
     if ((rc = rls__begin(db, 1)) == RLS_OK) {
-        if ((rc = register_limits(db, rs)) == RLS_OK &&
-            (rc = store_version(db, yaml, len, name, comment, now_ms, &v)) == RLS_OK) {
+        if ((rc = rls__cache_refresh(db)) == RLS_OK &&
+            (rc = register_limits(db, rs)) == RLS_OK) {
+            snprintf(before, sizeof before, "version %lld", (long long)db->active_version);
+            rc = store_version(db, yaml, len, name, comment, now_ms, &v);
+        }
+        if (rc == RLS_OK) {
             snprintf(after, sizeof after, "version %lld", (long long)v);
-            rc = rls__audit(db, now_ms, "rules.apply", "", NULL, "", after,
-                            comment ? comment : "");
+            rc = rls__audit(db, now_ms, op, "", NULL, before, after, comment ? comment : "");
         }
         if (rc == RLS_OK)
             rc = rls__commit(db);
@@ -121,9 +130,19 @@ int rls_rules_apply_at(rls_db *db, const char *yaml, size_t len, const char *nam
     }
     if (db->opt.durability != RLS_DURABILITY_FULL)
         sqlite3_exec(db->sql, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
-    ruleset_free(rs);
     if (rc == RLS_OK && version)
         *version = v;
+    return rc;
+}
+
+int rls_rules_apply_at(rls_db *db, const char *yaml, size_t len, const char *name,
+                       const char *comment, int64_t now_ms, int64_t *version)
+{
+    ruleset *rs = NULL;
+    int rc = rls__rules_parse(db, yaml, len, name, now_ms, &rs);
+    if (rc == RLS_OK)
+        rc = rls__rules_store(db, yaml, len, rs, name, comment, "rules.apply", now_ms, version);
+    ruleset_free(rs);
     return rc;
 }
 

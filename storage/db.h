@@ -121,6 +121,7 @@ struct rls_db {
     pid_t pid;                     /* process that opened the connection */
     int created;                   /* rls_open created the file */
     sqlite3_stmt *stmt[STMT__COUNT];
+    sqlite3_stmt *astmt[32];       /* admin statements (admin.h) */
     char errmsg[512];
     int in_tx;
     int stmt_code;                 /* rlstore code of the last failed prepare */
@@ -161,6 +162,15 @@ void rls__rollback(rls_db *db);
 int rls__audit(rls_db *db, int64_t now, const char *op, const char *action,
                const char *key, const char *before, const char *after,
                const char *reason);
+
+/* ---- apply.c --------------------------------------------------------- */
+/* Validates a rule file (ECONFIG naming file:line:col). */
+int rls__rules_parse(rls_db *db, const char *yaml, size_t len, const char *name,
+                     int64_t now_ms, ruleset **out);
+/* Stores it as the new active version, audited as `op`. */
+int rls__rules_store(rls_db *db, const char *yaml, size_t len, const ruleset *rs,
+                     const char *name, const char *comment, const char *op, int64_t now_ms,
+                     int64_t *version);
 
 /* ---- cache.c --------------------------------------------------------- */
 int rls__cache_refresh(rls_db *db);           /* inside a transaction */

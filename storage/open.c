@@ -439,6 +439,7 @@ int rls__db_usable(rls_db *db)
     }
     db->sql = NULL;  /* abandoned, never closed: it is the parent's */
     memset(db->stmt, 0, sizeof db->stmt);
+    memset(db->astmt, 0, sizeof db->astmt);
     db->in_tx = 0;
     db->nstats = 0;
     db->rules_gen = -1;

@@ -38,6 +38,10 @@ void rls__stmt_finalize_all(rls_db *db)
         sqlite3_finalize(db->stmt[i]);
         db->stmt[i] = NULL;
     }
+    for (size_t i = 0; i < sizeof db->astmt / sizeof db->astmt[0]; i++) {
+        sqlite3_finalize(db->astmt[i]);
+        db->astmt[i] = NULL;
+    }
 }
 
 int rls__exec_simple(rls_db *db, int id)

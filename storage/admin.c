@@ -1,0 +1,78 @@
+/*
+ * admin.c - the admin statement table and small helpers shared by the
+ * admin API files (admin.h).
+ */
+#include <string.h>
+#include "admin.h"
+
+static const char *const astmt_sql[ASTMT__COUNT] = {
+#define RLS__ASTMT_SQL(name, sql) sql,
+    RLS_ADMIN_STMT_MAP(RLS__ASTMT_SQL)
+#undef RLS__ASTMT_SQL
+};
+
+_Static_assert(ASTMT__COUNT <= sizeof(((rls_db *)0)->astmt) / sizeof(sqlite3_stmt *),
+               "rls_db.astmt is too small for the admin statement table");
+
+sqlite3_stmt *rls__astmt(rls_db *db, int id)
+{
+    sqlite3_stmt *st = db->astmt[id];
+    if (st)
+        return st;
+    int rc = sqlite3_prepare_v3(db->sql, astmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT, &st,
+                                NULL);
+    if (rc != SQLITE_OK) {
+        db->stmt_code = rls__sqlite_error(db, rc, "cannot prepare statement");
+        return NULL;
+    }
+    db->astmt[id] = st;
+    return st;
+}
+
+int rls__rows_from_stmt(rls_db *db, sqlite3_stmt *st, const rows_col *cols, int ncols,
+                        rls_rows **out)
+{
+    rls_rows *r = rows_new(cols, ncols);
+    int rc;
+    *out = NULL;
+    if (!r) {
+        sqlite3_reset(st);
+        return rls__error(db, RLS_ENOMEM, "out of memory");
+    }
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int row = rows_add(r);
+        if (row < 0)
+            goto oom;
+        for (int c = 0; c < ncols; c++) {
+            if (sqlite3_column_type(st, c) == SQLITE_NULL)
+                continue;
+            if (cols[c].type == RLS_COL_INT) {
+                rows_set_int(r, row, c, sqlite3_column_int64(st, c));
+            } else {
+                const char *t = (const char *)sqlite3_column_text(st, c);
+                if (t && rows_set_text(r, row, c, t, (size_t)sqlite3_column_bytes(st, c)) != 0)
+                    goto oom;
+            }
+        }
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) {
+        rls_rows_free(r);
+        return rls__sqlite_error(db, rc, "cannot read listing");
+    }
+    *out = r;
+    return RLS_OK;
+oom:
+    sqlite3_reset(st);
+    rls_rows_free(r);
+    return rls__error(db, RLS_ENOMEM, "out of memory");
+}
+
+int rls__admin_begin_read(rls_db *db)
+{
+    int rc = rls__db_usable(db);
+    if (rc)
+        return rc;
+    db->errmsg[0] = '\0';
+    return rls__begin(db, 0);
+}

@@ -1,0 +1,64 @@
+/*
+ * admin.h - internals of the admin API (listings, rule-set history,
+ * explain, usage, doctor): its statement table and shared helpers.
+ * Admin statements are prepared on first use and kept like the check
+ * path's, in their own table so the hot path's stays small.
+ */
+#ifndef RLS_ADMIN_H
+#define RLS_ADMIN_H
+
+#include "db.h"
+#include "rows.h"
+
+#define RLS_ADMIN_STMT_MAP(XX)                                                \
+    XX(VERSIONS, "SELECT r.version, r.created_ms, r.os_user, r.tool, r.source, r.comment," \
+       " length(CAST(r.yaml AS BLOB)), r.version = m.active_version"           \
+       " FROM rls_rulesets r, rls_meta m WHERE m.id = 1 ORDER BY r.version DESC") \
+    XX(RULES_ACTIVE, "SELECT active_version FROM rls_meta WHERE id = 1")      \
+    XX(TIER_LIST, "SELECT CAST(pattern AS TEXT), kind, action, tier, expires_ms, created_ms" \
+       " FROM rls_assignments WHERE expires_ms = 0 OR expires_ms > ?1 ORDER BY pattern, action") \
+    XX(OVERRIDE_LIST, "SELECT CAST(key AS TEXT), action, limit_name, lim, expires_ms, created_ms" \
+       " FROM rls_overrides WHERE (expires_ms = 0 OR expires_ms > ?1)"        \
+       " AND (?2 IS NULL OR action = ?2) AND (?3 IS NULL OR key = CAST(?3 AS BLOB))" \
+       " ORDER BY key, action, limit_name")                                   \
+    XX(BLOCK_LIST, "SELECT CAST(key AS TEXT), action, until_ms,"              \
+       " CASE kind WHEN 0 THEN 'manual' ELSE 'penalty' END, level, rule, reason, os_user, created_ms" \
+       " FROM rls_blocks WHERE until_ms = 0 OR until_ms > ?1 ORDER BY key, action") \
+    XX(AUDIT_LIST, "SELECT id, ts_ms, os_user, tool, op, action, CAST(key AS TEXT), before, after, reason" \
+       " FROM rls_audit WHERE ?1 IS NULL OR key = CAST(?1 AS BLOB) ORDER BY id DESC LIMIT ?2") \
+    XX(STATS_RECENT, "SELECT action, sec, allowed, denied FROM rls_stats"     \
+       " WHERE sec > ?1 AND sec <= ?2 ORDER BY action, sec")                  \
+    XX(STATS_TOTALS, "SELECT action, allowed, denied FROM rls_stats_total ORDER BY action") \
+    XX(STATE_DEL_KEY, "DELETE FROM rls_state WHERE lid = ?1 AND key = ?2")    \
+    XX(STATE_SCAN_LID, "SELECT key, alg, a, b, c, last_ms, exp_ms, log FROM rls_state WHERE lid = ?1") \
+    XX(USAGE_KEYS, "SELECT CAST(key AS TEXT) FROM rls_state"                   \
+       " WHERE lid IN (SELECT lid FROM rls_limits WHERE action = ?1)"          \
+       " AND (?2 IS NULL OR instr(key, CAST(?2 AS BLOB)) > 0)"                 \
+       " UNION SELECT CAST(key AS TEXT) FROM rls_blocks WHERE action IN (?1, '')" \
+       " AND (until_ms = 0 OR until_ms > ?3)"                                   \
+       " AND (?2 IS NULL OR instr(key, CAST(?2 AS BLOB)) > 0)")                 \
+    XX(BLOCK_REASON, "SELECT reason FROM rls_blocks WHERE key = ?1 AND action IN (?2, '')" \
+       " AND (until_ms = 0 OR until_ms > ?3) ORDER BY action DESC LIMIT 1")
+
+enum rls_admin_stmt_id {
+#define RLS__ASTMT_ENUM(name, sql) ASTMT_##name,
+    RLS_ADMIN_STMT_MAP(RLS__ASTMT_ENUM)
+#undef RLS__ASTMT_ENUM
+    ASTMT__COUNT
+};
+
+sqlite3_stmt *rls__astmt(rls_db *db, int id);  /* NULL: error recorded */
+void rls__astmt_finalize_all(rls_db *db);
+
+/*
+ * Steps st to the end, appending one row per result row to a new rls_rows
+ * with the given columns: result column i fills column i (integers from
+ * integers, text from text or blobs; SQL NULL stays NULL).  Resets st.
+ */
+int rls__rows_from_stmt(rls_db *db, sqlite3_stmt *st, const rows_col *cols, int ncols,
+                        rls_rows **out);
+
+/* Starts a read transaction for a listing; rls__commit ends it. */
+int rls__admin_begin_read(rls_db *db);
+
+#endif

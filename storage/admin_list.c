@@ -1,0 +1,276 @@
+/*
+ * admin_list.c - listings of per-key policy, the audit log and stats, and
+ * resetting a key's counters.  Listings run in a read transaction and
+ * return rls_rows (admin.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "admin.h"
+#include "keyctx.h"
+
+/* Runs one listing statement (bound by bind) in a read transaction. */
+typedef void (*binder)(sqlite3_stmt *st, const void *arg);
+
+static int listing(rls_db *db, int id, binder bind, const void *arg, const rows_col *cols,
+                   int ncols, rls_rows **out)
+{
+    if (!out)
+        return db ? rls__error(db, RLS_EINVAL, "out is NULL") : RLS_EINVAL;
+    *out = NULL;
+    int rc = rls__admin_begin_read(db);
+    if (rc)
+        return rc;
+    sqlite3_stmt *st = rls__astmt(db, id);
+    if (!st) {
+        rls__rollback(db);
+        return rls__stmt_failed(db);
+    }
+    if (bind)
+        bind(st, arg);
+    rc = rls__cache_refresh(db);  /* listings that add the file's rows use it */
+    if (rc == RLS_OK)
+        rc = rls__rows_from_stmt(db, st, cols, ncols, out);
+    sqlite3_clear_bindings(st);
+    if (rc == RLS_OK)
+        rc = rls__commit(db);
+    else
+        rls__rollback(db);
+    if (rc) {
+        rls_rows_free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+static void bind_now(sqlite3_stmt *st, const void *arg)
+{
+    sqlite3_bind_int64(st, 1, *(const int64_t *)arg);
+}
+
+static int check_time(rls_db *db, int64_t now)
+{
+    if (db && (now < RLS_TIME_MIN || now > RLS_TIME_MAX))
+        return rls__error(db, RLS_ETIME, "time %lld ms is outside 1970..9999", (long long)now);
+    return RLS_OK;
+}
+
+static const char *kind_name(int kind)
+{
+    return kind == PAT_CIDR ? "cidr" : kind == PAT_PREFIX ? "prefix" : "exact";
+}
+
+int rls_tier_list_at(rls_db *db, int64_t now_ms, rls_rows **out)
+{
+    static const rows_col cols[] = {
+        {"pattern", RLS_COL_TEXT}, {"kind", RLS_COL_INT},        {"action", RLS_COL_TEXT},
+        {"tier", RLS_COL_TEXT},    {"expires_ms", RLS_COL_INT},  {"created_ms", RLS_COL_INT},
+    };
+    static const rows_col outcols[] = {
+        {"pattern", RLS_COL_TEXT}, {"kind", RLS_COL_TEXT},       {"action", RLS_COL_TEXT},
+        {"tier", RLS_COL_TEXT},    {"expires_ms", RLS_COL_INT},  {"created_ms", RLS_COL_INT},
+        {"source", RLS_COL_TEXT},
+    };
+    rls_rows *raw = NULL, *res = NULL;
+    int rc = check_time(db, now_ms);
+    if (rc == RLS_OK)
+        rc = listing(db, ASTMT_TIER_LIST, bind_now, &now_ms, cols, 6, &raw);
+    if (rc)
+        return rc;
+    res = rows_new(outcols, 7);
+    if (!res)
+        goto oom;
+    for (int i = 0; i < rls_rows_count(raw); i++) {
+        int r = rows_add(res);
+        if (r < 0 || rows_put_str(res, r, "pattern", rls_rows_text(raw, i, 0)) ||
+            rows_put_str(res, r, "kind", kind_name((int)rls_rows_int(raw, i, 1))) ||
+            rows_put_str(res, r, "action", rls_rows_text(raw, i, 2)) ||
+            rows_put_str(res, r, "tier", rls_rows_text(raw, i, 3)) ||
+            rows_put_int(res, r, "expires_ms", rls_rows_int(raw, i, 4)) ||
+            rows_put_int(res, r, "created_ms", rls_rows_int(raw, i, 5)) ||
+            rows_put_str(res, r, "source", "operator"))
+            goto oom;
+    }
+    /* the file's assignments, from the cache the listing just refreshed */
+    for (int i = 0; db->rules && i < db->rules->nassignments; i++) {
+        const rule_assignment *a = &db->rules->assignments[i];
+        key_pattern pat;
+        const char *why;
+        if (a->expires_ms && a->expires_ms <= now_ms)
+            continue;
+        if (key_pattern_parse(a->key, &pat, &why) != 0)
+            continue;
+        int r = rows_add(res);
+        if (r < 0 || rows_put_str(res, r, "pattern", a->key) ||
+            rows_put_str(res, r, "kind", kind_name(pat.kind)) ||
+            rows_put_str(res, r, "action", a->action) || rows_put_str(res, r, "tier", a->tier) ||
+            rows_put_int(res, r, "expires_ms", a->expires_ms) ||
+            rows_put_int(res, r, "created_ms", 0) || rows_put_str(res, r, "source", "file"))
+            goto oom;
+    }
+    rls_rows_free(raw);
+    *out = res;
+    return RLS_OK;
+oom:
+    rls_rows_free(raw);
+    rls_rows_free(res);
+    return rls__error(db, RLS_ENOMEM, "out of memory");
+}
+
+struct override_filter {
+    int64_t now;
+    const char *action, *key;
+};
+
+static void bind_override(sqlite3_stmt *st, const void *arg)
+{
+    const struct override_filter *f = arg;
+    sqlite3_bind_int64(st, 1, f->now);
+    if (f->action)
+        sqlite3_bind_text(st, 2, f->action, -1, SQLITE_STATIC);
+    if (f->key)
+        sqlite3_bind_text(st, 3, f->key, -1, SQLITE_STATIC);
+}
+
+int rls_override_list_at(rls_db *db, const char *action, const char *key, int64_t now_ms,
+                         rls_rows **out)
+{
+    static const rows_col cols[] = {
+        {"key", RLS_COL_TEXT}, {"action", RLS_COL_TEXT},     {"limit_name", RLS_COL_TEXT},
+        {"limit", RLS_COL_INT}, {"expires_ms", RLS_COL_INT}, {"created_ms", RLS_COL_INT},
+    };
+    struct override_filter f = {now_ms, action && *action ? action : NULL,
+                                key && *key ? key : NULL};
+    int rc = check_time(db, now_ms);
+    return rc ? rc : listing(db, ASTMT_OVERRIDE_LIST, bind_override, &f, cols, 6, out);
+}
+
+int rls_block_list_at(rls_db *db, int64_t now_ms, rls_rows **out)
+{
+    static const rows_col cols[] = {
+        {"key", RLS_COL_TEXT},     {"action", RLS_COL_TEXT}, {"until_ms", RLS_COL_INT},
+        {"kind", RLS_COL_TEXT},    {"level", RLS_COL_INT},   {"rule", RLS_COL_TEXT},
+        {"reason", RLS_COL_TEXT},  {"os_user", RLS_COL_TEXT}, {"created_ms", RLS_COL_INT},
+    };
+    int rc = check_time(db, now_ms);
+    return rc ? rc : listing(db, ASTMT_BLOCK_LIST, bind_now, &now_ms, cols, 9, out);
+}
+
+struct audit_filter {
+    const char *key;
+    int limit;
+};
+
+static void bind_audit(sqlite3_stmt *st, const void *arg)
+{
+    const struct audit_filter *f = arg;
+    if (f->key)
+        sqlite3_bind_text(st, 1, f->key, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 2, f->limit);
+}
+
+int rls_audit_list(rls_db *db, const char *key, int limit, rls_rows **out)
+{
+    static const rows_col cols[] = {
+        {"id", RLS_COL_INT},       {"ts_ms", RLS_COL_INT},  {"os_user", RLS_COL_TEXT},
+        {"tool", RLS_COL_TEXT},    {"op", RLS_COL_TEXT},    {"action", RLS_COL_TEXT},
+        {"key", RLS_COL_TEXT},     {"before", RLS_COL_TEXT}, {"after", RLS_COL_TEXT},
+        {"reason", RLS_COL_TEXT},
+    };
+    if (db && (limit < 1 || limit > 100000))
+        return rls__error(db, RLS_EINVAL, "limit %d is outside 1..100000", limit);
+    struct audit_filter f = {key && *key ? key : NULL, limit};
+    return listing(db, ASTMT_AUDIT_LIST, bind_audit, &f, cols, 10, out);
+}
+
+struct stats_window {
+    int64_t from, to;
+};
+
+static void bind_stats(sqlite3_stmt *st, const void *arg)
+{
+    const struct stats_window *w = arg;
+    sqlite3_bind_int64(st, 1, w->from);
+    sqlite3_bind_int64(st, 2, w->to);
+}
+
+int rls_stats_at(rls_db *db, int seconds, int64_t now_ms, rls_rows **recent, rls_rows **totals)
+{
+    static const rows_col rcols[] = {
+        {"action", RLS_COL_TEXT}, {"sec", RLS_COL_INT}, {"allowed", RLS_COL_INT},
+        {"denied", RLS_COL_INT},
+    };
+    static const rows_col tcols[] = {
+        {"action", RLS_COL_TEXT}, {"allowed", RLS_COL_INT}, {"denied", RLS_COL_INT},
+    };
+    int rc = check_time(db, now_ms);
+    if (rc)
+        return rc;
+    if (db && (seconds < 1 || seconds > 3600))
+        return rls__error(db, RLS_EINVAL, "seconds %d is outside 1..3600", seconds);
+    if (recent) {
+        struct stats_window w = {now_ms / 1000 - seconds, now_ms / 1000};
+        rc = listing(db, ASTMT_STATS_RECENT, bind_stats, &w, rcols, 4, recent);
+    }
+    if (rc == RLS_OK && totals) {
+        rc = listing(db, ASTMT_STATS_TOTALS, NULL, NULL, tcols, 3, totals);
+        if (rc && recent) {
+            rls_rows_free(*recent);
+            *recent = NULL;
+        }
+    }
+    return rc;
+}
+
+/* ---- reset ------------------------------------------------------------- */
+
+int rls_reset_at(rls_db *db, const char *action, const char *key, int64_t now_ms)
+{
+    key_ctx *ctx;
+    int rc = keyctx_args(db, action, key, 1, now_ms), deleted = 0;
+    char after[64];
+    if (rc)
+        return rc;
+    if (db->opt.read_only)
+        return rls__error(db, RLS_EREADONLY, "'%s' is opened read-only", db->path);
+    ctx = malloc(sizeof *ctx);
+    if (!ctx)
+        return rls__error(db, RLS_ENOMEM, "out of memory");
+    ctx->n = 0;
+    sqlite3_exec(db->sql, "PRAGMA synchronous = FULL", NULL, NULL, NULL);
+    if ((rc = rls__begin(db, 1)) == RLS_OK) {
+        rc = keyctx_load(db, ctx, action, key, 0, now_ms);
+        sqlite3_stmt *del = rc ? NULL : rls__astmt(db, ASTMT_STATE_DEL_KEY);
+        if (rc == RLS_OK && !del)
+            rc = rls__stmt_failed(db);
+        /* every limit of the action, whatever tier the key is in */
+        for (int t = -1; rc == RLS_OK && t < ctx->act->ntiers; t++) {
+            const rule_limit *ls = t < 0 ? ctx->act->limits : ctx->act->tiers[t].limits;
+            int n = t < 0 ? ctx->act->nlimits : ctx->act->tiers[t].nlimits;
+            for (int i = 0; rc == RLS_OK && i < n; i++) {
+                sqlite3_bind_int64(del, 1, ls[i].id);
+                sqlite3_bind_blob(del, 2, ctx->key, (int)ctx->keylen, SQLITE_STATIC);
+                int src = sqlite3_step(del);
+                sqlite3_reset(del);
+                if (src != SQLITE_DONE)
+                    rc = rls__sqlite_error(db, src, "cannot reset counters");
+                else
+                    deleted += sqlite3_changes(db->sql);
+            }
+        }
+        if (rc == RLS_OK && deleted == 0)
+            rc = rls__error(db, RLS_ENOTFOUND, "key has no counters for action '%s'", action);
+        if (rc == RLS_OK) {
+            snprintf(after, sizeof after, "%d counters cleared", deleted);
+            rc = rls__audit(db, now_ms, "reset", action, ctx->key, "", after, "");
+        }
+        if (rc == RLS_OK)
+            rc = rls__commit(db);
+        else
+            rls__rollback(db);
+    }
+    if (db->opt.durability != RLS_DURABILITY_FULL)
+        sqlite3_exec(db->sql, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
+    free(ctx);
+    return rc;
+}

@@ -1,0 +1,302 @@
+/*
+ * admin_rules.c - rule-set history: listing versions, reading one,
+ * rolling back (as a new version, so history only grows) and the dry run
+ * of a new file against the counters stored now.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "admin.h"
+#include "algo.h"
+#include "window.h"
+
+int rls_rules_versions(rls_db *db, rls_rows **out)
+{
+    static const rows_col cols[] = {
+        {"version", RLS_COL_INT}, {"created_ms", RLS_COL_INT}, {"os_user", RLS_COL_TEXT},
+        {"tool", RLS_COL_TEXT},   {"source", RLS_COL_TEXT},    {"comment", RLS_COL_TEXT},
+        {"bytes", RLS_COL_INT},   {"active", RLS_COL_INT},
+    };
+    if (!out)
+        return db ? rls__error(db, RLS_EINVAL, "out is NULL") : RLS_EINVAL;
+    *out = NULL;
+    int rc = rls__admin_begin_read(db);
+    if (rc)
+        return rc;
+    sqlite3_stmt *st = rls__astmt(db, ASTMT_VERSIONS);
+    rc = st ? rls__rows_from_stmt(db, st, cols, 8, out) : rls__stmt_failed(db);
+    if (rc == RLS_OK)
+        rc = rls__commit(db);
+    else
+        rls__rollback(db);
+    if (rc) {
+        rls_rows_free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+/* Reads the YAML of version (0 = active) inside a transaction. */
+static int read_yaml(rls_db *db, int64_t version, char **yaml, size_t *len)
+{
+    sqlite3_stmt *st;
+    int rc;
+    if (version == 0) {
+        st = rls__astmt(db, ASTMT_RULES_ACTIVE);
+        if (!st)
+            return rls__stmt_failed(db);
+        rc = sqlite3_step(st);
+        version = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+        sqlite3_reset(st);
+        if (rc != SQLITE_ROW)
+            return rls__sqlite_error(db, rc, "cannot read control row");
+        if (version == 0)
+            return rls__error(db, RLS_ENORULES, "no rules applied to '%s' yet", db->path);
+    }
+    st = rls__stmt(db, STMT_RULES_GET);
+    if (!st)
+        return rls__stmt_failed(db);
+    sqlite3_bind_int64(st, 1, version);
+    rc = sqlite3_step(st);
+    if (rc != SQLITE_ROW) {
+        sqlite3_reset(st);
+        if (rc == SQLITE_DONE)
+            return rls__error(db, RLS_ENOTFOUND, "rule set version %lld does not exist",
+                              (long long)version);
+        return rls__sqlite_error(db, rc, "cannot read rules");
+    }
+    size_t n = (size_t)sqlite3_column_bytes(st, 0);
+    char *copy = malloc(n + 1);
+    if (copy) {
+        if (n)
+            memcpy(copy, sqlite3_column_text(st, 0), n);
+        copy[n] = '\0';
+    }
+    sqlite3_reset(st);
+    if (!copy)
+        return rls__error(db, RLS_ENOMEM, "out of memory");
+    *yaml = copy;
+    if (len)
+        *len = n;
+    return RLS_OK;
+}
+
+int rls_rules_get(rls_db *db, int64_t version, char **yaml, size_t *len)
+{
+    if (!yaml)
+        return db ? rls__error(db, RLS_EINVAL, "yaml is NULL") : RLS_EINVAL;
+    *yaml = NULL;
+    if (version < 0)
+        return db ? rls__error(db, RLS_EINVAL, "version %lld is invalid", (long long)version)
+                  : RLS_EINVAL;
+    int rc = rls__admin_begin_read(db);
+    if (rc)
+        return rc;
+    rc = read_yaml(db, version, yaml, len);
+    if (rc == RLS_OK && (rc = rls__commit(db)) != RLS_OK) {
+        free(*yaml);
+        *yaml = NULL;
+    }
+    if (rc != RLS_OK)
+        rls__rollback(db);
+    return rc;
+}
+
+int rls_rules_rollback_at(rls_db *db, int64_t version, const char *comment, int64_t now_ms,
+                          int64_t *new_version)
+{
+    char *yaml = NULL, source[64];
+    size_t len = 0;
+    ruleset *rs = NULL;
+    if (version < 1)
+        return db ? rls__error(db, RLS_EINVAL, "version %lld is invalid", (long long)version)
+                  : RLS_EINVAL;
+    int rc = rls_rules_get(db, version, &yaml, &len);
+    if (rc)
+        return rc;
+    snprintf(source, sizeof source, "rollback to version %lld", (long long)version);
+    rc = rls__rules_parse(db, yaml, len, source, now_ms, &rs);
+    if (rc == RLS_OK)
+        rc = rls__rules_store(db, yaml, len, rs, source, comment, "rules.rollback", now_ms,
+                              new_version);
+    ruleset_free(rs);
+    free(yaml);
+    return rc;
+}
+
+/* ---- dry run ------------------------------------------------------------ */
+
+static const rule_limit *old_limit(const ruleset *old, const char *action, const char *tier,
+                                   const char *name)
+{
+    const rule_action *a = old ? ruleset_action(old, action) : NULL;
+    if (!a)
+        return NULL;
+    if (tier) {
+        for (int t = 0; t < a->ntiers; t++)
+            for (int i = 0; strcmp(a->tiers[t].tier, tier) == 0 && i < a->tiers[t].nlimits; i++)
+                if (strcmp(a->tiers[t].limits[i].name, name) == 0)
+                    return &a->tiers[t].limits[i];
+    }
+    for (int i = 0; i < a->nlimits; i++)
+        if (strcmp(a->limits[i].name, name) == 0)
+            return &a->limits[i];
+    return NULL;
+}
+
+static int same_limit(const rule_limit *a, const rule_limit *b)
+{
+    return a && b && a->algorithm == b->algorithm && a->limit == b->limit &&
+           a->burst == b->burst && a->window.ms == b->window.ms &&
+           a->window.calendar == b->window.calendar && a->overage_pct == b->overage_pct &&
+           a->anchor == b->anchor && strcmp(tz_name(a->tz), tz_name(b->tz)) == 0;
+}
+
+static int64_t lookup_lid(rls_db *db, const char *action, const char *name)
+{
+    for (int i = 0; db->rules && i < db->rules->nactions; i++) {
+        const rule_action *a = &db->rules->actions[i];
+        if (strcmp(a->name, action) != 0)
+            continue;
+        for (int j = 0; j < a->nlimits; j++)
+            if (strcmp(a->limits[j].name, name) == 0)
+                return a->limits[j].id;
+        for (int t = 0; t < a->ntiers; t++)
+            for (int j = 0; j < a->tiers[t].nlimits; j++)
+                if (strcmp(a->tiers[t].limits[j].name, name) == 0)
+                    return a->tiers[t].limits[j].id;
+    }
+    return 0;
+}
+
+/* Keys whose stored state is at or over limit l (new) while the old rule
+ * (if any) had room, appended to out. */
+static int scan_limit(rls_db *db, const char *action, const char *tier, const rule_limit *l,
+                      const rule_limit *was, int64_t now, rls_rows *out)
+{
+    int64_t lid = lookup_lid(db, action, l->name);
+    sqlite3_stmt *st = rls__astmt(db, ASTMT_STATE_SCAN_LID);
+    int rc;
+    if (lid == 0)
+        return RLS_OK;  /* a new name: nobody has used it yet */
+    if (!st)
+        return rls__stmt_failed(db);
+    sqlite3_bind_int64(st, 1, lid);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        algo_state s = {0};
+        algo_params p = {l->algorithm, l->limit, l->burst > 0 ? l->burst : l->limit,
+                         l->window.ms, l->anchor == ANCHOR_FIRST_HIT, l->count_denied};
+        algo_window w;
+        algo_meta m;
+        unsigned char *logbuf = NULL;
+        if (sqlite3_column_int(st, 1) != l->algorithm)
+            continue;  /* another algorithm: the new rule starts it fresh */
+        s.present = 1;
+        s.a = sqlite3_column_int64(st, 2);
+        s.b = sqlite3_column_int64(st, 3);
+        s.c = sqlite3_column_int64(st, 4);
+        s.last_ms = sqlite3_column_int64(st, 5);
+        s.expires_ms = sqlite3_column_int64(st, 6);
+        int bytes = sqlite3_column_bytes(st, 7);
+        if (l->algorithm == ALGO_SLIDING_LOG) {
+            logbuf = malloc((size_t)bytes + ALGO_LOG_ENTRY);
+            if (!logbuf) {
+                rc = SQLITE_NOMEM;
+                break;
+            }
+            if (bytes)
+                memcpy(logbuf, sqlite3_column_blob(st, 7), (size_t)bytes);
+            s.log = logbuf;
+            s.log_len = (size_t)bytes;
+            s.log_cap = (size_t)bytes + ALGO_LOG_ENTRY;
+        }
+        int64_t t = now > s.last_ms ? now : s.last_ms;
+        window_at(&l->window, l->tz, t, &w.prev_start, &w.start, &w.end);
+        w.next_end = 0;
+        int ok = algo_decide(&p, &w, &s, t, 1, 0, &m) == 0;
+        /* Units in use: a window algorithm asked with room to spare reports
+         * its true count (remaining never goes below zero); a bucket's
+         * level cannot exceed its capacity anyway. */
+        int64_t used = m.capacity - m.remaining;
+        if (ok && !m.allowed && !algo_is_bucket(l->algorithm)) {
+            algo_params wide = p;
+            algo_meta wm;
+            wide.limit = l->algorithm == ALGO_SLIDING_LOG ? ALGO_SLIDING_LOG_MAX : INT64_MAX / 4;
+            if (algo_decide(&wide, &w, &s, t, 1, 0, &wm) == 0)
+                used = wm.capacity - wm.remaining;
+        }
+        free(logbuf);
+        if (!ok || m.allowed)
+            continue;
+        int row = rows_add(out);
+        const char *key = (const char *)sqlite3_column_text(st, 0);
+        if (row < 0 || rows_put_str(out, row, "action", action) ||
+            rows_put_str(out, row, "tier", tier ? tier : "") ||
+            rows_put_str(out, row, "key", key ? key : "") ||
+            rows_put_str(out, row, "limit", l->name) ||
+            rows_put_int(out, row, "used", used) ||
+            rows_put_int(out, row, "old_limit", was ? (algo_is_bucket(was->algorithm) &&
+                                                       was->burst ? was->burst : was->limit)
+                                                    : 0) ||
+            rows_put_int(out, row, "new_limit", m.capacity)) {
+            rc = SQLITE_NOMEM;
+            break;
+        }
+    }
+    sqlite3_reset(st);
+    if (rc == SQLITE_NOMEM)
+        return rls__error(db, RLS_ENOMEM, "out of memory");
+    return rc == SQLITE_DONE ? RLS_OK : rls__sqlite_error(db, rc, "cannot scan counters");
+}
+
+int rls_rules_dry_run_at(rls_db *db, const char *yaml, size_t len, const char *name,
+                         int64_t now_ms, rls_rows **over)
+{
+    static const rows_col cols[] = {
+        {"action", RLS_COL_TEXT}, {"tier", RLS_COL_TEXT},     {"key", RLS_COL_TEXT},
+        {"limit", RLS_COL_TEXT},  {"used", RLS_COL_INT},      {"old_limit", RLS_COL_INT},
+        {"new_limit", RLS_COL_INT},
+    };
+    ruleset *rs = NULL;
+    if (!over)
+        return db ? rls__error(db, RLS_EINVAL, "over is NULL") : RLS_EINVAL;
+    *over = NULL;
+    int rc = rls__rules_parse(db, yaml, len, name, now_ms, &rs);
+    if (rc)
+        return rc;
+    rls_rows *out = rows_new(cols, 7);
+    if (!out) {
+        ruleset_free(rs);
+        return rls__error(db, RLS_ENOMEM, "out of memory");
+    }
+    if ((rc = rls__begin(db, 0)) == RLS_OK) {
+        rc = rls__cache_refresh(db);
+        for (int i = 0; rc == RLS_OK && i < rs->nactions; i++) {
+            const rule_action *a = &rs->actions[i];
+            for (int j = 0; rc == RLS_OK && j < a->nlimits; j++) {
+                const rule_limit *was = old_limit(db->rules, a->name, NULL, a->limits[j].name);
+                if (!same_limit(was, &a->limits[j]))
+                    rc = scan_limit(db, a->name, NULL, &a->limits[j], was, now_ms, out);
+            }
+            for (int t = 0; rc == RLS_OK && t < a->ntiers; t++)
+                for (int j = 0; rc == RLS_OK && j < a->tiers[t].nlimits; j++) {
+                    const rule_limit *l = &a->tiers[t].limits[j];
+                    const rule_limit *was = old_limit(db->rules, a->name, a->tiers[t].tier,
+                                                      l->name);
+                    if (!same_limit(was, l))
+                        rc = scan_limit(db, a->name, a->tiers[t].tier, l, was, now_ms, out);
+                }
+        }
+        if (rc == RLS_OK)
+            rc = rls__commit(db);
+        else
+            rls__rollback(db);
+    }
+    ruleset_free(rs);
+    if (rc) {
+        rls_rows_free(out);
+        return rc;
+    }
+    *over = out;
+    return RLS_OK;
+}
