@@ -36,6 +36,8 @@ LIB_OBJS     := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRCS) $(STORAGE_SRCS)) $(
 UNIT_SRCS    := $(sort $(wildcard tests/unit/test_*.c))
 INTEG_SRCS   := $(sort $(wildcard tests/integration/test_*.c))
 TEST_BINS    := $(patsubst tests/%.c,$(BUILD)/tests/%,$(UNIT_SRCS) $(INTEG_SRCS))
+CLI_TESTS    := $(sort $(wildcard tests/cli/test_*.sh))
+DOC_TESTS    := $(sort $(wildcard tests/docs/test_*.sh))
 
 BENCH_SRCS   := $(sort $(wildcard bench/*.c))
 
@@ -93,8 +95,8 @@ $(BUILD)/tests/%: tests/%.c tests/testutil.h tests/integration/itest.h $(BUILD)/
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -Itests $< -o $@ $(BUILD)/librlstore.a $(CMOCKA_LIBS) $(LDLIBS_ALL) $(LDFLAGS)
 
-test: all $(TEST_BINS)
-	@BUILD=$(BUILD) sh tests/run_suites.sh $(TEST_BINS)
+test: all $(TEST_BINS) $(if $(CLI_TESTS),$(BUILD)/rlctl)
+	@BUILD=$(BUILD) sh tests/run_suites.sh $(TEST_BINS) $(CLI_TESTS) $(DOC_TESTS)
 
 sanitize:
 	$(MAKE) SAN=1 test

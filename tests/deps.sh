@@ -14,6 +14,8 @@ else
 fi
 command -v tmux >/dev/null 2>&1 || pkgs="$pkgs tmux"
 [ -d /usr/share/zoneinfo/Europe ] || pkgs="$pkgs tzdata"
+command -v groff >/dev/null 2>&1 || pkgs="$pkgs groff-base"
+command -v python3 >/dev/null 2>&1 || pkgs="$pkgs python3"
 [ -z "$pkgs" ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "installing build dependencies:$pkgs"

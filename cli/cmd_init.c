@@ -1,0 +1,254 @@
+/*
+ * cmd_init.c - `rlctl init [FILE]` and `rlctl apply FILE [--dry-run]`:
+ * creating the database and applying rule files.
+ *
+ * init is the only command that may create a database; every other one
+ * opens with create = 0.  init reads FILE before creating anything and
+ * removes a database it created if the rules are refused.  apply reads FILE ('-' = stdin) whole, up to
+ * MAX_RULES_FILE bytes (the library refuses far smaller files itself, with
+ * a configuration error naming the limit; this cap only bounds rlctl's own
+ * memory), and hands it to the library, which validates it completely
+ * before storing anything.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "rlctl.h"
+
+#define MAX_RULES_FILE (128u << 20)
+
+/* Reads FILE for apply; on failure prints the diagnostic and returns the
+ * exit status (4: a file that cannot be a rule set is a configuration
+ * error; 3: it does not exist). */
+static int load_rules(rlctl_ctx *ctx, const char *file, char **yaml, size_t *len)
+{
+    char *fe = esc_dup(file);
+    int rc = 0;
+    if (read_file(file, MAX_RULES_FILE, yaml, len) != 0) {
+        int e = errno;
+        if (e == ENOENT)
+            rc = fail_code(ctx, RLCTL_EXIT_NOTFOUND, "ENOTFOUND", "cannot read '%s': %s",
+                           fe ? fe : "?", strerror(e));
+        else if (e == EFBIG)
+            rc = fail_code(ctx, RLCTL_EXIT_CONFIG, "ECONFIG",
+                           "cannot apply '%s': larger than %u MiB", fe ? fe : "?",
+                           MAX_RULES_FILE >> 20);
+        else
+            rc = fail_code(ctx, e == ENOMEM ? RLCTL_EXIT_STORAGE : RLCTL_EXIT_CONFIG,
+                           e == ENOMEM ? "ENOMEM" : "ECONFIG", "cannot read '%s': %s",
+                           fe ? fe : "?", strerror(e));
+    }
+    free(fe);
+    return rc;
+}
+
+static const char *source_name(const char *file)
+{
+    return strcmp(file, "-") == 0 ? "<stdin>" : file;
+}
+
+/* Applies the rules read from file; prints the diagnostic on failure. */
+static int apply_text(rlctl_ctx *ctx, const char *file, const char *yaml, size_t len,
+                      const char *comment, int64_t *version)
+{
+    int rc = rls_rules_apply_at(ctx->db, yaml, len, source_name(file), comment, ctx->now_ms,
+                                version);
+    if (rc != RLS_OK) {
+        char *fe = esc_dup(source_name(file));
+        rc = fail_lib(ctx, rc, "cannot apply '%s'", fe ? fe : "?");
+        free(fe);
+        return rc;
+    }
+    return 0;
+}
+
+/* Removes a database init created, with its -wal and -shm. */
+static void remove_db(rlctl_ctx *ctx)
+{
+    char side[4200];
+    rls_close(ctx->db);
+    ctx->db = NULL;
+    unlink(ctx->db_path);
+    snprintf(side, sizeof side, "%s-wal", ctx->db_path);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", ctx->db_path);
+    unlink(side);
+}
+
+/*
+ * init reads FILE before creating anything, and removes a database it
+ * created if the rules are refused: init either succeeds or leaves the
+ * file system as it was.
+ */
+int cmd_init(rlctl_ctx *ctx)
+{
+    struct stat sb;
+    char *yaml = NULL;
+    size_t len = 0;
+    int64_t version = 0;
+    int rc;
+
+    if (ctx->nargs == 1 && (rc = load_rules(ctx, ctx->args[0], &yaml, &len)))
+        return rc;
+    int existed = stat(ctx->db_path, &sb) == 0;
+    if ((rc = db_open(ctx, 1))) {
+        free(yaml);
+        return rc;
+    }
+    if (yaml) {
+        rc = apply_text(ctx, ctx->args[0], yaml, len, "rlctl init", &version);
+        free(yaml);
+        if (rc) {
+            if (!existed)
+                remove_db(ctx);
+            return rc;
+        }
+    }
+    char *pe = esc_dup(ctx->db_path);
+    if (ctx->json) {
+        json_obj_begin();
+        json_key("db");
+        json_str(pe);
+        json_key("created");
+        json_bool(!existed);
+        json_key("version");
+        if (version)
+            json_int(version);
+        else
+            json_null();
+        json_obj_end();
+        json_end_line();
+    } else if (!ctx->quiet) {
+        printf("%s rlstore database '%s'", existed ? "opened existing" : "created", pe ? pe : "?");
+        if (version)
+            printf(", applied rules as version %lld", (long long)version);
+        putchar('\n');
+    }
+    free(pe);
+    return 0;
+}
+
+/* Prints the keys a dry run found over a new or changed limit. */
+static const col_spec over_cols[] = {
+    {"action", "ACTION", COL_TEXT},
+    {"key", "KEY", COL_TEXT},
+    {"limit", "LIMIT", COL_TEXT},
+    {"used", ">USED", COL_INT},
+    {"old_limit", ">OLD", COL_INT},
+    {"new_limit", ">NEW", COL_INT},
+};
+
+static int dry_run(rlctl_ctx *ctx, const char *file)
+{
+    char *yaml = NULL, *active = NULL, *diff = NULL, label[64];
+    size_t len = 0, alen = 0;
+    long changes = 0;
+    rls_rows *over = NULL, *vers = NULL;
+    int64_t active_version = 0;
+    int rc = load_rules(ctx, file, &yaml, &len);
+    if (rc)
+        return rc;
+    int lrc = rls_rules_dry_run_at(ctx->db, yaml, len, source_name(file), ctx->now_ms, &over);
+    if (lrc != RLS_OK) {
+        char *fe = esc_dup(source_name(file));
+        rc = fail_lib(ctx, lrc, "cannot apply '%s'", fe ? fe : "?");
+        free(fe);
+        goto out;
+    }
+    lrc = rls_rules_get(ctx->db, 0, &active, &alen);
+    if (lrc == RLS_ENORULES) {
+        active = NULL;
+        alen = 0;
+    } else if (lrc != RLS_OK) {
+        rc = fail_lib(ctx, lrc, "cannot read the active rules");
+        goto out;
+    }
+    if (active && rls_rules_versions(ctx->db, &vers) == RLS_OK)
+        for (int r = 0; r < rls_rows_count(vers); r++)
+            if (row_int(vers, r, "active"))
+                active_version = row_int(vers, r, "version");
+    if (active_version)
+        snprintf(label, sizeof label, "active (version %lld)", (long long)active_version);
+    else
+        snprintf(label, sizeof label, active ? "active" : "active (none)");
+    char *fe = esc_dup(source_name(file));
+    if (diff_text(active ? active : "", alen, yaml, len, label, fe ? fe : "?", &diff,
+                  &changes) != 0) {
+        free(fe);
+        rc = fail_code(ctx, RLCTL_EXIT_STORAGE, "ENOMEM", "out of memory");
+        goto out;
+    }
+    free(fe);
+    if (ctx->json) {
+        json_obj_begin();
+        json_key("dry_run");
+        json_bool(1);
+        json_key("changed");
+        json_bool(changes > 0);
+        json_key("active_version");
+        if (active_version)
+            json_int(active_version);
+        else
+            json_null();
+        json_key("diff");
+        json_str(diff);
+        json_key("over");
+        json_rows(over);
+        json_obj_end();
+        json_end_line();
+    } else {
+        if (changes)
+            fputs(diff, stdout);
+        else if (!ctx->quiet)
+            puts("no changes to the rules");
+        if (rls_rows_count(over) > 0) {
+            if (!ctx->quiet)
+                printf("%s%d key(s) over a new or changed limit now:\n", changes ? "\n" : "",
+                       rls_rows_count(over));
+            print_rows_table(ctx, over, over_cols, 6);
+        } else if (!ctx->quiet) {
+            printf("%sno key is over a new or changed limit\n", changes ? "\n" : "");
+        }
+    }
+out:
+    free(yaml);
+    rls_free(active);
+    free(diff);
+    rls_rows_free(over);
+    rls_rows_free(vers);
+    return rc;
+}
+
+int cmd_apply(rlctl_ctx *ctx)
+{
+    char *yaml = NULL;
+    size_t len = 0;
+    int64_t version = 0;
+    int rc = db_open(ctx, 0);
+    if (rc)
+        return rc;
+    if (opt_flag(ctx, "dry-run"))
+        return dry_run(ctx, ctx->args[0]);
+    if ((rc = load_rules(ctx, ctx->args[0], &yaml, &len)))
+        return rc;
+    rc = apply_text(ctx, ctx->args[0], yaml, len, opt_get(ctx, "comment"), &version);
+    free(yaml);
+    if (rc)
+        return rc;
+    char *fe = esc_dup(source_name(ctx->args[0]));
+    if (ctx->json) {
+        json_obj_begin();
+        json_key("applied");
+        json_str(fe);
+        json_key("version");
+        json_int(version);
+        json_obj_end();
+        json_end_line();
+    } else if (!ctx->quiet) {
+        printf("applied '%s' as version %lld\n", fe ? fe : "?", (long long)version);
+    }
+    free(fe);
+    return 0;
+}

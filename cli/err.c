@@ -1,0 +1,177 @@
+/*
+ * err.c - diagnostics and exit statuses of rlctl, and opening the database.
+ *
+ * Diagnostics are one line on stderr in git style: what failed first, lower
+ * case, the subject quoted, no full stop, then the library's detail:
+ *     rlctl: cannot open 'x.db': file is not an rlstore database
+ * With --json the same failure is also written to stdout as one object,
+ *     {"error":{"exit":3,"code":"ENOTFOUND","message":"..."}}
+ * so that a --json caller always gets exactly one JSON value.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "rlctl.h"
+
+/* Library code -> exit status.  Input the caller can fix is a usage error;
+ * "not there" is 3; rules problems are 4; everything else is storage. */
+int exit_for(int rc)
+{
+    switch (rc) {
+    case RLS_OK: return RLCTL_EXIT_OK;
+    case RLS_EINVAL:
+    case RLS_EKEY:
+    case RLS_ECOST:
+    case RLS_ETIME: return RLCTL_EXIT_USAGE;
+    case RLS_ENOTFOUND:
+    case RLS_ENOACTION:
+    case RLS_EEXPIRED: return RLCTL_EXIT_NOTFOUND;
+    case RLS_ECONFIG:
+    case RLS_ENORULES: return RLCTL_EXIT_CONFIG;
+    default: return RLCTL_EXIT_STORAGE;
+    }
+}
+
+static void emit(rlctl_ctx *ctx, int code, const char *errname, const char *msg)
+{
+    fprintf(stderr, "rlctl: %s\n", msg);
+    if (ctx && ctx->json) {
+        json_obj_begin();
+        json_key("error");
+        json_obj_begin();
+        json_key("exit");
+        json_int(code);
+        json_key("code");
+        json_str(errname);
+        json_key("message");
+        json_str(msg);
+        json_obj_end();
+        json_obj_end();
+        json_end_line();
+    }
+}
+
+static int vfail(rlctl_ctx *ctx, int code, const char *errname, const char *detail,
+                 const char *fmt, va_list ap)
+{
+    char msg[1024];
+    int n = vsnprintf(msg, sizeof msg, fmt, ap);
+    if (n < 0)
+        n = 0;
+    if (detail && *detail && (size_t)n < sizeof msg) {
+        /* The library's detail may quote raw input: escape it like a key,
+         * so the diagnostic stays one line without control bytes. */
+        char *e = esc_dup(detail);
+        snprintf(msg + n, sizeof msg - (size_t)n, ": %s", e ? e : detail);
+        free(e);
+    }
+    emit(ctx, code, errname, msg);
+    return code;
+}
+
+int fail_usage(rlctl_ctx *ctx, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = vfail(ctx, RLCTL_EXIT_USAGE, "USAGE", NULL, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int fail_code(rlctl_ctx *ctx, int exit_code, const char *errname, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = vfail(ctx, exit_code, errname, NULL, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int fail_lib(rlctl_ctx *ctx, int rc, const char *fmt, ...)
+{
+    va_list ap;
+    const char *detail = rls_errmsg(ctx->db);
+    if (!detail || !*detail)
+        detail = rls_strerror(rc);
+    va_start(ap, fmt);
+    int code = vfail(ctx, exit_for(rc), rls_errname(rc), detail, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+static int missing(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) != 0 && errno == ENOENT;
+}
+
+int db_open(rlctl_ctx *ctx, int create)
+{
+    rls_options opt;
+    char quoted[512], *path_esc;
+    int rc;
+
+    if (ctx->db)
+        return 0;
+    rls_options_init(&opt);
+    opt.create = create;
+    opt.tool = "rlctl";
+    path_esc = esc_dup(ctx->db_path);
+    if (!path_esc)
+        return fail_code(ctx, RLCTL_EXIT_STORAGE, "ENOMEM", "out of memory");
+    if (!create && missing(ctx->db_path)) {
+        rc = fail_code(ctx, RLCTL_EXIT_NOTFOUND, "ENOTFOUND",
+                       "cannot open '%s': no such database (create it with 'rlctl init')",
+                       path_esc);
+        free(path_esc);
+        return rc;
+    }
+    rc = rls_open(&ctx->db, ctx->db_path, &opt);
+    if (rc == RLS_EREADONLY && !create && ctx->cmd && ctx->cmd->reads_only) {
+        /* A database this user may only read still answers queries. */
+        opt.read_only = 1;
+        rc = rls_open(&ctx->db, ctx->db_path, &opt);
+        if (rc != RLS_OK) {
+            opt.read_only = 0;
+            rc = rls_open(&ctx->db, ctx->db_path, &opt);  /* report the first error */
+        }
+    }
+    if (rc == RLS_OK) {
+        free(path_esc);
+        return 0;
+    }
+    ctx->db = NULL;
+    if (!create && rc == RLS_ECANTOPEN && missing(ctx->db_path)) {
+        rc = fail_code(ctx, RLCTL_EXIT_NOTFOUND, "ENOTFOUND",
+                       "cannot open '%s': no such database (create it with 'rlctl init')",
+                       path_esc);
+        free(path_esc);
+        return rc;
+    }
+    /* The library's detail often names the file itself: say it once. */
+    const char *detail = rls_errmsg(NULL), *rest = NULL, *p;
+    snprintf(quoted, sizeof quoted, "'%s'", ctx->db_path);
+    if (detail && *detail && (p = strstr(detail, quoted)) != NULL) {
+        p += strlen(quoted);
+        if (strncmp(p, ": ", 2) == 0)
+            rest = p + 2;             /* "cannot open 'x': Permission denied" */
+        else if (p == detail + strlen(quoted) && *p == ' ')
+            rest = p;                 /* "'x' is a directory" -> "it is ..." */
+    }
+    if (rest && *rest == ' ')
+        rc = fail_code(ctx, exit_for(rc), rls_errname(rc), "cannot open '%s': it%s", path_esc,
+                       rest);
+    else if (rest && *rest)
+        rc = fail_code(ctx, exit_for(rc), rls_errname(rc), "cannot open '%s': %s", path_esc,
+                       rest);
+    else if (detail && *detail && !strstr(detail, quoted))
+        rc = fail_code(ctx, exit_for(rc), rls_errname(rc), "cannot open '%s': %s: %s", path_esc,
+                       rls_strerror(rc), detail);
+    else
+        rc = fail_code(ctx, exit_for(rc), rls_errname(rc), "cannot open '%s': %s", path_esc,
+                       rls_strerror(rc));
+    free(path_esc);
+    return rc;
+}

@@ -1,0 +1,197 @@
+/*
+ * rlctl.h - shared declarations of rlctl, the scripting CLI of rlstore.
+ *
+ * rlctl uses only the public API (rlstore.h).  rlctl.c holds the one
+ * command table: dispatch, option parsing, `rlctl --help` and the man-page
+ * check in tests/cli all derive from it.  Each cmd_<name>.c implements
+ * commands as `int cmd_x(rlctl_ctx *ctx)` returning the process exit status.
+ */
+#ifndef RLCTL_H
+#define RLCTL_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "rlstore.h"
+
+/* Exit statuses: one table generates the help text and the mapping. */
+#define RLCTL_EXIT_MAP(XX)                                                   \
+    XX(OK, 0, "success; for check and reserve: the request was admitted")   \
+    XX(DENIED, 1, "check or reserve: the request was denied")               \
+    XX(USAGE, 2, "usage error: unknown command or option, bad value, "      \
+                 "invalid key, cost or time")                               \
+    XX(NOTFOUND, 3, "not found: database file, action, key, reservation, "  \
+                    "version or entry")                                     \
+    XX(CONFIG, 4, "configuration error: invalid rules, or no rules applied")\
+    XX(STORAGE, 5, "storage error: any other failure of the database; "     \
+                   "doctor: a check failed")
+
+enum rlctl_exit {
+#define RLCTL__EXIT_ENUM(name, code, text) RLCTL_EXIT_##name = code,
+    RLCTL_EXIT_MAP(RLCTL__EXIT_ENUM)
+#undef RLCTL__EXIT_ENUM
+};
+
+#define RLCTL_MAX_OPTS 8
+#define RLCTL_MAX_ARGS 8
+
+/* One option of a command: --name ARG (arg NULL for a flag). */
+typedef struct rlctl_opt {
+    const char *name;
+    const char *arg;
+    const char *help;
+} rlctl_opt;
+
+typedef struct rlctl_ctx rlctl_ctx;
+
+/* One row of the command table. */
+typedef struct rlctl_cmd {
+    const char *name;       /* "tier"                                   */
+    const char *sub;        /* "set", or NULL for a plain command       */
+    const char *args;       /* positional arguments for the synopsis    */
+    int min_args, max_args;
+    const rlctl_opt *opts;  /* terminated by a {NULL} entry; may be NULL */
+    int (*fn)(rlctl_ctx *ctx);
+    int reads_only;         /* 1: works on a database it may not write  */
+    const char *summary;    /* one line, lower case, no full stop       */
+} rlctl_cmd;
+
+struct rlctl_ctx {
+    /* global options */
+    const char *db_path;
+    int64_t now_ms;          /* --now, else the real clock at start      */
+    int json, quiet, tty;
+    /* the command being run and its parsed arguments */
+    const rlctl_cmd *cmd;
+    int nargs;
+    const char *args[RLCTL_MAX_ARGS];
+    const char *optv[RLCTL_MAX_OPTS]; /* value per cmd->opts index; "" for a set flag */
+    rls_db *db;
+};
+
+/* ---- rlctl.c -------------------------------------------------------- */
+/* The value of the command's option `name`, or NULL if not given. */
+const char *opt_get(const rlctl_ctx *ctx, const char *name);
+int opt_flag(const rlctl_ctx *ctx, const char *name);
+/* Parse the option as an integer in min..max (default if absent).  On a bad
+ * value prints a diagnostic naming the option and returns RLCTL_EXIT_USAGE. */
+int opt_int(rlctl_ctx *ctx, const char *name, int64_t def, int64_t min, int64_t max,
+            int64_t *out);
+/* Parse a duration option (*set = 0 if absent). */
+int opt_duration(rlctl_ctx *ctx, const char *name, int64_t *ms, int *set);
+/* Parse a positional integer argument (named for the message). */
+int arg_int(rlctl_ctx *ctx, int idx, const char *what, int64_t min, int64_t max,
+            int64_t *out);
+
+/* ---- err.c ---------------------------------------------------------- */
+/* Exit status for a library code. */
+int exit_for(int rc);
+/* Prints "rlctl: <msg>" (one line, stderr) and, with --json, an error
+ * object on stdout; returns `code`. */
+int fail_usage(rlctl_ctx *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+int fail_code(rlctl_ctx *ctx, int exit_code, const char *errname, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Prints "rlctl: <msg>: <detail of rc>" and returns exit_for(rc). */
+int fail_lib(rlctl_ctx *ctx, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Opens ctx->db_path (create only if `create`); on failure prints the
+ * diagnostic and returns the exit status, else 0. */
+int db_open(rlctl_ctx *ctx, int create);
+
+/* ---- out.c ---------------------------------------------------------- */
+/* Escaped copy of a key (or any text) for display: malloc'd, never NULL
+ * unless out of memory. */
+char *esc_dup(const char *s);
+/* Formats ms since the epoch ("2026-11-21T10:00:00.250Z"), or `zero` for 0. */
+const char *fmt_time(int64_t ms, const char *zero, char *buf, size_t size);
+/* Formats a duration in ms: "1d2h", "1.250s", "0s"; -1 as "never". */
+const char *fmt_dur(int64_t ms, char *buf, size_t size);
+/* Duration for a table: pretty on a tty, raw ms otherwise. */
+const char *fmt_dur_cell(const rlctl_ctx *ctx, int64_t ms, char *buf, size_t size);
+
+typedef struct out_table out_table;
+/* A table of text cells; `headers` has ncols entries.  A header starting
+ * with '>' is right-aligned (the '>' is not printed). */
+out_table *tab_new(int ncols, const char *const *headers);
+/* Appends a row; returns its index or -1 (out of memory). */
+int tab_row(out_table *t);
+/* Sets the cell of the last row (copied; NULL = "-"). */
+void tab_set(out_table *t, int col, const char *text);
+void tab_setf(out_table *t, int col, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Sets the cell to the escaped form of s. */
+void tab_set_esc(out_table *t, int col, const char *s);
+int tab_rows(const out_table *t);
+/* Aligned with a header on a tty, tab-separated without header otherwise. */
+void tab_print(const out_table *t, int tty);
+void tab_free(out_table *t);
+/* Returns RLCTL_EXIT_STORAGE if a table ran out of memory, else 0. */
+int tab_failed(const out_table *t);
+
+/* JSON writer to stdout: comma placement is automatic. */
+void json_obj_begin(void);
+void json_obj_end(void);
+void json_arr_begin(void);
+void json_arr_end(void);
+void json_key(const char *k);
+void json_str(const char *s);      /* NULL -> null; invalid UTF-8 -> U+FFFD */
+void json_key_str(const char *s);  /* a key: escaped with rls_key_escape    */
+void json_int(int64_t v);
+void json_bool(int b);
+void json_null(void);
+void json_end_line(void);          /* newline after the top-level value     */
+/* Every row as an object, every column by its name; key-like columns
+ * (key, pattern) are escaped with rls_key_escape. */
+void json_rows(const rls_rows *rows);
+/* One row as an object (the first row, or {} if none). */
+void json_row_obj(const rls_rows *rows, int row);
+
+/* Column helpers over rls_rows by name. */
+const char *row_text(const rls_rows *r, int row, const char *col);
+int64_t row_int(const rls_rows *r, int row, const char *col);
+int row_has(const rls_rows *r, const char *col);
+
+/* ---- commands ------------------------------------------------------- */
+#define RLCTL_COMMAND_FNS(XX)                                               \
+    XX(init) XX(apply) XX(export) XX(rules) XX(versions) XX(rollback)        \
+    XX(check) XX(refund) XX(reserve) XX(commit) XX(cancel) XX(usage)         \
+    XX(explain) XX(block) XX(unblock) XX(blocks) XX(tier_set)                \
+    XX(tier_unset) XX(tier_list) XX(override_set) XX(override_unset)         \
+    XX(override_list) XX(reset) XX(audit) XX(gc) XX(stats) XX(doctor)        \
+    XX(help)
+
+#define RLCTL__CMD_DECL(name) int cmd_##name(rlctl_ctx *ctx);
+RLCTL_COMMAND_FNS(RLCTL__CMD_DECL)
+#undef RLCTL__CMD_DECL
+
+/* Shared by check and reserve: prints a check result with the action's
+ * limit states; returns 0 or an exit status on output failure. */
+int print_check_result(rlctl_ctx *ctx, const char *action, const char *key,
+                       const rls_result *res, int have_id, int64_t id);
+/* Shared by listing commands: prints rows as a table with the given
+ * columns (name, header, kind), or as JSON with --json. */
+typedef struct col_spec {
+    const char *col;       /* column name in the rows */
+    const char *header;    /* table header ('>' prefix = right-aligned) */
+    int kind;              /* COL_* below */
+} col_spec;
+/* TIME: timestamp ("-" for 0); UNTIL: "forever" for 0; EXPIRES: "never"
+ * for 0; DUR: duration in ms; PPM: millionths shown as a percentage;
+ * ACTION: "" (every action) shown as "*".  Empty text is shown as "-". */
+enum { COL_TEXT, COL_INT, COL_TIME, COL_UNTIL, COL_EXPIRES, COL_DUR, COL_BOOL, COL_PPM,
+       COL_ACTION };
+void print_rows(rlctl_ctx *ctx, const rls_rows *rows, const col_spec *cols, int ncols);
+/* Prints rows as a table without JSON (for commands composing JSON). */
+void print_rows_table(const rlctl_ctx *ctx, const rls_rows *rows, const col_spec *cols,
+                      int ncols);
+
+/* Reads a whole file ("-" = stdin) up to max bytes into a malloc'd buffer
+ * (NUL-terminated).  Returns 0, or -1 with errno set (EFBIG if too large). */
+int read_file(const char *path, size_t max, char **buf, size_t *len);
+
+/* Unified-style line diff (3 lines of context) of a (label_a) to b
+ * (label_b): *out gets malloc'd text ("" if equal), *changes the number of
+ * removed plus added lines.  Returns 0, or -1 out of memory. */
+int diff_text(const char *a, size_t alen, const char *b, size_t blen, const char *label_a,
+              const char *label_b, char **out, long *changes);
+
+#endif /* RLCTL_H */

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# rlctl maintenance: gc, stats (table, JSON, Prometheus), doctor.
+. "$(dirname "$0")/lib.sh"
+
+T0=2026-11-21T10:00:00Z
+write_rules rules.yaml 3
+rl --db db init rules.yaml
+
+# ---- stats: totals are counted by the checks of other processes ----
+for i in 1 2 3 4; do rl --db db check signup 192.0.2.1 --now "$T0"; done
+for i in 1 2; do rl --db db check login "u$i" --now 2026-11-21T10:00:01Z; done
+tcase "stats json" 0 --json 't = {r["action"]: r for r in d["totals"]}; assert t["signup"]["allowed"] == 3 and t["signup"]["denied"] == 1 and t["login"]["allowed"] == 2 and t["login"]["denied"] == 0, t' \
+    --json 'assert d["seconds"] == 60 and isinstance(d["recent"], list)' -- --db db stats --json
+tcase "stats recent window" 0 --json 'assert sum(r["allowed"] for r in d["recent"] if r["action"] == "signup") == 3' \
+    -- --db db stats --json --seconds 3600 --now 2026-11-21T10:00:30Z
+tcase "stats tsv" 0 --out-has "$(printf 'signup\t3\t1\t3\t1')" --out-has "$(printf 'login\t2\t0\t2\t0')" \
+    -- --db db stats --seconds 60 --now 2026-11-21T10:00:30Z
+tcase "stats recent excludes older seconds" 0 --out-has "$(printf 'signup\t3\t1\t0\t0')" --out-has "$(printf 'login\t2\t0\t2\t0')" \
+    -- --db db stats --seconds 1 --now 2026-11-21T10:00:01.500Z
+tcase "stats prometheus" 0 --out-has "# HELP rlstore_checks_total " --out-has "# TYPE rlstore_checks_total counter" \
+    --out-has 'rlstore_checks_total{action="signup",result="allowed"} 3' \
+    --out-has 'rlstore_checks_total{action="signup",result="denied"} 1' \
+    --out-has 'rlstore_checks_total{action="login",result="denied"} 0' -- --db db stats --prometheus
+tassert "prometheus lines well formed" python3 -c '
+import re, sys
+for line in open(sys.argv[1]):
+    line = line.rstrip("\n")
+    assert line.startswith("# HELP ") or line.startswith("# TYPE ") or \
+        re.fullmatch(r"rlstore_checks_total\{action=\"[^\"]*\",result=\"(allowed|denied)\"\} [0-9]+", line), line
+' "$OUT"
+tcase "stats prometheus with json" 2 --err-has "cannot be combined" -- --db db stats --prometheus --json
+rl --db fresh.db init
+tcase "stats empty" 0 --json 'assert d["totals"] == [] and d["recent"] == []' -- --db fresh.db stats --json
+
+# ---- gc ----
+rl --db db check login old --now 2020-01-01T00:00:00Z
+tcase "gc" 0 --out-has "deleted " --out-has "expired row(s)" -- --db db gc --now "$T0"
+tcase "gc json" 0 --json 'assert isinstance(d["deleted"], int) and d["deleted"] >= 0' -- --db db gc --rows 5 --json --now "$T0"
+rl --db g.db init rules.yaml
+for i in 1 2 3; do rl --db g.db check login "k$i" --now 2026-01-01T00:00:00Z; done
+tcase "gc deletes expired state" 0 --json 'assert d["deleted"] >= 3, d' -- --db g.db gc --json --now "$T0"
+tcase "gc leaves nothing for usage" 0 --json 'assert d == []' -- --db g.db usage --json --now "$T0"
+tcase "gc bad rows" 2 --err-has "invalid value for --rows: '0'" -- --db db gc --rows 0
+
+# ---- doctor ----
+tcase "doctor healthy" 0 --out-has "$(printf 'journal_mode\tok')" --out-has "$(printf 'rules\tok')" \
+    --out-has "quick_check" -- --db db doctor
+tcase "doctor json" 0 --json 'c = {r["check"]: r for r in d["checks"]}; assert d["ok"] is True and c["journal_mode"]["status"] == "ok" and c["quick_check"]["status"] == "ok" and "sqlite_version" in c' \
+    -- --db db doctor --json
+tcase "doctor full" 0 --json 'assert any(r["check"] == "integrity_check" and r["status"] == "ok" for r in d["checks"])' \
+    -- --db db doctor --full --json
+tcase "doctor without rules warns" 0 --json 'c = {r["check"]: r for r in d["checks"]}; assert c["rules"]["status"] == "warn"' \
+    -- --db fresh.db doctor --json
+cp g.db bad.db
+python3 -c '
+import sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(4096 + 8)
+    f.write(b"\xde\xad" * 100)
+' bad.db
+tcase "doctor on a damaged database" 5 \
+    --json 'assert ("error" in d) or (d["ok"] is False and any(r["status"] == "fail" for r in d["checks"])), d' \
+    -- --db bad.db doctor --json --full
+
+finish
