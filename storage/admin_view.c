@@ -366,8 +366,9 @@ int rls_usage_at(rls_db *db, const rls_usage_query *q, int64_t now_ms, rls_rows 
     }
     free(ctx);
     if (rc == RLS_OK) {
-        qsort(rows, (size_t)n, sizeof *rows,
-              q->sort == RLS_SORT_KEY ? by_key : q->sort == RLS_SORT_RESET ? by_reset : by_used);
+        if (n > 1)  /* rows is NULL when there are none */
+            qsort(rows, (size_t)n, sizeof *rows,
+                  q->sort == RLS_SORT_KEY ? by_key : q->sort == RLS_SORT_RESET ? by_reset : by_used);
         int from = q->offset < n ? q->offset : n;
         int to = n - from > q->limit ? from + q->limit : n;
         if (!(*out = usage_rows(rows, from, to)))

@@ -189,13 +189,81 @@ static int load_rules(rls_db *db, int64_t version, ruleset **out)
     return rc;
 }
 
+/*
+ * Trusting what the handle knew.  SQLite's data version of the connection
+ * (SQLITE_FCNTL_DATA_VERSION) changes with every commit of a write
+ * transaction on this connection and, when a transaction starts, whenever
+ * another connection has committed since.  A check records it right after its
+ * own commit (rls__cache_validate); its own changes to rls_meta (the GC
+ * cursor and horizon) the handle mirrors in memory.  If a later write
+ * transaction still finds that same version, nothing at all was committed in
+ * between, by this handle (an admin change, a GC run) or any other, so
+ * rls_meta, the rule cache and the emptiness of the policy and reservation
+ * tables are as they were: the check skips reading them.  Only a check can
+ * rely on it (only the check path tracks the rows it adds), and only in its
+ * write transaction: BEGIN IMMEDIATE takes its snapshot at once, a deferred
+ * BEGIN only at its first read.  Any other write transaction, a rollback, or
+ * a version that moved for any reason ends the trust.
+ */
+static int same_version(rls_db *db)
+{
+    unsigned int dv;
+    return db->meta_dv_ok && db->rules_gen >= 0 &&
+           sqlite3_file_control(db->sql, "main", SQLITE_FCNTL_DATA_VERSION, &dv) == SQLITE_OK &&
+           dv == db->meta_dv;
+}
+
+void rls__cache_validate(rls_db *db)
+{
+    db->meta_dv = db->commit_dv;
+    db->meta_dv_ok = db->commit_dv_ok;
+}
+
+/* Inside a trusted transaction: learns once per trust which tables are
+ * empty; the check path clears a flag when it adds a row (a penalty block,
+ * a reservation).  Without trust it learns nothing: a statement per check
+ * for a probe that the next check could not use. */
+int rls__cache_empties(rls_db *db)
+{
+    if (!db->tx_trusted || db->empties_known)
+        return RLS_OK;
+    sqlite3_stmt *st = rls__stmt(db, STMT_EMPTIES);
+    if (!st)
+        return rls__stmt_failed(db);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        db->policy_none = sqlite3_column_int(st, 0);
+        db->res_none = sqlite3_column_int(st, 1);
+        db->empties_known = 1;
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW ? RLS_OK : rls__sqlite_error(db, rc, "cannot read tables");
+}
+
+int rls__no_policy_rows(const rls_db *db)
+{
+    return db->tx_trusted && db->empties_known && db->policy_none;
+}
+
+int rls__no_reservations(const rls_db *db)
+{
+    return db->tx_trusted && db->empties_known && db->res_none;
+}
+
 int rls__cache_refresh(rls_db *db)
 {
-    sqlite3_stmt *st = rls__stmt(db, STMT_META_GET);
+    sqlite3_stmt *st;
     int64_t gen, version;
     ruleset *rs = NULL;
     int rc;
 
+    int same = same_version(db);
+    if (!same)
+        db->empties_known = 0;
+    db->tx_trusted = same && db->tx_write && db->in_check;
+    if (db->tx_trusted)
+        return RLS_OK;
+    st = rls__stmt(db, STMT_META_GET);
     if (!st)
         return rls__stmt_failed(db);
     rc = sqlite3_step(st);

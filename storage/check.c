@@ -62,6 +62,7 @@ static int impose_penalty(rls_db *db, key_ctx *ctx, int idx, int64_t now,
     sqlite3_stmt *st = rls__stmt(db, STMT_PENALTY_PUT);
     if (!st)
         return rls__stmt_failed(db);
+    db->policy_none = 0;  /* no longer (cache.c) */
     sqlite3_bind_blob(st, 1, ctx->key, (int)ctx->keylen, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, ctx->act->name, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 3, until);
@@ -95,6 +96,7 @@ static int add_reservation(rls_db *db, key_ctx *ctx, int64_t cost, int64_t now,
     sqlite3_stmt *st = rls__stmt(db, STMT_RES_ADD);
     if (!st)
         return rls__stmt_failed(db);
+    db->res_none = 0;  /* no longer (cache.c) */
     sqlite3_bind_text(st, 1, ctx->act->name, -1, SQLITE_STATIC);
     sqlite3_bind_blob(st, 2, ctx->key, (int)ctx->keylen, SQLITE_STATIC);
     sqlite3_bind_int64(st, 3, cost);
@@ -126,6 +128,7 @@ static void housekeeping(rls_db *db, int64_t now)
         return;
     if (rls__exec_simple(db, STMT_HK_SAVE) != RLS_OK)
         return;
+    int64_t horizon = db->gc_horizon;
     int rc = stats ? rls__stats_flush(db, now, 0) : RLS_OK;
     if (rc == RLS_OK && gc) {
         db->writes_since_gc = 0;
@@ -133,8 +136,10 @@ static void housekeeping(rls_db *db, int64_t now)
             real = now;
         rc = rls__gc_step(db, real, GC_STEP_ROWS, NULL);
     }
-    if (rc != RLS_OK)
+    if (rc != RLS_OK) {
         rls__exec_simple(db, STMT_HK_UNDO);
+        db->gc_horizon = horizon;  /* as the undone rls_meta row has it */
+    }
     rls__exec_simple(db, STMT_HK_RELEASE);
     db->errmsg[0] = '\0';
 }
@@ -144,10 +149,12 @@ static void housekeeping(rls_db *db, int64_t now)
  * key's next check at the latest. */
 static int refund_expired(rls_db *db, const key_ctx *ctx, int64_t now)
 {
-    sqlite3_stmt *st = rls__stmt(db, STMT_RES_EXPIRED_KEY);
+    sqlite3_stmt *st;
     int64_t ids[16];
     int n = 0, rc, found;
-    if (!st)
+    if (rls__no_reservations(db))
+        return RLS_OK;   /* none at all (cache.c) */
+    if (!(st = rls__stmt(db, STMT_RES_EXPIRED_KEY)))
         return rls__stmt_failed(db);
     sqlite3_bind_blob(st, 1, ctx->key, (int)ctx->keylen, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, ctx->act->name, -1, SQLITE_STATIC);
@@ -200,6 +207,7 @@ static int check_tx(rls_db *db, key_ctx *ctx, const char *action, const char *ke
     ctx->n = 0;
     if ((rc = rls__begin(db, charge)))
         return rc;
+    db->in_check = charge;  /* may trust what it knew (cache.c) */
     if ((rc = keyctx_load(db, ctx, action, key, 0, now)))
         goto fail;
     if (charge && (rc = refund_expired(db, ctx, now)))
@@ -230,10 +238,14 @@ static int check_tx(rls_db *db, key_ctx *ctx, const char *action, const char *ke
         rls__stats_count(db, ctx->act->name, now, res->allowed);
         housekeeping(db, now);
     }
+    db->in_check = 0;
     rc = commit_check(db, ctx);
     keyctx_release(ctx);
+    if (rc == RLS_OK && charge)
+        rls__cache_validate(db);
     return rc;
 fail:
+    db->in_check = 0;
     keyctx_release(ctx);
     rls__rollback(db);
     return rc;

@@ -27,14 +27,32 @@
     XX(LIMITS_ALL, "SELECT lid, action, name FROM rls_limits")               \
     XX(LIMIT_ADD, "INSERT OR IGNORE INTO rls_limits(action, name) VALUES (?1, ?2)") \
     XX(PATTERNS_ALL, "SELECT pattern, action, tier, expires_ms FROM rls_assignments WHERE kind <> 0") \
+    /* Rows for this action match the normalised key (?1); rows for every   \
+     * action ('') match it or the key as given (?3).  One primary-key seek  \
+     * per arm, in the order an "action IN (?2, '') OR ..." would give: the  \
+     * normalised key's '' row, its action row, then the given key's '' row \
+     * unless it is the same key.  Not IN/OR: with bound parameters SQLite   \
+     * builds an ephemeral b-tree for them on every execution. */           \
     XX(KEY_POLICY,                                                            \
        "SELECT 1, action, until_ms, kind, rule, level, forget_ms FROM rls_blocks" \
-       " WHERE (key = ?1 AND action IN (?2, '')) OR (key = ?3 AND action = '')" \
+       " WHERE key = ?1 AND action = ''"                                      \
+       " UNION ALL SELECT 1, action, until_ms, kind, rule, level, forget_ms FROM rls_blocks" \
+       " WHERE key = ?1 AND action = ?2"                                      \
+       " UNION ALL SELECT 1, action, until_ms, kind, rule, level, forget_ms FROM rls_blocks" \
+       " WHERE key = ?3 AND action = '' AND ?3 <> ?1"                         \
        " UNION ALL SELECT 2, action, expires_ms, 0, tier, 0, 0 FROM rls_assignments" \
-       " WHERE ((pattern = ?1 AND action IN (?2, '')) OR (pattern = ?3 AND action = ''))" \
-       " AND kind = 0"                                                        \
+       " WHERE pattern = ?1 AND action = '' AND kind = 0"                     \
+       " UNION ALL SELECT 2, action, expires_ms, 0, tier, 0, 0 FROM rls_assignments" \
+       " WHERE pattern = ?1 AND action = ?2 AND kind = 0"                     \
+       " UNION ALL SELECT 2, action, expires_ms, 0, tier, 0, 0 FROM rls_assignments" \
+       " WHERE pattern = ?3 AND action = '' AND kind = 0 AND ?3 <> ?1"        \
        " UNION ALL SELECT 3, action, expires_ms, lim, limit_name, 0, 0 FROM rls_overrides" \
        " WHERE key = ?1 AND action = ?2")                                     \
+    XX(EMPTIES,                                                               \
+       "SELECT NOT EXISTS (SELECT 1 FROM rls_blocks)"                         \
+       " AND NOT EXISTS (SELECT 1 FROM rls_assignments WHERE kind = 0)"       \
+       " AND NOT EXISTS (SELECT 1 FROM rls_overrides),"                       \
+       " NOT EXISTS (SELECT 1 FROM rls_reservations)")                        \
     XX(STATE_GET, "SELECT alg, a, b, c, last_ms, exp_ms, log FROM rls_state WHERE lid = ?1 AND key = ?2") \
     XX(STATE_PUT,                                                             \
        "INSERT INTO rls_state(lid, key, alg, a, b, c, last_ms, exp_ms, log)"  \
@@ -136,13 +154,35 @@ struct rls_db {
     char *pattern_text;            /* storage for the table's pattern strings */
 
     int64_t gc_horizon;            /* read with rules_gen at each transaction */
+    /* What the handle knew right after its last check's commit, trusted while
+     * nothing has been committed since (cache.c) */
+    int tx_write;                  /* the open transaction is BEGIN IMMEDIATE */
+    int in_check;                  /* ... of a charging check */
+    int tx_trusted;                /* ... and nothing was committed since */
+    unsigned int commit_dv;        /* data version right after the last commit */
+    int commit_dv_ok;              /* ... could be read */
+    unsigned int meta_dv;          /* data version at which rls_meta was known */
+    int meta_dv_ok;                /* meta_dv is valid */
+    int empties_known;             /* the two flags below are valid */
+    int policy_none;               /* no blocks, exact assignments, overrides */
+    int res_none;                  /* no reservations */
 
     stat_acc *stats;
     int nstats, capstats;
     int64_t stats_flushed_ms;
     uint32_t writes_since_gc;
     int64_t gc_misc_ms;            /* last sweep of blocks/assignments/stats */
+
+    /* checkpoints (wal.c) */
+    int wal_frames;                /* WAL size after this connection's last commit */
+    int wal_base;                  /* WAL size at the last known checkpoint */
+    int ckpt_soft, ckpt_hard;      /* thresholds, in frames */
+    int ckpt_fd;                   /* "<db>-ckpt", RLS_CKPT_FD_* when not open */
+    int busy_cap_ms;               /* > 0: shorter busy wait than the option */
 };
+
+#define RLS_CKPT_FD_NONE (-1)         /* not opened yet */
+#define RLS_CKPT_FD_UNAVAILABLE (-2)  /* cannot be opened: never checkpoint */
 
 /* ---- open.c ---------------------------------------------------------- */
 int rls__db_usable(rls_db *db);               /* EINVAL/EMISUSE or OK; reopens after fork */
@@ -174,12 +214,21 @@ int rls__rules_store(rls_db *db, const char *yaml, size_t len, const ruleset *rs
 
 /* ---- cache.c --------------------------------------------------------- */
 int rls__cache_refresh(rls_db *db);           /* inside a transaction */
+void rls__cache_validate(rls_db *db);         /* right after a check's commit */
+int rls__cache_empties(rls_db *db);           /* learn policy_none, res_none */
+int rls__no_policy_rows(const rls_db *db);    /* none for any key: skip reading */
+int rls__no_reservations(const rls_db *db);
 void rls__cache_free(rls_db *db);
 
 /* ---- gc.c / stats ---------------------------------------------------- */
 void rls__stats_count(rls_db *db, const char *action, int64_t now, int allowed);
 int rls__stats_flush(rls_db *db, int64_t now, int force);
 int rls__gc_step(rls_db *db, int64_t now, int max_rows, int64_t *deleted);
+
+/* ---- wal.c ------------------------------------------------------------ */
+int rls__wal_setup(rls_db *db);               /* hook and limits, at connect */
+void rls__wal_after_commit(rls_db *db);       /* checkpoint if the WAL is long */
+void rls__wal_close(rls_db *db);              /* closes the side file */
 
 /* ---- check.c --------------------------------------------------------- */
 int rls__refund_reservation(rls_db *db, int64_t id, int64_t now, int *found);

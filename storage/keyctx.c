@@ -39,9 +39,11 @@ static void copy_name(char *dst, const unsigned char *src)
 /* One pass over the key's policy rows. */
 static int read_policy(rls_db *db, key_ctx *ctx, int64_t now)
 {
-    sqlite3_stmt *st = rls__stmt(db, STMT_KEY_POLICY);
+    sqlite3_stmt *st;
     int rc;
-    if (!st)
+    if (rls__no_policy_rows(db))
+        return RLS_OK;   /* no key has any (cache.c) */
+    if (!(st = rls__stmt(db, STMT_KEY_POLICY)))
         return rls__stmt_failed(db);
     /* Rows for this action match the normalised key; rows for every action
      * were stored as the operator wrote the key, so they match either. */
@@ -105,7 +107,7 @@ int keyctx_load(rls_db *db, key_ctx *ctx, const char *action, const char *key,
     ctx->nexact = ctx->nov = 0;
     ctx->pen_found = 0;
     memset(&ctx->block, 0, sizeof ctx->block);
-    if ((rc = rls__cache_refresh(db)))
+    if ((rc = rls__cache_refresh(db)) || (rc = rls__cache_empties(db)))
         return rc;
     if (!db->rules)
         return rls__error(db, RLS_ENORULES, "no rules applied to '%s' yet", db->path);

@@ -16,6 +16,7 @@
 #include "db.h"
 
 #define RLS_APPLICATION_ID 0x524c5354  /* "RLST" */
+#define RLS_PAGE_SIZE_NEW "1024"         /* page size of a new file (see migrate) */
 
 extern const char *const rls__migrations[];
 extern const int rls__migration_count;
@@ -128,7 +129,10 @@ static int busy_wait(void *arg, int count)
         if (step < 2000)
             step = step * 3 / 2 + 1;
     }
-    if (waited_us / 1000 >= db->opt.busy_timeout_ms)
+    int limit = db->opt.busy_timeout_ms;
+    if (db->busy_cap_ms > 0 && db->busy_cap_ms < limit)
+        limit = db->busy_cap_ms;
+    if (waited_us / 1000 >= limit)
         return 0;
     db->rng ^= db->rng << 13;
     db->rng ^= db->rng >> 17;
@@ -229,6 +233,14 @@ static int migrate(rls_db *db)
         return rls__error(db, RLS_EREADONLY, "'%s' needs a schema upgrade but is opened read-only",
                           db->path);
 
+    /* A new file gets small pages: every commit appends each page it
+     * changes to the WAL, and a check changes one row of a few dozen bytes,
+     * so 1 KiB pages write (and later sync and checkpoint) a quarter of the
+     * bytes 4 KiB pages would.  Ignored by SQLite once the file has content
+     * (another process may have created it meanwhile). */
+    if (nobj == 0 && ver == 0 &&
+        (rc = exec_sql(db, "PRAGMA page_size = " RLS_PAGE_SIZE_NEW, "cannot create database")))
+        return rc;
     if ((rc = exec_sql(db, "BEGIN IMMEDIATE", "cannot start migration")))
         return rc;
     /* Another process may have migrated while we waited for the lock. */
@@ -333,6 +345,8 @@ static int connect_db(rls_db *db)
     if (rc == RLS_OK)
         rc = exec_sql(db, "PRAGMA temp_store = MEMORY; PRAGMA foreign_keys = OFF",
                       "cannot configure database");
+    if (rc == RLS_OK)
+        rc = rls__wal_setup(db);
     return rc;
 }
 
@@ -342,6 +356,7 @@ static void disconnect(rls_db *db)
     if (db->sql)
         sqlite3_close_v2(db->sql);
     db->sql = NULL;
+    rls__wal_close(db);
 }
 
 /* Removes a database this call created, with its -wal and -shm. */
@@ -370,6 +385,7 @@ int rls_open(rls_db **out, const char *path, const rls_options *opt)
     if (!db)
         return rls__error(NULL, RLS_ENOMEM, "out of memory");
     db->rules_gen = -1;
+    db->ckpt_fd = RLS_CKPT_FD_NONE;
     if ((rc = options_take(&db->opt, opt))) {
         free(db);
         return rls__error(NULL, rc, "rls_open: invalid options");
@@ -415,9 +431,13 @@ void rls_close(rls_db *db)
             }
         }
         disconnect(db);
+    } else {
+        /* In a forked child the parent's connection is abandoned, never
+         * closed: closing could disturb the parent's locks or WAL.  Closing
+         * the child's copy of the checkpoint lock descriptor releases
+         * nothing (a flock lock goes with the last descriptor). */
+        rls__wal_close(db);
     }
-    /* In a forked child the parent's connection is abandoned, never closed:
-     * closing could disturb the parent's locks or WAL. */
     rls__cache_free(db);
     free(db->stats);
     free(db->path);
@@ -440,9 +460,11 @@ int rls__db_usable(rls_db *db)
     db->sql = NULL;  /* abandoned, never closed: it is the parent's */
     memset(db->stmt, 0, sizeof db->stmt);
     memset(db->astmt, 0, sizeof db->astmt);
+    rls__wal_close(db);  /* the inherited descriptor shares the parent's lock */
     db->in_tx = 0;
     db->nstats = 0;
     db->rules_gen = -1;
+    db->meta_dv_ok = 0;
     db->pid = getpid();
     int rc = connect_db(db);
     if (rc != RLS_OK) {

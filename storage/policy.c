@@ -274,7 +274,8 @@ struct override_arg {
 
 /* An override must be a capacity the limit's algorithm can hold (in every
  * tier that defines a limit of that name): sliding_log keeps one entry per
- * unit and takes at most ALGO_SLIDING_LOG_MAX, overage included. */
+ * unit and takes at most ALGO_SLIDING_LOG_MAX, overage included; a
+ * token_bucket whose burst follows the limit must fit its scaled level. */
 static int check_override_fits(rls_db *db, const struct override_arg *a)
 {
     const rule_action *act = ruleset_action(db->rules, a->action);
@@ -283,12 +284,19 @@ static int check_override_fits(rls_db *db, const struct override_arg *a)
         int n = t < 0 ? act->nlimits : act->tiers[t].nlimits;
         for (int i = 0; i < n; i++) {
             const rule_limit *l = &ls[i];
-            if (strcmp(l->name, a->name) != 0 || l->algorithm != ALGO_SLIDING_LOG)
+            if (strcmp(l->name, a->name) != 0)
                 continue;
-            if (a->limit + a->limit * l->overage_pct / 100 > ALGO_SLIDING_LOG_MAX)
+            if (l->algorithm == ALGO_SLIDING_LOG &&
+                a->limit + a->limit * l->overage_pct / 100 > ALGO_SLIDING_LOG_MAX)
                 return rls__error(db, RLS_EINVAL, "limit '%s' of action '%s' is a sliding_log "
                                   "and takes at most %d units (overage included)",
                                   a->name, a->action, ALGO_SLIDING_LOG_MAX);
+            /* token_bucket keeps tokens scaled by the window in an int64 */
+            if (l->algorithm == ALGO_TOKEN_BUCKET && l->burst <= 0 &&
+                a->limit > INT64_MAX / 2 / l->window.ms)
+                return rls__error(db, RLS_EINVAL, "limit '%s' of action '%s': %lld units per "
+                                  "%lld ms is too large for token_bucket", a->name, a->action,
+                                  (long long)a->limit, (long long)l->window.ms);
         }
     }
     return RLS_OK;

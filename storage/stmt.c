@@ -59,18 +59,32 @@ int rls__exec_simple(rls_db *db, int id)
 int rls__begin(rls_db *db, int write)
 {
     int rc = rls__exec_simple(db, write ? STMT_BEGIN_IMM : STMT_BEGIN_READ);
-    if (rc == RLS_OK)
+    if (rc == RLS_OK) {
         db->in_tx = 1;
+        db->tx_write = write;
+    }
     return rc;
 }
 
+/* Commits, records the data version (cache.c) and checkpoints when the WAL
+ * is long (wal.c).  A write transaction ends the handle's trust in what it
+ * knew (a check re-establishes it); a read one only if the version moved. */
 int rls__commit(rls_db *db)
 {
     int rc = rls__exec_simple(db, STMT_COMMIT);
-    if (rc != RLS_OK)
+    if (rc != RLS_OK) {
         rls__rollback(db);
+        return rc;
+    }
+    db->commit_dv_ok = sqlite3_file_control(db->sql, "main", SQLITE_FCNTL_DATA_VERSION,
+                                            &db->commit_dv) == SQLITE_OK;
+    if (db->tx_write || !db->commit_dv_ok || db->commit_dv != db->meta_dv)
+        db->meta_dv_ok = 0;
     db->in_tx = 0;
-    return rc;
+    db->tx_write = 0;
+    db->tx_trusted = 0;
+    rls__wal_after_commit(db);
+    return RLS_OK;
 }
 
 void rls__rollback(rls_db *db)
@@ -82,6 +96,9 @@ void rls__rollback(rls_db *db)
         memcpy(db->errmsg, keep, sizeof keep);  /* keep the first error */
     }
     db->in_tx = 0;
+    db->tx_write = 0;
+    db->tx_trusted = 0;
+    db->meta_dv_ok = 0;
 }
 
 static void bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
