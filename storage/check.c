@@ -170,35 +170,66 @@ static int refund_expired(rls_db *db, const key_ctx *ctx, int64_t now)
     return RLS_OK;
 }
 
-/* Does any limit of this check ask for an fsync of its commit? */
-static int wants_full_sync(const rls_db *db, const key_ctx *ctx)
+/*
+ * Does this action have a limit that asks for an fsync of every commit
+ * (durability: full)?  Decided from the handle's cached rules before the
+ * transaction starts, because SQLite refuses to change the synchronous
+ * level inside one.  A handle that has no rules cached yet loads them first.
+ * (After a rule change by another process, the first check that reloads
+ * the rules still commits at the handle's level.)
+ */
+static int wants_full_sync(rls_db *db, const char *action)
 {
+    const rule_action *a;
     if (db->opt.durability == RLS_DURABILITY_FULL)
-        return 0;  /* the connection syncs every commit anyway */
-    for (int i = 0; i < ctx->n; i++)
-        if (ctx->rl[i].def->durability == DURA_FULL && ctx->items[i].changed)
-            return 1;
+        return 0;  /* every commit is synced anyway */
+    if (db->rules_gen < 0 && rls__begin(db, 0) == RLS_OK) {
+        if (rls__cache_refresh(db) == RLS_OK)
+            rls__commit(db);
+        else
+            rls__rollback(db);
+        db->errmsg[0] = '\0';
+    }
+    if (!db->rules || !(a = ruleset_action(db->rules, action)))
+        return 0;
+    for (int t = -1; t < a->ntiers; t++) {
+        const rule_limit *ls = t < 0 ? a->limits : a->tiers[t].limits;
+        int n = t < 0 ? a->nlimits : a->tiers[t].nlimits;
+        for (int i = 0; i < n; i++)
+            if (ls[i].durability == DURA_FULL)
+                return 1;
+    }
     return 0;
 }
 
-/* COMMIT, with synchronous=FULL for this commit when a limit asks for it. */
-static int commit_check(rls_db *db, const key_ctx *ctx)
+/* The pragma takes effect when it is compiled, so it runs afresh. */
+static void set_sync(rls_db *db, int full)
 {
-    if (!wants_full_sync(db, ctx))
-        return rls__commit(db);
-    int rc = rls__exec_simple(db, STMT_SYNC_FULL);
-    if (rc != RLS_OK) {
-        rls__rollback(db);
-        return rc;
-    }
-    rc = rls__commit(db);
-    rls__exec_simple(db, STMT_SYNC_NORMAL);
-    return rc;
+    sqlite3_exec(db->sql, full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL",
+                 NULL, NULL, NULL);
 }
 
+static int check_tx_body(rls_db *db, key_ctx *ctx, const char *action, const char *key,
+                         int64_t cost, int64_t now, int op, int64_t ttl, int64_t *id,
+                         rls_result *res);
+
+/* One check, peek or reservation, fsynced when a limit asks for it. */
 static int check_tx(rls_db *db, key_ctx *ctx, const char *action, const char *key,
                     int64_t cost, int64_t now, int op, int64_t ttl, int64_t *id,
                     rls_result *res)
+{
+    int full = op != OP_PEEK && wants_full_sync(db, action);
+    if (full)
+        set_sync(db, 1);
+    int rc = check_tx_body(db, ctx, action, key, cost, now, op, ttl, id, res);
+    if (full)
+        set_sync(db, 0);
+    return rc;
+}
+
+static int check_tx_body(rls_db *db, key_ctx *ctx, const char *action, const char *key,
+                         int64_t cost, int64_t now, int op, int64_t ttl, int64_t *id,
+                         rls_result *res)
 {
     int charge = op != OP_PEEK;
     decide_out dout;
@@ -239,7 +270,7 @@ static int check_tx(rls_db *db, key_ctx *ctx, const char *action, const char *ke
         housekeeping(db, now);
     }
     db->in_check = 0;
-    rc = commit_check(db, ctx);
+    rc = rls__commit(db);
     keyctx_release(ctx);
     if (rc == RLS_OK && charge)
         rls__cache_validate(db);

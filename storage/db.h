@@ -86,8 +86,6 @@
     XX(HK_SAVE, "SAVEPOINT rls_housekeeping")                                 \
     XX(HK_RELEASE, "RELEASE rls_housekeeping")                                \
     XX(HK_UNDO, "ROLLBACK TO rls_housekeeping")                               \
-    XX(SYNC_FULL, "PRAGMA synchronous = FULL")                                \
-    XX(SYNC_NORMAL, "PRAGMA synchronous = NORMAL")                            \
     XX(RES_ADD, "INSERT INTO rls_reservations(action, key, cost, created_ms, expires_ms, lids) VALUES (?1, ?2, ?3, ?4, ?5, ?6)") \
     XX(RES_GET, "SELECT action, key, cost, created_ms, expires_ms, lids FROM rls_reservations WHERE id = ?1") \
     XX(RES_DEL, "DELETE FROM rls_reservations WHERE id = ?1")                \

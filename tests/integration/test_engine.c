@@ -4,6 +4,7 @@
  * charging, peek, refund, clock safety, stats and live rule pick-up.
  */
 #include "itest.h"
+#include "db.h"   /* to look at the connection's synchronous level */
 
 static const char *RULES =
     "version: 1\n"
@@ -307,6 +308,36 @@ static void sliding_window_state_outlives_a_short_month(void **state)
     it_free(t);
 }
 
+
+static int64_t sync_level(rls_db *db)
+{
+    sqlite3_stmt *st;
+    int64_t v = -1;
+    assert_int_equal(sqlite3_prepare_v2(db->sql, "PRAGMA synchronous", -1, &st, NULL), SQLITE_OK);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+static void durability_full_limit_checks_work(void **state)
+{
+    const char *rules = "version: 1\nactions:\n  pay:\n    limits: [ { name: day, algorithm: "
+                        "fixed_window, limit: 2, window: 1d, durability: full } ]\n"
+                        "  api:\n    limits: [ { name: s, algorithm: fixed_window, limit: 9, "
+                        "window: 1s } ]\n";
+    itest *t = it_new(rules);
+    rls_result r;
+    assert_int_equal(sync_level(t->db), 1);           /* NORMAL */
+    assert_true(it_check(t, "pay", "k", 1, T0, &r));  /* the first check of the handle */
+    assert_int_equal(sync_level(t->db), 1);           /* restored after the commit */
+    assert_true(it_check(t, "pay", "k", 1, T0, &r));
+    assert_false(it_check(t, "pay", "k", 1, T0, &r));
+    assert_true(it_check(t, "api", "k", 1, T0, &r));
+    assert_int_equal(sync_level(t->db), 1);
+    it_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -330,6 +361,7 @@ int main(void)
         cmocka_unit_test(stats_are_written_once_a_second),
         cmocka_unit_test(refund_of_sliding_log_takes_newest_units),
         cmocka_unit_test(sliding_window_state_outlives_a_short_month),
+        cmocka_unit_test(durability_full_limit_checks_work),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
