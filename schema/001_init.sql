@@ -43,7 +43,7 @@ CREATE TABLE rls_state(
     last_ms INTEGER NOT NULL,
     exp_ms  INTEGER NOT NULL,
     log     BLOB,
-    PRIMARY KEY (lid, key)
+    PRIMARY KEY (key, lid)   -- a key's limits share a page: one check, one page
 ) WITHOUT ROWID;
 
 -- Key -> tier.  kind 0 exact key, 1 CIDR, 2 prefix glob; action '' = all.

@@ -56,7 +56,7 @@
     XX(STATE_GET, "SELECT alg, a, b, c, last_ms, exp_ms, log FROM rls_state WHERE lid = ?1 AND key = ?2") \
     XX(STATE_PUT,                                                             \
        "INSERT INTO rls_state(lid, key, alg, a, b, c, last_ms, exp_ms, log)"  \
-       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT(lid, key) DO UPDATE SET" \
+       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT(key, lid) DO UPDATE SET" \
        " alg = excluded.alg, a = excluded.a, b = excluded.b, c = excluded.c," \
        " last_ms = excluded.last_ms, exp_ms = excluded.exp_ms, log = excluded.log") \
     XX(STATE_DEL, "DELETE FROM rls_state WHERE lid = ?1 AND key = ?2")       \
@@ -74,7 +74,7 @@
        "INSERT INTO rls_stats_total(action, allowed, denied) VALUES (?1, ?2, ?3)" \
        " ON CONFLICT(action) DO UPDATE SET allowed = allowed + excluded.allowed," \
        " denied = denied + excluded.denied")                                  \
-    XX(GC_SCAN, "SELECT lid, key, exp_ms FROM rls_state WHERE (lid, key) > (?1, ?2) ORDER BY lid, key LIMIT ?3") \
+    XX(GC_SCAN, "SELECT lid, key, exp_ms FROM rls_state WHERE (key, lid) > (?2, ?1) ORDER BY key, lid LIMIT ?3") \
     XX(GC_CURSOR, "SELECT gc_lid, gc_key FROM rls_meta WHERE id = 1")        \
     XX(GC_META_SET, "UPDATE rls_meta SET gc_lid = ?1, gc_key = ?2, gc_horizon = max(gc_horizon, ?3) WHERE id = 1") \
     XX(GC_STATS, "DELETE FROM rls_stats WHERE sec < ?1")                     \
