@@ -10,6 +10,7 @@
 #include "db.h"
 #include "algo.h"
 #include "keynorm.h"
+#include "timefmt.h"
 
 /* Runs fn inside an audited, fully synchronous write transaction. */
 typedef int (*admin_fn)(rls_db *db, void *arg, int64_t now);
@@ -93,15 +94,22 @@ struct block_arg {
     int set;
 };
 
+/* "forever" for 0, else the instant as ISO-8601 UTC: audit text. */
+static const char *until_text(int64_t ms, char *buf, size_t size)
+{
+    if (ms <= 0 || timefmt_format(ms, buf, size) < 0)
+        snprintf(buf, size, "forever");
+    return buf;
+}
+
 static void describe_block(char *buf, size_t size, int found, int64_t until,
                            const char *reason)
 {
+    char t[40];
     if (!found)
         snprintf(buf, size, "none");
-    else if (until == 0)
-        snprintf(buf, size, "blocked forever (%s)", reason);
     else
-        snprintf(buf, size, "blocked until %lld (%s)", (long long)until, reason);
+        snprintf(buf, size, "blocked until %s (%s)", until_text(until, t, sizeof t), reason);
 }
 
 static int block_fn(rls_db *db, void *p, int64_t now)
@@ -201,8 +209,9 @@ static int tier_fn(rls_db *db, void *p, int64_t now)
     rc = sqlite3_step(get);
     if (rc == SQLITE_ROW) {
         found = 1;
-        snprintf(before, sizeof before, "tier %s until %lld", sqlite3_column_text(get, 0),
-                 (long long)sqlite3_column_int64(get, 1));
+        char t[40];
+        snprintf(before, sizeof before, "tier %s until %s", sqlite3_column_text(get, 0),
+                 until_text(sqlite3_column_int64(get, 1), t, sizeof t));
     }
     sqlite3_reset(get);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE)
@@ -222,7 +231,9 @@ static int tier_fn(rls_db *db, void *p, int64_t now)
         sqlite3_bind_text(put, 3, a->tier, -1, SQLITE_STATIC);
         sqlite3_bind_int64(put, 4, a->until);
         sqlite3_bind_int64(put, 5, now);
-        snprintf(after, sizeof after, "tier %s until %lld", a->tier, (long long)a->until);
+        char t[40];
+        snprintf(after, sizeof after, "tier %s until %s", a->tier,
+                 until_text(a->until, t, sizeof t));
     }
     if ((rc = step_done(db, put, "cannot change assignment")))
         return rc;
@@ -322,9 +333,10 @@ static int override_fn(rls_db *db, void *p, int64_t now)
     rc = sqlite3_step(get);
     if (rc == SQLITE_ROW) {
         found = 1;
-        snprintf(before, sizeof before, "%s=%lld until %lld", a->name,
+        char t[40];
+        snprintf(before, sizeof before, "%s=%lld until %s", a->name,
                  (long long)sqlite3_column_int64(get, 0),
-                 (long long)sqlite3_column_int64(get, 1));
+                 until_text(sqlite3_column_int64(get, 1), t, sizeof t));
     }
     sqlite3_reset(get);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE)
@@ -338,8 +350,9 @@ static int override_fn(rls_db *db, void *p, int64_t now)
         sqlite3_bind_int64(put, 4, a->limit);
         sqlite3_bind_int64(put, 5, a->until);
         sqlite3_bind_int64(put, 6, now);
-        snprintf(after, sizeof after, "%s=%lld until %lld", a->name, (long long)a->limit,
-                 (long long)a->until);
+        char t[40];
+        snprintf(after, sizeof after, "%s=%lld until %s", a->name, (long long)a->limit,
+                 until_text(a->until, t, sizeof t));
     }
     if ((rc = step_done(db, put, "cannot change override")))
         return rc;
