@@ -357,6 +357,20 @@ RLS_EXTERN int rls_rules_get(rls_db *db, int64_t version, char **yaml, size_t *l
 RLS_EXTERN int rls_rules_rollback_at(rls_db *db, int64_t version, const char *comment,
                                      int64_t now_ms, int64_t *new_version);
 /*
+ * The rules of a version (0 = the active one), as the library understood
+ * them.  *tiers: name, unlimited, blocked, is_default (1 for the default
+ * tier).  *limits: one row per limit and tier that defines it: action,
+ * key_kind, tier ("" = the action's default limits), name, algorithm,
+ * limit, burst (as used: the limit when not given), window (as written,
+ * e.g. "1d"), window_ms, timezone, anchor ("aligned", "first_hit"), mode
+ * ("enforce", "shadow"), block_for (e.g. "1m,10m,1h"; "" none), overage,
+ * count_denied, durability ("normal", "full", "memory").  Either pointer
+ * may be NULL.
+ */
+RLS_EXTERN int rls_rules_describe(rls_db *db, int64_t version, rls_rows **tiers,
+                                  rls_rows **limits);
+
+/*
  * What applying yaml would do, without storing anything: validates it
  * (ECONFIG with the same message as rls_rules_apply) and lists the keys that
  * would be over a new or changed limit right now: action, key, limit,

@@ -8,6 +8,8 @@
 #include <string.h>
 #include "admin.h"
 #include "algo.h"
+#include "duration.h"
+#include "keynorm.h"
 #include "window.h"
 
 int rls_rules_versions(rls_db *db, rls_rows **out)
@@ -299,4 +301,120 @@ int rls_rules_dry_run_at(rls_db *db, const char *yaml, size_t len, const char *n
     }
     *over = out;
     return RLS_OK;
+}
+
+/* ---- describe ----------------------------------------------------------- */
+
+static const char *const durability_names[] = {"normal", "full", "memory"};
+
+static int put_limit(rls_rows *r, const rule_action *a, const char *tier, const rule_limit *l)
+{
+    char win[32], blocks[RULES_BLOCK_STEPS * 24] = "";
+    size_t len = 0;
+    duration_format(&l->window, win, sizeof win);
+    for (int i = 0; i < l->nblock_for; i++) {
+        rls_duration d = {l->block_for[i], DUR_FIXED};
+        char one[32];
+        duration_format(&d, one, sizeof one);
+        len += (size_t)snprintf(blocks + len, sizeof blocks - len, "%s%s", i ? "," : "", one);
+        if (len >= sizeof blocks)
+            break;
+    }
+    int row = rows_add(r);
+    return row < 0 || rows_put_str(r, row, "action", a->name) ||
+                   rows_put_str(r, row, "key_kind", key_kind_name(a->key_kind)) ||
+                   rows_put_str(r, row, "tier", tier) || rows_put_str(r, row, "name", l->name) ||
+                   rows_put_str(r, row, "algorithm", algo_name(l->algorithm)) ||
+                   rows_put_int(r, row, "limit", l->limit) ||
+                   rows_put_int(r, row, "burst", l->burst > 0 ? l->burst : l->limit) ||
+                   rows_put_str(r, row, "window", win) ||
+                   rows_put_int(r, row, "window_ms", l->window.ms) ||
+                   rows_put_str(r, row, "timezone", tz_name(l->tz)) ||
+                   rows_put_str(r, row, "anchor",
+                                l->anchor == ANCHOR_FIRST_HIT ? "first_hit" : "aligned") ||
+                   rows_put_str(r, row, "mode", l->mode == MODE_SHADOW ? "shadow" : "enforce") ||
+                   rows_put_str(r, row, "block_for", blocks) ||
+                   rows_put_int(r, row, "overage", l->overage_pct) ||
+                   rows_put_int(r, row, "count_denied", l->count_denied) ||
+                   rows_put_str(r, row, "durability", durability_names[l->durability])
+               ? -1 : 0;
+}
+
+static int describe(const ruleset *rs, rls_rows **tiers, rls_rows **limits)
+{
+    static const rows_col tcols[] = {
+        {"name", RLS_COL_TEXT}, {"unlimited", RLS_COL_INT}, {"blocked", RLS_COL_INT},
+        {"is_default", RLS_COL_INT},
+    };
+    static const rows_col lcols[] = {
+        {"action", RLS_COL_TEXT},   {"key_kind", RLS_COL_TEXT},  {"tier", RLS_COL_TEXT},
+        {"name", RLS_COL_TEXT},     {"algorithm", RLS_COL_TEXT}, {"limit", RLS_COL_INT},
+        {"burst", RLS_COL_INT},     {"window", RLS_COL_TEXT},    {"window_ms", RLS_COL_INT},
+        {"timezone", RLS_COL_TEXT}, {"anchor", RLS_COL_TEXT},    {"mode", RLS_COL_TEXT},
+        {"block_for", RLS_COL_TEXT}, {"overage", RLS_COL_INT},   {"count_denied", RLS_COL_INT},
+        {"durability", RLS_COL_TEXT},
+    };
+    if (tiers) {
+        rls_rows *t = rows_new(tcols, 4);
+        for (int i = 0; t && i < rs->ntiers; i++) {
+            const rule_tier *tr = &rs->tiers[i];
+            int row = rows_add(t);
+            if (row < 0 || rows_put_str(t, row, "name", tr->name) ||
+                rows_put_int(t, row, "unlimited", tr->unlimited) ||
+                rows_put_int(t, row, "blocked", tr->blocked) ||
+                rows_put_int(t, row, "is_default", strcmp(tr->name, rs->default_tier) == 0)) {
+                rls_rows_free(t);
+                t = NULL;
+            }
+        }
+        if (!t)
+            return -1;
+        *tiers = t;
+    }
+    if (limits) {
+        rls_rows *l = rows_new(lcols, (int)(sizeof lcols / sizeof lcols[0]));
+        for (int i = 0; l && i < rs->nactions; i++) {
+            const rule_action *a = &rs->actions[i];
+            for (int j = 0; l && j < a->nlimits; j++)
+                if (put_limit(l, a, "", &a->limits[j])) {
+                    rls_rows_free(l);
+                    l = NULL;
+                }
+            for (int t = 0; l && t < a->ntiers; t++)
+                for (int j = 0; l && j < a->tiers[t].nlimits; j++)
+                    if (put_limit(l, a, a->tiers[t].tier, &a->tiers[t].limits[j])) {
+                        rls_rows_free(l);
+                        l = NULL;
+                    }
+        }
+        if (!l) {
+            if (tiers) {
+                rls_rows_free(*tiers);
+                *tiers = NULL;
+            }
+            return -1;
+        }
+        *limits = l;
+    }
+    return 0;
+}
+
+int rls_rules_describe(rls_db *db, int64_t version, rls_rows **tiers, rls_rows **limits)
+{
+    char *yaml = NULL;
+    size_t len = 0;
+    ruleset *rs = NULL;
+    if (tiers)
+        *tiers = NULL;
+    if (limits)
+        *limits = NULL;
+    int rc = rls_rules_get(db, version, &yaml, &len);
+    if (rc)
+        return rc;
+    rc = rls__rules_parse(db, yaml, len, "stored rules", RLS_TIME_MIN, &rs);
+    free(yaml);
+    if (rc == RLS_OK && describe(rs, tiers, limits) != 0)
+        rc = rls__error(db, RLS_ENOMEM, "out of memory");
+    ruleset_free(rs);
+    return rc;
 }

@@ -68,10 +68,13 @@ tcase "rollback bad version" 2 --err-has "invalid version: 'latest'" -- --db db 
 
 # rules summary.
 tcase "rules summary" 0 --out-has "$(printf 'version\t3')" --out-has "$(printf 'tiers\tfree pro vip')" \
-    --out-has "$(printf 'actions\tsignup login')" \
-    --out-has "$(printf 'signup\tfree\tdaily\tfixed_window\t3\t3\t86400000')" \
-    --out-has "$(printf 'login\tfree\thourly\tsliding_log\t5\t5\t3600000')" -- --db db rules
-tcase "rules json" 0 --json 'assert d["version"]["version"] == 3 and d["tiers"] == ["free","pro","vip"] and [a["name"] for a in d["actions"]] == ["signup","login"] and [l["name"] for l in d["actions"][1]["limits"]] == ["burst","hourly"]' \
+    --out-has "$(printf 'actions\tlogin signup')" \
+    --out-has "$(printf 'signup\t*\tdaily\tfixed_window\t3\t3\t86400000')" \
+    --out-has "$(printf 'login\t*\thourly\tsliding_log\t5\t5\t3600000')" \
+    --out-has "$(printf 'signup\tpro\tdaily\tfixed_window\t10\t10\t86400000')" -- --db db rules
+tcase "rules json tiers" 0 --json 'assert d["actions"][1]["tiers"]["pro"][0]["limit"] == 10 and [t["name"] for t in d["tiers"] if t["unlimited"]] == ["vip"] and [t["name"] for t in d["tiers"] if t["is_default"]] == ["free"]' \
+    -- --db db rules --json
+tcase "rules json" 0 --json 'assert d["version"]["version"] == 3 and [t["name"] for t in d["tiers"]] == ["free","pro","vip"] and [a["name"] for a in d["actions"]] == ["login","signup"] and [l["name"] for l in d["actions"][0]["limits"]] == ["burst","hourly"] and d["actions"][0]["limits"][1]["algorithm"] == "sliding_log"' \
     -- --db db rules --json
 
 # Bad input: the stored rules stay exactly as they were.
