@@ -296,6 +296,31 @@ static void rows_accessors_are_safe(void **state)
     rls_free(NULL);
 }
 
+
+static void describe_lists_tiers_and_every_limit(void **state)
+{
+    itest *t = it_new(V1);
+    rls_rows *tiers = NULL, *lim = NULL;
+    assert_int_equal(rls_rules_describe(t->db, 0, &tiers, &lim), RLS_OK);
+    assert_int_equal(rls_rows_count(tiers), 2);
+    assert_string_equal(rls_rows_text(tiers, 0, col(tiers, "name")), "free");
+    assert_int_equal(rls_rows_int(tiers, 0, col(tiers, "is_default")), 1);
+    assert_int_equal(rls_rows_count(lim), 4);   /* api: rate, day, pro rate; login: burst */
+    int pro = -1;
+    for (int i = 0; i < rls_rows_count(lim); i++)
+        if (strcmp(rls_rows_text(lim, i, col(lim, "tier")), "pro") == 0)
+            pro = i;
+    assert_true(pro >= 0);
+    assert_string_equal(rls_rows_text(lim, pro, col(lim, "name")), "rate");
+    assert_int_equal(rls_rows_int(lim, pro, col(lim, "limit")), 10);
+    assert_string_equal(rls_rows_text(lim, pro, col(lim, "window")), "1h");  /* inherited */
+    rls_rows_free(tiers);
+    rls_rows_free(lim);
+    assert_int_equal(rls_rules_describe(t->db, 5, &tiers, NULL), RLS_ENOTFOUND);
+    assert_null(tiers);
+    it_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -309,6 +334,7 @@ int main(void)
         cmocka_unit_test(usage_sorts_filters_and_pages),
         cmocka_unit_test(doctor_reports_checks),
         cmocka_unit_test(rows_accessors_are_safe),
+        cmocka_unit_test(describe_lists_tiers_and_every_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
