@@ -35,9 +35,14 @@ LIB_OBJS     := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRCS) $(STORAGE_SRCS)) $(
 
 UNIT_SRCS    := $(sort $(wildcard tests/unit/test_*.c))
 INTEG_SRCS   := $(sort $(wildcard tests/integration/test_*.c))
-TEST_BINS    := $(patsubst tests/%.c,$(BUILD)/tests/%,$(UNIT_SRCS) $(INTEG_SRCS))
+REL_SRCS     := $(sort $(wildcard tests/reliability/test_*.c))
+TEST_BINS    := $(patsubst tests/%.c,$(BUILD)/tests/%,$(UNIT_SRCS) $(INTEG_SRCS) $(REL_SRCS))
 CLI_TESTS    := $(sort $(wildcard tests/cli/test_*.sh))
 DOC_TESTS    := $(sort $(wildcard tests/docs/test_*.sh))
+# Script suites of the reliability and fuzz work (each prints cmocka-style
+# summary lines, see tests/run_suites.sh).
+REL_TESTS    := $(sort $(wildcard tests/reliability/test_*.sh))
+FUZZ_TESTS   := $(sort $(wildcard tests/fuzz/test_*.sh))
 
 BENCH_SRCS   := $(sort $(wildcard bench/*.c))
 
@@ -46,7 +51,7 @@ TUI_SRCS     := $(sort $(wildcard tui/*.c))
 TOOLS        := $(if $(CLI_SRCS),$(BUILD)/rlctl) $(if $(TUI_SRCS),$(BUILD)/rltop)
 EXAMPLES     := $(BUILD)/examples/quickstart
 
-.PHONY: all deps test check-deps bench demo clean sanitize valgrind
+.PHONY: all deps test check-deps bench demo clean sanitize valgrind check stress fuzz
 all: deps $(BUILD)/librlstore.so $(BUILD)/librlstore.a $(TOOLS) $(EXAMPLES)
 
 # ---- dependencies ----------------------------------------------------------
@@ -90,16 +95,31 @@ $(BUILD)/examples/%: examples/%.c $(BUILD)/librlstore.so
 
 # ---- tests -----------------------------------------------------------------
 # Unit and integration suites link the static library so they can reach
-# internal (rls__/core) functions.
-$(BUILD)/tests/%: tests/%.c tests/testutil.h tests/integration/itest.h $(BUILD)/librlstore.a
+# internal (rls__/core) functions.  A suite that needs extra link flags
+# (e.g. -Wl,--wrap=malloc for allocation-failure loops) names them in a
+# file next to it: tests/<dir>/<name>.ldflags.
+$(BUILD)/tests/%: tests/%.c tests/testutil.h tests/integration/itest.h $(wildcard tests/*/*.h) $(BUILD)/librlstore.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -Itests $< -o $@ $(BUILD)/librlstore.a $(CMOCKA_LIBS) $(LDLIBS_ALL) $(LDFLAGS)
+	$(CC) $(CFLAGS_ALL) -Itests -Itests/integration $< -o $@ $(BUILD)/librlstore.a \
+	    $(shell cat tests/$*.ldflags 2>/dev/null) $(CMOCKA_LIBS) $(LDLIBS_ALL) $(LDFLAGS)
 
 test: all $(TEST_BINS) $(if $(CLI_TESTS),$(BUILD)/rlctl)
-	@BUILD=$(BUILD) sh tests/run_suites.sh $(TEST_BINS) $(CLI_TESTS) $(DOC_TESTS)
+	@BUILD=$(BUILD) sh tests/run_suites.sh $(TEST_BINS) $(CLI_TESTS) $(DOC_TESTS) $(REL_TESTS) $(FUZZ_TESTS)
 
 sanitize:
 	$(MAKE) SAN=1 test
+
+# Everything under ASan + UBSan, then the suites under valgrind memcheck.
+check:
+	$(MAKE) SAN=1 test
+	$(MAKE) valgrind
+
+# Long soak variants of the reliability suites, and long fuzzing runs.
+stress: all $(TEST_BINS)
+	@BUILD=$(BUILD) sh tests/reliability/stress.sh
+
+fuzz: all
+	@BUILD=$(BUILD) sh tests/fuzz/run.sh $(if $(FUZZ_SECONDS),$(FUZZ_SECONDS),60)
 
 # Every suite under memcheck except the multi-process one (its timing-based
 # kill loop means little at valgrind speed).
