@@ -20,12 +20,14 @@ static const col_spec usage_cols[] = {
     {"remaining", ">REMAINING", COL_INT},
     {"fraction_ppm", ">USE", COL_PPM},
     {"reset_ms", ">RESET", COL_DUR},
+    {"denied", ">DENIED", COL_INT},
     {"state", "STATE", COL_TEXT},
 };
 
 int cmd_usage(rlctl_ctx *ctx)
 {
-    static const char *const sorts[] = {"used", "key", "reset"};
+    static const char *const sorts[] = {"used", "key", "reset", "denied"};
+    static const int codes[] = {RLS_SORT_USED, RLS_SORT_KEY, RLS_SORT_RESET, RLS_SORT_DENIED};
     rls_usage_query q;
     rls_rows *rows = NULL;
     int64_t top;
@@ -41,12 +43,12 @@ int cmd_usage(rlctl_ctx *ctx)
     q.sort = RLS_SORT_USED;
     if (sort) {
         q.sort = -1;
-        for (int i = 0; i < 3; i++)
+        for (size_t i = 0; i < sizeof sorts / sizeof sorts[0]; i++)
             if (strcmp(sort, sorts[i]) == 0)
-                q.sort = i == 0 ? RLS_SORT_USED : i == 1 ? RLS_SORT_KEY : RLS_SORT_RESET;
+                q.sort = codes[i];
         if (q.sort < 0)
-            return fail_usage(ctx, "invalid value for --sort: '%s' (expected used, key or reset)",
-                              sort);
+            return fail_usage(ctx, "invalid value for --sort: '%s' (expected used, key, reset "
+                              "or denied)", sort);
     }
     if ((rc = db_open(ctx, 0)))
         return rc;

@@ -54,7 +54,7 @@ static const rlctl_opt usage_opts[] = {
     {"action", "ACTION", "only this action"},
     {"key", "SUBSTR", "only keys containing SUBSTR"},
     {"top", "N", "at most N rows (default 100)"},
-    {"sort", "used|key|reset", "order: most used first (default), by key, soonest reset"},
+    {"sort", "used|key|reset|denied", "order: most used first (default), by key, soonest reset, most denials"},
     {NULL, NULL, NULL},
 };
 static const rlctl_opt explain_opts[] = {

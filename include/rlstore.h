@@ -398,7 +398,9 @@ RLS_EXTERN int rls_reset_at(rls_db *db, const char *action, const char *key,
                             int64_t now_ms);
 
 /* ---- usage, explain, audit, stats ------------------------------------ */
-enum rls_usage_sort { RLS_SORT_USED = 0, RLS_SORT_KEY = 1, RLS_SORT_RESET = 2 };
+enum rls_usage_sort {
+    RLS_SORT_USED = 0, RLS_SORT_KEY = 1, RLS_SORT_RESET = 2, RLS_SORT_DENIED = 3
+};
 
 typedef struct rls_usage_query {
     size_t size;             /* sizeof(rls_usage_query); set by the caller */
@@ -414,8 +416,16 @@ typedef struct rls_usage_query {
  * see it at now_ms (nothing is charged): action, key, tier, rule, used,
  * limit, remaining, fraction_ppm (used / limit in millionths), reset_ms,
  * blocked (1/0), block_until_ms, state ("ok", "near" (>= 80 %), "limited",
- * "blocked", "shadow").  Sorted by fraction used (descending), key, or
- * soonest reset.
+ * "blocked", "shadow"), denied (denials counted for the key; written at
+ * most once a second per process).
+ *
+ * The work is bounded by offset + limit per action, not by the number of
+ * keys: the candidates are the keys under pressure (denied, or at least
+ * half used when last seen), the blocked keys and the first keys in key
+ * order.  Orders: RLS_SORT_USED blocked keys, then keys at 50 % or more by
+ * fraction used, then the rest by key; RLS_SORT_DENIED by denials, then by
+ * key; RLS_SORT_RESET blocked and >= 50 % keys by soonest reset, then by
+ * key; RLS_SORT_KEY by key.  offset <= 1000000.
  */
 RLS_EXTERN int rls_usage_at(rls_db *db, const rls_usage_query *q, int64_t now_ms,
                             rls_rows **out);

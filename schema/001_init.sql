@@ -112,6 +112,23 @@ CREATE TABLE rls_stats_total(
     denied  INTEGER NOT NULL
 ) WITHOUT ROWID;
 
+-- Keys under pressure: a key's denials and the fraction of its most
+-- pressing limit in use (millionths) when last seen at 50 % or more.
+-- Counted in process, written with the stats at most once a second; rows
+-- not seen for a day are collected.  Lets usage listings start from the
+-- keys that matter without peeking at every key.
+CREATE TABLE rls_key_stats(
+    action         TEXT    NOT NULL,
+    key            BLOB    NOT NULL,
+    denied         INTEGER NOT NULL DEFAULT 0,
+    last_denied_ms INTEGER NOT NULL DEFAULT 0,
+    ppm            INTEGER NOT NULL DEFAULT 0,
+    seen_ms        INTEGER NOT NULL,
+    PRIMARY KEY (action, key)
+) WITHOUT ROWID;
+CREATE INDEX rls_key_stats_ppm ON rls_key_stats(action, ppm);
+CREATE INDEX rls_key_stats_denied ON rls_key_stats(action, denied);
+
 -- Every admin change, written in the same transaction as the change.
 CREATE TABLE rls_audit(
     id      INTEGER PRIMARY KEY,

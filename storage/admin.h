@@ -31,12 +31,24 @@
     XX(STATS_TOTALS, "SELECT action, allowed, denied FROM rls_stats_total ORDER BY action") \
     XX(STATE_DEL_KEY, "DELETE FROM rls_state WHERE lid = ?1 AND key = ?2")    \
     XX(STATE_SCAN_LID, "SELECT key, alg, a, b, c, last_ms, exp_ms, log FROM rls_state WHERE lid = ?1") \
-    XX(USAGE_KEYS, "SELECT CAST(key AS TEXT) FROM rls_state"                   \
-       " WHERE lid IN (SELECT lid FROM rls_limits WHERE action = ?1)"          \
-       " AND (?2 IS NULL OR instr(key, CAST(?2 AS BLOB)) > 0)"                 \
-       " UNION SELECT CAST(key AS TEXT) FROM rls_blocks WHERE action IN (?1, '')" \
-       " AND (until_ms = 0 OR until_ms > ?3)"                                   \
-       " AND (?2 IS NULL OR instr(key, CAST(?2 AS BLOB)) > 0)")                 \
+    /* usage candidates (admin_usage.c): ?1 action, ?2 key substring or
+     * NULL, ?3 now, ?4 how many */                                           \
+    XX(USAGE_HOT, "SELECT CAST(key AS TEXT) FROM rls_key_stats"              \
+       " WHERE action = ?1 AND seen_ms >= ?3 - 86400000"                      \
+       " AND (?2 IS NULL OR instr(key, CAST(?2 AS BLOB)) > 0)"                \
+       " ORDER BY ppm DESC LIMIT ?4")                                         \
+    XX(USAGE_DENIED, "SELECT CAST(key AS TEXT) FROM rls_key_stats"           \
+       " WHERE action = ?1 AND denied > 0"                                    \
+       " AND (?2 IS NULL OR instr(key, CAST(?2 AS BLOB)) > 0)"                \
+       " ORDER BY denied DESC LIMIT ?4")                                      \
+    XX(USAGE_BLOCKED, "SELECT CAST(key AS TEXT) FROM rls_blocks"             \
+       " WHERE action IN (?1, '') AND (until_ms = 0 OR until_ms > ?3)"        \
+       " AND (?2 IS NULL OR instr(key, CAST(?2 AS BLOB)) > 0) LIMIT ?4")      \
+    XX(USAGE_KEYS, "SELECT DISTINCT CAST(key AS TEXT) FROM rls_state"         \
+       " WHERE lid IN (SELECT lid FROM rls_limits WHERE action = ?1)"         \
+       " AND (?2 IS NULL OR instr(key, CAST(?2 AS BLOB)) > 0)"                \
+       " AND ?3 IS NOT NULL ORDER BY key LIMIT ?4")                           \
+    XX(USAGE_DENIALS, "SELECT denied FROM rls_key_stats WHERE action = ?1 AND key = CAST(?2 AS BLOB)") \
     XX(BLOCK_REASON, "SELECT reason FROM rls_blocks WHERE key = ?1 AND action IN (?2, '')" \
        " AND (until_ms = 0 OR until_ms > ?3) ORDER BY action DESC LIMIT 1")
 
@@ -57,6 +69,12 @@ void rls__astmt_finalize_all(rls_db *db);
  */
 int rls__rows_from_stmt(rls_db *db, sqlite3_stmt *st, const rows_col *cols, int ncols,
                         rls_rows **out);
+
+/* Inside a read transaction: loads (action, key) into ctx (key as given,
+ * or already normalised) and decides a peek of cost 1 into *res. */
+struct key_ctx;
+int rls__peek_key(rls_db *db, struct key_ctx *ctx, const char *action, const char *key,
+                  int normalised, int64_t now, rls_result *res);
 
 /* Starts a read transaction for a listing; rls__commit ends it. */
 int rls__admin_begin_read(rls_db *db);

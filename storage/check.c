@@ -121,8 +121,8 @@ static int add_reservation(rls_db *db, key_ctx *ctx, int64_t cost, int64_t now,
 static void housekeeping(rls_db *db, int64_t now)
 {
     int gc = ++db->writes_since_gc >= GC_EVERY_WRITES;
-    int stats = db->nstats > 0 && (now - db->stats_flushed_ms >= 1000 ||
-                                   now < db->stats_flushed_ms);
+    int stats = (db->nstats > 0 || rls__keystat_pending(db)) &&
+                (now - db->stats_flushed_ms >= 1000 || now < db->stats_flushed_ms);
     int64_t real;
     if (!gc && !stats)
         return;
@@ -267,6 +267,7 @@ static int check_tx_body(rls_db *db, key_ctx *ctx, const char *action, const cha
     }
     if (charge) {
         rls__stats_count(db, ctx->act->name, now, res->allowed);
+        rls__keystat_note(db, ctx->act->name, ctx->key, ctx->keylen, res, now);
         housekeeping(db, now);
     }
     db->in_check = 0;

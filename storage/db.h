@@ -78,6 +78,13 @@
     XX(GC_CURSOR, "SELECT gc_lid, gc_key FROM rls_meta WHERE id = 1")        \
     XX(GC_META_SET, "UPDATE rls_meta SET gc_lid = ?1, gc_key = ?2, gc_horizon = max(gc_horizon, ?3) WHERE id = 1") \
     XX(GC_STATS, "DELETE FROM rls_stats WHERE sec < ?1")                     \
+    XX(GC_KEY_STATS, "DELETE FROM rls_key_stats WHERE seen_ms < ?1")          \
+    XX(KEY_STATS_ADD,                                                         \
+       "INSERT INTO rls_key_stats(action, key, denied, last_denied_ms, ppm, seen_ms)" \
+       " VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(action, key) DO UPDATE SET" \
+       " denied = denied + excluded.denied,"                                  \
+       " last_denied_ms = max(last_denied_ms, excluded.last_denied_ms),"     \
+       " ppm = excluded.ppm, seen_ms = max(seen_ms, excluded.seen_ms)")      \
     XX(GC_BLOCKS, "DELETE FROM rls_blocks WHERE until_ms <> 0 AND until_ms <= ?1 AND forget_ms <= ?1") \
     XX(GC_ASSIGN, "DELETE FROM rls_assignments WHERE kind = 0 AND expires_ms <> 0 AND expires_ms <= ?1") \
     XX(GC_OVERRIDES, "DELETE FROM rls_overrides WHERE expires_ms <> 0 AND expires_ms <= ?1") \
@@ -167,6 +174,8 @@ struct rls_db {
 
     stat_acc *stats;
     int nstats, capstats;
+    struct key_acc *kacc;          /* keys under pressure (keystats.c) */
+    int nkacc;
     int64_t stats_flushed_ms;
     uint32_t writes_since_gc;
     int64_t gc_misc_ms;            /* last sweep of blocks/assignments/stats */
@@ -222,6 +231,15 @@ void rls__cache_free(rls_db *db);
 void rls__stats_count(rls_db *db, const char *action, int64_t now, int allowed);
 int rls__stats_flush(rls_db *db, int64_t now, int force);
 int rls__gc_step(rls_db *db, int64_t now, int max_rows, int64_t *deleted);
+
+/* ---- keystats.c ------------------------------------------------------ */
+/* Notes a check of (action, key) with its result: denials and a deciding
+ * limit at 50 % or more are remembered until the next flush. */
+void rls__keystat_note(rls_db *db, const char *action, const char *key, size_t keylen,
+                       const rls_result *res, int64_t now);
+int rls__keystat_pending(const rls_db *db);
+int rls__keystat_flush(rls_db *db);
+void rls__keystat_free(rls_db *db);
 
 /* ---- wal.c ------------------------------------------------------------ */
 int rls__wal_setup(rls_db *db);               /* hook and limits, at connect */

@@ -17,6 +17,7 @@
 #include "db.h"
 
 #define STATS_KEEP_MS (3600 * 1000LL)
+#define KEY_STATS_KEEP_MS (86400 * 1000LL)  /* keys under pressure, unseen for a day */
 #define MISC_EVERY_MS (60 * 1000LL)
 #define RESERVATIONS_PER_STEP 16
 
@@ -49,9 +50,12 @@ void rls__stats_count(rls_db *db, const char *action, int64_t now, int allowed)
 
 int rls__stats_flush(rls_db *db, int64_t now, int force)
 {
-    if (db->nstats == 0 || (!force && now - db->stats_flushed_ms < 1000 &&
-                            now >= db->stats_flushed_ms))
+    if ((db->nstats == 0 && !rls__keystat_pending(db)) ||
+        (!force && now - db->stats_flushed_ms < 1000 && now >= db->stats_flushed_ms))
         return RLS_OK;
+    int krc = rls__keystat_flush(db);
+    if (krc)
+        return krc;
     sqlite3_stmt *add = rls__stmt(db, STMT_STATS_ADD);
     sqlite3_stmt *tot = rls__stmt(db, STMT_STATS_TOTAL_ADD);
     if (!add || !tot)
@@ -238,7 +242,8 @@ int rls__gc_step(rls_db *db, int64_t now, int max_rows, int64_t *deleted)
         if ((rc = exec_time(db, STMT_GC_BLOCKS, now)) ||
             (rc = exec_time(db, STMT_GC_OVERRIDES, now)) ||
             (rc = exec_time(db, STMT_GC_ASSIGN, now)) ||
-            (rc = exec_time(db, STMT_GC_STATS, now / 1000 - STATS_KEEP_MS / 1000)))
+            (rc = exec_time(db, STMT_GC_STATS, now / 1000 - STATS_KEEP_MS / 1000)) ||
+            (rc = exec_time(db, STMT_GC_KEY_STATS, now - KEY_STATS_KEEP_MS)))
             return rc;
         db->gc_misc_ms = now;
     }

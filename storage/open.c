@@ -421,7 +421,7 @@ void rls_close(rls_db *db)
     if (!db)
         return;
     if (db->pid == getpid()) {
-        if (db->sql && !db->in_tx && db->nstats > 0) {
+        if (db->sql && !db->in_tx && (db->nstats > 0 || rls__keystat_pending(db))) {
             int64_t now;
             if (rls__now(&now) == RLS_OK && rls__begin(db, 1) == RLS_OK) {
                 if (rls__stats_flush(db, now, 1) == RLS_OK)
@@ -439,6 +439,7 @@ void rls_close(rls_db *db)
         rls__wal_close(db);
     }
     rls__cache_free(db);
+    rls__keystat_free(db);
     free(db->stats);
     free(db->path);
     free(db);
@@ -463,6 +464,7 @@ int rls__db_usable(rls_db *db)
     rls__wal_close(db);  /* the inherited descriptor shares the parent's lock */
     db->in_tx = 0;
     db->nstats = 0;
+    rls__keystat_free(db);  /* the parent flushes its own */
     db->rules_gen = -1;
     db->meta_dv_ok = 0;
     db->pid = getpid();

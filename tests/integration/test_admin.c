@@ -321,6 +321,44 @@ static void describe_lists_tiers_and_every_limit(void **state)
     it_free(t);
 }
 
+
+static void usage_by_denials_and_bounded_pages(void **state)
+{
+    itest *t = it_new(V1);
+    rls_rows *r = NULL;
+    char key[32];
+    rls_usage_query q = {sizeof q, "api", NULL, RLS_SORT_DENIED, 0, 3};
+    for (int i = 0; i < 300; i++) {   /* 300 quiet keys */
+        snprintf(key, sizeof key, "k%03d", i);
+        it_check(t, "api", key, 1, T0, NULL);
+    }
+    it_admit_n(t, "api", "zz-noisy", 9, T0);   /* 5 allowed, 4 denied */
+    it_admit_n(t, "api", "zz-quiet", 7, T0);   /* 2 denied */
+    it_check(t, "api", "flush", 1, T0 + 2000, NULL);   /* stats written */
+    assert_int_equal(rls_usage_at(t->db, &q, T0 + 2000, &r), RLS_OK);
+    assert_int_equal(rls_rows_count(r), 3);
+    assert_string_equal(rls_rows_text(r, 0, col(r, "key")), "zz-noisy");
+    assert_int_equal(rls_rows_int(r, 0, col(r, "denied")), 4);
+    assert_string_equal(rls_rows_text(r, 1, col(r, "key")), "zz-quiet");
+    assert_int_equal(rls_rows_int(r, 1, col(r, "denied")), 2);
+    assert_string_equal(rls_rows_text(r, 2, col(r, "key")), "flush");   /* then by key */
+    rls_rows_free(r);
+    /* most used: the two limited keys first although they sort last by key */
+    q.sort = RLS_SORT_USED;
+    assert_int_equal(rls_usage_at(t->db, &q, T0 + 2000, &r), RLS_OK);
+    assert_string_equal(rls_rows_text(r, 0, col(r, "key")), "zz-noisy");
+    assert_string_equal(rls_rows_text(r, 1, col(r, "key")), "zz-quiet");
+    assert_string_equal(rls_rows_text(r, 2, col(r, "key")), "flush");
+    rls_rows_free(r);
+    q.sort = RLS_SORT_KEY;
+    q.offset = 100;
+    assert_int_equal(rls_usage_at(t->db, &q, T0 + 2000, &r), RLS_OK);
+    assert_int_equal(rls_rows_count(r), 3);
+    assert_string_equal(rls_rows_text(r, 0, col(r, "key")), "k099");   /* 'flush' sorts first */
+    rls_rows_free(r);
+    it_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -335,6 +373,7 @@ int main(void)
         cmocka_unit_test(doctor_reports_checks),
         cmocka_unit_test(rows_accessors_are_safe),
         cmocka_unit_test(describe_lists_tiers_and_every_limit),
+        cmocka_unit_test(usage_by_denials_and_bounded_pages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
