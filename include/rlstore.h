@@ -78,7 +78,8 @@ RLS_EXTERN const char *rls_version_string(void);
     XX(ENORULES, "no rules have been applied to this database")             \
     XX(EEXPIRED, "reservation expired and was refunded")                    \
     XX(EMISUSE, "library misused: handle not usable")                       \
-    XX(EUNSAFE, "database contains objects rlstore did not create")
+    XX(EUNSAFE, "database contains objects rlstore did not create")           \
+    XX(ECONFLICT, "the rules changed since the version the change was based on")
 
 typedef enum rls_errno {
 #define RLS__ERR_ENUM(name, text) RLS_##name,
@@ -285,6 +286,12 @@ RLS_EXTERN int rls_rules_apply(rls_db *db, const char *yaml, size_t len,
 RLS_EXTERN int rls_rules_apply_at(rls_db *db, const char *yaml, size_t len,
                                   const char *name, const char *comment,
                                   int64_t now_ms, int64_t *version);
+/* As rls_rules_apply_at, but only if version `expect` (0 = none yet) is
+ * still the active one; otherwise RLS_ECONFLICT and nothing is stored.
+ * For editors that read the rules, change them and write them back. */
+RLS_EXTERN int rls_rules_apply_if_at(rls_db *db, const char *yaml, size_t len,
+                                     const char *name, const char *comment,
+                                     int64_t expect, int64_t now_ms, int64_t *version);
 
 /* ---- per-key policy ---------------------------------------------------
  * Minimal setters used by tools and tests; each is audited.
@@ -301,6 +308,12 @@ RLS_EXTERN int rls_block_unset_at(rls_db *db, const char *action,
 RLS_EXTERN int rls_tier_set_at(rls_db *db, const char *key, const char *tier,
                                int64_t until_ms, int64_t now_ms);
 RLS_EXTERN int rls_tier_unset_at(rls_db *db, const char *key, int64_t now_ms);
+/* The same for one action (NULL or "" = every action, as above); an exact
+ * key for one action is normalised for it. */
+RLS_EXTERN int rls_tier_assign_at(rls_db *db, const char *action, const char *key,
+                                  const char *tier, int64_t until_ms, int64_t now_ms);
+RLS_EXTERN int rls_tier_unassign_at(rls_db *db, const char *action, const char *key,
+                                    int64_t now_ms);
 /* Replaces the capacity of one limit of an action for one key. */
 RLS_EXTERN int rls_override_set_at(rls_db *db, const char *action,
                                    const char *key, const char *limit_name,

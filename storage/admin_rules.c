@@ -119,7 +119,7 @@ int rls_rules_rollback_at(rls_db *db, int64_t version, const char *comment, int6
     snprintf(source, sizeof source, "rollback to version %lld", (long long)version);
     rc = rls__rules_parse(db, yaml, len, source, now_ms, &rs);
     if (rc == RLS_OK)
-        rc = rls__rules_store(db, yaml, len, rs, source, comment, "rules.rollback", now_ms,
+        rc = rls__rules_store(db, yaml, len, rs, source, comment, "rules.rollback", -1, now_ms,
                               new_version);
     ruleset_free(rs);
     free(yaml);

@@ -176,8 +176,6 @@ static int add_row(rls_db *db, key_ctx *ctx, const char *action, char *key, int6
     u->reset_ms = res.reset_ms;
     u->blocked = ctx->block.active || ctx->behaviour == TIER_BLOCKED;
     u->block_until = ctx->block.active ? ctx->block.until_ms : 0;
-    if (u->blocked)
-        u->ppm = 1000000;
     u->state = state_of(&res, ctx, u->ppm);
     u->denied = denials(db, action, key);
     return RLS_OK;

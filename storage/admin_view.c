@@ -34,9 +34,16 @@ int rls__peek_key(rls_db *db, key_ctx *ctx, const char *action, const char *key,
     if (decide_check(ctx->items, ctx->n, ctx->behaviour, now, db->gc_horizon, 1, 0, res,
                      &dout) != 0)
         return rls__error(db, RLS_ECONFIG, "action '%s' has a limit the engine refuses", action);
-    if (ctx->block.active || ctx->behaviour == TIER_BLOCKED)
+    if (ctx->block.active || ctx->behaviour == TIER_BLOCKED) {
+        /* Denied by the block, but the counters still tell how much of the
+         * deciding limit is in use: keep those figures. */
+        int64_t limit = res->limit, remaining = res->remaining, window = res->window_ms;
         decide_blocked(res, now, ctx->block.active ? ctx->block.until_ms : 0,
                        ctx->block.active ? ctx->block.rule : "");
+        res->limit = limit;
+        res->remaining = remaining;
+        res->window_ms = window;
+    }
     return RLS_OK;
 }
 

@@ -103,8 +103,8 @@ int rls__rules_parse(rls_db *db, const char *yaml, size_t len, const char *name,
 }
 
 int rls__rules_store(rls_db *db, const char *yaml, size_t len, const ruleset *rs,
-                     const char *name, const char *comment, const char *op, int64_t now_ms,
-                     int64_t *version)
+                     const char *name, const char *comment, const char *op, int64_t expect,
+                     int64_t now_ms, int64_t *version)
 {
     char before[64], after[64];
     int64_t v = 0;
@@ -114,8 +114,11 @@ int rls__rules_store(rls_db *db, const char *yaml, size_t len, const ruleset *rs
         return rls__error(db, RLS_EREADONLY, "'%s' is opened read-only", db->path);
     sqlite3_exec(db->sql, "PRAGMA synchronous = FULL", NULL, NULL, NULL);
     if ((rc = rls__begin(db, 1)) == RLS_OK) {
-        if ((rc = rls__cache_refresh(db)) == RLS_OK &&
-            (rc = register_limits(db, rs)) == RLS_OK) {
+        if ((rc = rls__cache_refresh(db)) == RLS_OK && expect >= 0 &&
+            db->active_version != expect)
+            rc = rls__error(db, RLS_ECONFLICT, "the active rules are version %lld, not %lld",
+                            (long long)db->active_version, (long long)expect);
+        if (rc == RLS_OK && (rc = register_limits(db, rs)) == RLS_OK) {
             snprintf(before, sizeof before, "version %lld", (long long)db->active_version);
             rc = store_version(db, yaml, len, name, comment, now_ms, &v);
         }
@@ -141,7 +144,23 @@ int rls_rules_apply_at(rls_db *db, const char *yaml, size_t len, const char *nam
     ruleset *rs = NULL;
     int rc = rls__rules_parse(db, yaml, len, name, now_ms, &rs);
     if (rc == RLS_OK)
-        rc = rls__rules_store(db, yaml, len, rs, name, comment, "rules.apply", now_ms, version);
+        rc = rls__rules_store(db, yaml, len, rs, name, comment, "rules.apply", -1, now_ms,
+                              version);
+    ruleset_free(rs);
+    return rc;
+}
+
+int rls_rules_apply_if_at(rls_db *db, const char *yaml, size_t len, const char *name,
+                          const char *comment, int64_t expect, int64_t now_ms, int64_t *version)
+{
+    ruleset *rs = NULL;
+    if (expect < 0)
+        return db ? rls__error(db, RLS_EINVAL, "expected version %lld is invalid",
+                               (long long)expect) : RLS_EINVAL;
+    int rc = rls__rules_parse(db, yaml, len, name, now_ms, &rs);
+    if (rc == RLS_OK)
+        rc = rls__rules_store(db, yaml, len, rs, name, comment, "rules.apply", expect, now_ms,
+                              version);
     ruleset_free(rs);
     return rc;
 }

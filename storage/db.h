@@ -107,13 +107,13 @@
        " until_ms = excluded.until_ms, kind = 0, level = 0, forget_ms = 0, rule = ''," \
        " reason = excluded.reason, os_user = excluded.os_user, created_ms = excluded.created_ms") \
     XX(BLOCK_DEL, "DELETE FROM rls_blocks WHERE key = ?1 AND action = ?2")   \
-    XX(ASSIGN_GET_ONE, "SELECT tier, expires_ms FROM rls_assignments WHERE pattern = ?1 AND action = ''") \
+    XX(ASSIGN_GET_ONE, "SELECT tier, expires_ms FROM rls_assignments WHERE pattern = ?1 AND action = ?2") \
     XX(ASSIGN_SET,                                                            \
        "INSERT INTO rls_assignments(pattern, action, kind, tier, expires_ms, created_ms)" \
-       " VALUES (?1, '', ?2, ?3, ?4, ?5) ON CONFLICT(pattern, action) DO UPDATE SET" \
+       " VALUES (?1, ?6, ?2, ?3, ?4, ?5) ON CONFLICT(pattern, action) DO UPDATE SET" \
        " kind = excluded.kind, tier = excluded.tier, expires_ms = excluded.expires_ms," \
        " created_ms = excluded.created_ms")                                   \
-    XX(ASSIGN_DEL, "DELETE FROM rls_assignments WHERE pattern = ?1 AND action = ''") \
+    XX(ASSIGN_DEL, "DELETE FROM rls_assignments WHERE pattern = ?1 AND action = ?6") \
     XX(OVERRIDE_GET_ONE, "SELECT lim, expires_ms FROM rls_overrides WHERE key = ?1 AND action = ?2 AND limit_name = ?3") \
     XX(OVERRIDE_SET,                                                          \
        "INSERT INTO rls_overrides(key, action, limit_name, lim, expires_ms, created_ms)" \
@@ -214,10 +214,11 @@ int rls__audit(rls_db *db, int64_t now, const char *op, const char *action,
 /* Validates a rule file (ECONFIG naming file:line:col). */
 int rls__rules_parse(rls_db *db, const char *yaml, size_t len, const char *name,
                      int64_t now_ms, ruleset **out);
-/* Stores it as the new active version, audited as `op`. */
+/* Stores it as the new active version, audited as `op`; with expect >= 0
+ * only if that version is still active (else ECONFLICT). */
 int rls__rules_store(rls_db *db, const char *yaml, size_t len, const ruleset *rs,
-                     const char *name, const char *comment, const char *op, int64_t now_ms,
-                     int64_t *version);
+                     const char *name, const char *comment, const char *op, int64_t expect,
+                     int64_t now_ms, int64_t *version);
 
 /* ---- cache.c --------------------------------------------------------- */
 int rls__cache_refresh(rls_db *db);           /* inside a transaction */

@@ -191,7 +191,7 @@ int rls_block_unset_at(rls_db *db, const char *action, const char *key, int64_t 
 /* ---- tier assignments -------------------------------------------------- */
 
 struct tier_arg {
-    const char *key, *tier;
+    const char *action, *key, *tier;   /* action "" = every action */
     int64_t until;
     int kind;
 };
@@ -201,11 +201,23 @@ static int tier_fn(rls_db *db, void *p, int64_t now)
     struct tier_arg *a = p;
     sqlite3_stmt *get = rls__stmt(db, STMT_ASSIGN_GET_ONE);
     sqlite3_stmt *put = rls__stmt(db, a->tier ? STMT_ASSIGN_SET : STMT_ASSIGN_DEL);
-    char before[128] = "none", after[128] = "none";
+    char before[128] = "none", after[128] = "none", nk[RLS_KEY_MAX_LIMIT + 64];
     int rc, found = 0;
     if (!get || !put)
         return rls__stmt_failed(db);
+    if (a->action[0] && a->kind == PAT_EXACT) {
+        /* an exact key for one action is stored as that action's checks see it */
+        if ((rc = norm_key(db, a->action, a->key, nk, sizeof nk)))
+            return rc;
+        a->key = nk;
+    } else if (a->action[0] && (rc = rls__cache_refresh(db)) == RLS_OK &&
+               (!db->rules || !ruleset_action(db->rules, a->action))) {
+        return rls__error(db, RLS_ENOACTION, "action '%s' is not defined", a->action);
+    } else if (rc) {
+        return rc;
+    }
     sqlite3_bind_blob(get, 1, a->key, (int)strlen(a->key), SQLITE_STATIC);
+    sqlite3_bind_text(get, 2, a->action, -1, SQLITE_STATIC);
     rc = sqlite3_step(get);
     if (rc == SQLITE_ROW) {
         found = 1;
@@ -226,6 +238,7 @@ static int tier_fn(rls_db *db, void *p, int64_t now)
                               a->tier);
     }
     sqlite3_bind_blob(put, 1, a->key, (int)strlen(a->key), SQLITE_STATIC);
+    sqlite3_bind_text(put, 6, a->action, -1, SQLITE_STATIC);
     if (a->tier) {
         sqlite3_bind_int(put, 2, a->kind);
         sqlite3_bind_text(put, 3, a->tier, -1, SQLITE_STATIC);
@@ -239,12 +252,12 @@ static int tier_fn(rls_db *db, void *p, int64_t now)
         return rc;
     if (a->kind != PAT_EXACT && (rc = rls__exec_simple(db, STMT_META_BUMP)))
         return rc;
-    return rls__audit(db, now, a->tier ? "tier.set" : "tier.unset", "", a->key, before,
+    return rls__audit(db, now, a->tier ? "tier.set" : "tier.unset", a->action, a->key, before,
                       after, "");
 }
 
-static int tier_common(rls_db *db, const char *key, const char *tier, int64_t until,
-                       int64_t now)
+static int tier_common(rls_db *db, const char *action, const char *key, const char *tier,
+                       int64_t until, int64_t now)
 {
     key_pattern pat;
     const char *why = "";
@@ -252,14 +265,28 @@ static int tier_common(rls_db *db, const char *key, const char *tier, int64_t un
     if (rc)
         return rc;
     db->errmsg[0] = '\0';
-    if ((rc = check_key(db, key)) || (tier && (rc = check_name(db, "tier", tier, 0))))
+    if ((rc = check_name(db, "action", action, 1)) || (rc = check_key(db, key)) ||
+        (tier && (rc = check_name(db, "tier", tier, 0))))
         return rc;
     if (key_pattern_parse(key, &pat, &why) != 0)
         return rls__error(db, RLS_EKEY, "'%s' is not a valid key or pattern: %s", key, why);
     if (until < 0 || until > RLS_TIME_MAX)
         return rls__error(db, RLS_ETIME, "expiry %lld is out of range", (long long)until);
-    struct tier_arg a = {key, tier, until, pat.kind};
+    struct tier_arg a = {action ? action : "", key, tier, until, pat.kind};
     return admin_tx(db, now, tier_fn, &a);
+}
+
+int rls_tier_assign_at(rls_db *db, const char *action, const char *key, const char *tier,
+                       int64_t until_ms, int64_t now_ms)
+{
+    if (db && !tier)
+        return rls__error(db, RLS_EINVAL, "tier is NULL");
+    return tier_common(db, action, key, tier, until_ms, now_ms);
+}
+
+int rls_tier_unassign_at(rls_db *db, const char *action, const char *key, int64_t now_ms)
+{
+    return tier_common(db, action, key, NULL, 0, now_ms);
 }
 
 int rls_tier_set_at(rls_db *db, const char *key, const char *tier, int64_t until_ms,
@@ -267,12 +294,12 @@ int rls_tier_set_at(rls_db *db, const char *key, const char *tier, int64_t until
 {
     if (db && !tier)
         return rls__error(db, RLS_EINVAL, "tier is NULL");
-    return tier_common(db, key, tier, until_ms, now_ms);
+    return tier_common(db, NULL, key, tier, until_ms, now_ms);
 }
 
 int rls_tier_unset_at(rls_db *db, const char *key, int64_t now_ms)
 {
-    return tier_common(db, key, NULL, 0, now_ms);
+    return tier_common(db, NULL, key, NULL, 0, now_ms);
 }
 
 /* ---- overrides --------------------------------------------------------- */

@@ -359,6 +359,58 @@ static void usage_by_denials_and_bounded_pages(void **state)
     it_free(t);
 }
 
+
+static void apply_if_refuses_a_stale_base(void **state)
+{
+    itest *t = it_new(V1);
+    int64_t v = 0;
+    assert_int_equal(rls_rules_apply_if_at(t->db, V2, strlen(V2), "v2", NULL, 1, T0, &v), RLS_OK);
+    assert_int_equal(v, 2);
+    /* an editor that read version 1 must not overwrite version 2 */
+    assert_int_equal(rls_rules_apply_if_at(t->db, V1, strlen(V1), "v1", NULL, 1, T0, &v),
+                     RLS_ECONFLICT);
+    assert_int_equal(it_sql_int(t->path, "SELECT active_version FROM rls_meta"), 2);
+    assert_int_equal(it_sql_int(t->path, "SELECT count(*) FROM rls_rulesets"), 2);
+    assert_string_equal(rls_errname(RLS_ECONFLICT), "ECONFLICT");
+    it_free(t);
+}
+
+static void tier_assignment_for_one_action(void **state)
+{
+    itest *t = it_new(V1);
+    rls_rows *r = NULL;
+    assert_int_equal(rls_tier_assign_at(t->db, "api", "k", "pro", 0, T0), RLS_OK);
+    assert_int_equal(it_admit_n(t, "api", "k", 12, T0), 10);      /* pro on api */
+    assert_int_equal(it_admit_n(t, "login", "k", 5, T0), 3);      /* default elsewhere */
+    assert_int_equal(rls_tier_list_at(t->db, T0, &r), RLS_OK);
+    int found = 0;
+    for (int i = 0; i < rls_rows_count(r); i++)
+        found += strcmp(rls_rows_text(r, i, col(r, "pattern")), "k") == 0 &&
+                 strcmp(rls_rows_text(r, i, col(r, "action")), "api") == 0;
+    assert_int_equal(found, 1);
+    rls_rows_free(r);
+    assert_int_equal(rls_tier_unassign_at(t->db, "api", "k", T0), RLS_OK);
+    assert_int_equal(rls_tier_unassign_at(t->db, "api", "k", T0), RLS_ENOTFOUND);
+    assert_int_equal(rls_tier_assign_at(t->db, "nope", "k", "pro", 0, T0), RLS_ENOACTION);
+    it_free(t);
+}
+
+static void blocked_usage_rows_keep_their_counters(void **state)
+{
+    itest *t = it_new(V1);
+    rls_rows *r = NULL;
+    rls_usage_query q = {sizeof q, "api", NULL, RLS_SORT_USED, 0, 10};
+    it_admit_n(t, "api", "b", 2, T0);
+    assert_int_equal(rls_block_set_at(t->db, "api", "b", 0, "x", T0), RLS_OK);
+    assert_int_equal(rls_usage_at(t->db, &q, T0, &r), RLS_OK);
+    assert_int_equal(rls_rows_int(r, 0, col(r, "blocked")), 1);
+    assert_int_equal(rls_rows_int(r, 0, col(r, "used")), 2);
+    assert_int_equal(rls_rows_int(r, 0, col(r, "limit")), 5);
+    assert_string_equal(rls_rows_text(r, 0, col(r, "state")), "blocked");
+    rls_rows_free(r);
+    it_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -374,6 +426,9 @@ int main(void)
         cmocka_unit_test(rows_accessors_are_safe),
         cmocka_unit_test(describe_lists_tiers_and_every_limit),
         cmocka_unit_test(usage_by_denials_and_bounded_pages),
+        cmocka_unit_test(apply_if_refuses_a_stale_base),
+        cmocka_unit_test(tier_assignment_for_one_action),
+        cmocka_unit_test(blocked_usage_rows_keep_their_counters),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
