@@ -2,8 +2,8 @@
  * cmd_tier.c - tier assignments: tier set, tier unset, tier list.
  *
  * KEY may be an exact key, a CIDR block ("10.0.0.0/8") or a prefix glob
- * ("user:*"); the library classifies it.  Assignments made here apply to
- * every action; per-action assignments come from the rule file.
+ * ("user:*"); the library classifies it.  Assignments apply to every
+ * action unless --action names one.
  */
 #include <stdlib.h>
 #include "rlctl.h"
@@ -19,7 +19,8 @@ int cmd_tier_set(rlctl_ctx *ctx)
     if (set)
         until = ctx->now_ms + dur;
     char *k = esc_dup(ctx->args[0]), *t = esc_dup(ctx->args[1]);
-    rc = rls_tier_set_at(ctx->db, ctx->args[0], ctx->args[1], until, ctx->now_ms);
+    rc = rls_tier_assign_at(ctx->db, opt_get(ctx, "action"), ctx->args[0], ctx->args[1], until,
+                            ctx->now_ms);
     if (rc != RLS_OK) {
         rc = fail_lib(ctx, rc, "cannot assign '%s' to tier '%s'", k ? k : "?", t ? t : "?");
     } else if (ctx->json) {
@@ -48,7 +49,7 @@ int cmd_tier_unset(rlctl_ctx *ctx)
     if (rc)
         return rc;
     char *k = esc_dup(ctx->args[0]);
-    rc = rls_tier_unset_at(ctx->db, ctx->args[0], ctx->now_ms);
+    rc = rls_tier_unassign_at(ctx->db, opt_get(ctx, "action"), ctx->args[0], ctx->now_ms);
     if (rc != RLS_OK) {
         rc = fail_lib(ctx, rc, "cannot remove the tier of '%s'", k ? k : "?");
     } else if (ctx->json) {

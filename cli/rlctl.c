@@ -71,6 +71,15 @@ static const rlctl_opt unblock_opts[] = {
     {"action", "ACTION", "the action of the block (default: the all-actions block)"},
     {NULL, NULL, NULL},
 };
+static const rlctl_opt tier_set_opts[] = {
+    {"action", "ACTION", "only for this action (default: every action)"},
+    {"for", "DUR", "expire after DUR (default: never)"},
+    {NULL, NULL, NULL},
+};
+static const rlctl_opt tier_unset_opts[] = {
+    {"action", "ACTION", "the action of the assignment (default: the every-action one)"},
+    {NULL, NULL, NULL},
+};
 static const rlctl_opt for_opts[] = {
     {"for", "DUR", "expire after DUR (default: never)"},
     {NULL, NULL, NULL},
@@ -128,9 +137,10 @@ static const rlctl_cmd commands[] = {
      "deny every request of KEY until the block ends"},
     {"unblock", NULL, "KEY", 1, 1, unblock_opts, cmd_unblock, 0, "remove a block (manual or penalty)"},
     {"blocks", NULL, "", 0, 0, NULL, cmd_blocks, 1, "list the active blocks"},
-    {"tier", "set", "KEY TIER", 2, 2, for_opts, cmd_tier_set, 0,
+    {"tier", "set", "KEY TIER", 2, 2, tier_set_opts, cmd_tier_set, 0,
      "assign KEY (exact, CIDR or prefix glob such as user:*) to TIER"},
-    {"tier", "unset", "KEY", 1, 1, NULL, cmd_tier_unset, 0, "remove the tier assignment of KEY"},
+    {"tier", "unset", "KEY", 1, 1, tier_unset_opts, cmd_tier_unset, 0,
+     "remove the tier assignment of KEY"},
     {"tier", "list", "", 0, 0, NULL, cmd_tier_list, 1, "list the tier assignments in force"},
     {"override", "set", "ACTION KEY LIMITNAME LIMIT", 4, 4, for_opts, cmd_override_set, 0,
      "replace the capacity of one limit of ACTION for KEY"},

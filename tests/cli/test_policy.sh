@@ -95,6 +95,11 @@ tcase "usage --action" 0 --json 'assert d and all(r["action"] == "signup" for r 
 tcase "usage --key" 0 --json 'assert [r["key"] for r in d] == ["erin"]' -- --db db usage --key eri --json --now "$T0"
 tcase "usage --top" 0 --json 'assert len(d) == 1' -- --db db usage --top 1 --json --now "$T0"
 tcase "usage --sort key" 0 --json 'ks = [r["key"] for r in d]; assert ks == sorted(ks)' -- --db db usage --sort key --json --now "$T0"
+tcase "tier set --action" 0 --json 'assert d["tier"] == "pro"' -- --db db tier set only-login pro --action login --json
+tcase "tier list shows the action" 0 --json 'assert [r["action"] for r in d if r["pattern"] == "only-login"] == ["login"]' -- --db db tier list --json
+tcase "tier unset without --action misses it" 3 -- --db db tier unset only-login
+tcase "tier unset --action" 0 -- --db db tier unset only-login --action login
+tcase "tier set --action unknown" 3 --err-has "'nope' is not defined" -- --db db tier set x pro --action nope
 tcase "usage --sort denied" 0 --json 'n = [r["denied"] for r in d]; e = [r for r in d if r["key"] == "erin" and r["action"] == "login"][0]; assert n == sorted(n, reverse=True) and n[0] >= 1 and e["denied"] >= 1' \
     -- --db db usage --sort denied --json --now "$T0"
 tcase "usage tsv" 0 --out-has "$(printf 'login\terin\tfree\tburst\t1\t2\t1\t50.0%%')" -- --db db usage --key erin --now "$T0"
