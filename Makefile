@@ -7,6 +7,8 @@ PKGS     := sqlite3 yaml-0.1
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lsqlite3 -lyaml)
 CMOCKA_LIBS = $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
+TUI_CFLAGS  = $(shell pkg-config --cflags ncursesw 2>/dev/null)
+TUI_LIBS    = $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw -ltinfo)
 
 SONAME_MAJOR := 0
 VERSION  := 0.1.0
@@ -39,19 +41,26 @@ REL_SRCS     := $(sort $(wildcard tests/reliability/test_*.c))
 TEST_BINS    := $(patsubst tests/%.c,$(BUILD)/tests/%,$(UNIT_SRCS) $(INTEG_SRCS) $(REL_SRCS))
 CLI_TESTS    := $(sort $(wildcard tests/cli/test_*.sh))
 DOC_TESTS    := $(sort $(wildcard tests/docs/test_*.sh))
+TUI_TESTS    := $(sort $(wildcard tests/tui/test_*.sh))
+TUI_UNIT_BINS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/tui/test_*.c)))
 # Script suites of the reliability and fuzz work (each prints cmocka-style
 # summary lines, see tests/run_suites.sh).
 REL_TESTS    := $(sort $(wildcard tests/reliability/test_*.sh))
 FUZZ_TESTS   := $(sort $(wildcard tests/fuzz/test_*.sh))
+# Script suites of the examples, the Python binding and the installation.
+EXAMPLE_TESTS := $(sort $(wildcard tests/examples/test_*.sh))
+INSTALL_TESTS := $(sort $(wildcard tests/install/test_*.sh))
 
 BENCH_SRCS   := $(sort $(wildcard bench/*.c))
 
 CLI_SRCS     := $(sort $(wildcard cli/*.c))
 TUI_SRCS     := $(sort $(wildcard tui/*.c))
 TOOLS        := $(if $(CLI_SRCS),$(BUILD)/rlctl) $(if $(TUI_SRCS),$(BUILD)/rltop)
-EXAMPLES     := $(BUILD)/examples/quickstart
+EXAMPLES     := $(BUILD)/examples/quickstart $(BUILD)/examples/simulate \
+                $(BUILD)/examples/signup $(BUILD)/examples/http429
 
 .PHONY: all deps test check-deps bench demo clean sanitize valgrind check stress fuzz
+.PHONY: install uninstall
 all: deps $(BUILD)/librlstore.so $(BUILD)/librlstore.a $(TOOLS) $(EXAMPLES)
 
 # ---- dependencies ----------------------------------------------------------
@@ -88,6 +97,10 @@ $(BUILD)/rlctl: $(CLI_SRCS) $(wildcard cli/*.h) $(BUILD)/librlstore.so
 	$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -Iinclude -Icli $(CFLAGS) $(CLI_SRCS) -o $@ \
 	    -L$(BUILD) -lrlstore -Wl,-rpath,'$$ORIGIN' $(LDFLAGS)
 
+$(BUILD)/rltop: $(TUI_SRCS) $(wildcard tui/*.h) $(BUILD)/librlstore.so
+	$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -Iinclude -Itui $(TUI_CFLAGS) $(CFLAGS) $(TUI_SRCS) -o $@ \
+	    -L$(BUILD) -lrlstore -Wl,-rpath,'$$ORIGIN' $(TUI_LIBS) -lm $(LDFLAGS)
+
 $(BUILD)/examples/%: examples/%.c $(BUILD)/librlstore.so
 	@mkdir -p $(dir $@)
 	$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -Iinclude $(CFLAGS) $< -o $@ \
@@ -103,8 +116,15 @@ $(BUILD)/tests/%: tests/%.c tests/testutil.h tests/integration/itest.h $(wildcar
 	$(CC) $(CFLAGS_ALL) -Itests -Itests/integration $< -o $@ $(BUILD)/librlstore.a \
 	    $(shell cat tests/$*.ldflags 2>/dev/null) $(CMOCKA_LIBS) $(LDLIBS_ALL) $(LDFLAGS)
 
-test: all $(TEST_BINS) $(if $(CLI_TESTS),$(BUILD)/rlctl)
-	@BUILD=$(BUILD) sh tests/run_suites.sh $(TEST_BINS) $(CLI_TESTS) $(DOC_TESTS) $(REL_TESTS) $(FUZZ_TESTS)
+# rltop's own suites: the YAML reader (public API only, like the tools).
+$(BUILD)/tests/tui/%: tests/tui/%.c tui/yamlite.c tui/yamledit.c tui/yamlite.h $(BUILD)/librlstore.so
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -Iinclude -Itui $(CFLAGS) $< tui/yamlite.c tui/yamledit.c -o $@ \
+	    -L$(BUILD) -lrlstore -Wl,-rpath,'$$ORIGIN/../..' $(CMOCKA_LIBS) $(LDFLAGS)
+
+test: all $(TEST_BINS) $(TUI_UNIT_BINS) $(if $(CLI_TESTS),$(BUILD)/rlctl)
+	@BUILD=$(BUILD) sh tests/run_suites.sh $(TEST_BINS) $(TUI_UNIT_BINS) $(CLI_TESTS) $(TUI_TESTS) $(DOC_TESTS) $(REL_TESTS) $(FUZZ_TESTS) \
+	    $(EXAMPLE_TESTS) $(INSTALL_TESTS)
 
 sanitize:
 	$(MAKE) SAN=1 test
@@ -138,6 +158,88 @@ bench: all $(BUILD)/bench/rlbench
 # ---- demo ------------------------------------------------------------------
 demo: all
 	@sh examples/demo.sh $(BUILD)
+
+# ---- install ---------------------------------------------------------------
+# `make install` / `make uninstall`, honouring PREFIX (default /usr/local) and
+# DESTDIR (a staging root for packages: files go to $(DESTDIR)$(PREFIX)/...,
+# while rlstore.pc names $(PREFIX)).  Installs the header, the shared library
+# (real name librlstore.so.$(VERSION), SONAME link librlstore.so.$(SONAME_MAJOR),
+# development link librlstore.so), the static library, rlstore.pc, rlctl,
+# rltop (when it is built), the manual pages of sections 1, 3 and 5 (plus a
+# ".so" stub per function named in a section-3 page, so `man rls_peek_at`
+# works) and the bash completion of rlctl.  The tools are relinked for
+# installation without the build tree's $$ORIGIN rpath.  Uninstall removes the
+# same files (directories are left: they may be shared).
+PREFIX       ?= /usr/local
+BINDIR       ?= $(PREFIX)/bin
+LIBDIR       ?= $(PREFIX)/lib
+INCLUDEDIR   ?= $(PREFIX)/include
+DATADIR      ?= $(PREFIX)/share
+MANDIR       ?= $(DATADIR)/man
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+BASHCOMPDIR  ?= $(DATADIR)/bash-completion/completions
+INSTALL      ?= install
+
+INSTALL_TOOLS := $(if $(CLI_SRCS),$(BUILD)/install/rlctl) $(if $(TUI_SRCS),$(BUILD)/install/rltop)
+MAN_PAGES     := $(sort $(wildcard docs/man/*.1 docs/man/*.3 docs/man/*.5))
+INSTALL_MAN   := $(if $(TUI_SRCS),$(MAN_PAGES),$(filter-out docs/man/rltop.1,$(MAN_PAGES)))
+# In rlstore.pc, directories below PREFIX are written relative to ${prefix}.
+pc_rel = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
+# Shell: prints "page alias" for every function named in the NAME line of
+# each section-3 page other than the page's own name.
+MAN3_ALIASES = for p in $(filter %.3,$(INSTALL_MAN)); do \
+	    b=$$(basename "$$p" .3); \
+	    for f in $$(sed -n '/^\.SH NAME/{n;s/ *\\-.*//;s/,/ /g;p;q;}' "$$p"); do \
+	        [ "$$f" = "$$b" ] || echo "$$b $$f"; \
+	    done; \
+	done
+
+$(BUILD)/install/rlctl: $(CLI_SRCS) $(wildcard cli/*.h) $(BUILD)/librlstore.so
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -Iinclude -Icli $(CFLAGS) $(CLI_SRCS) -o $@ \
+	    -L$(BUILD) -lrlstore $(LDFLAGS)
+
+$(BUILD)/install/rltop: $(TUI_SRCS) $(wildcard tui/*.h) $(BUILD)/librlstore.so
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -Iinclude -Itui $(TUI_CFLAGS) $(CFLAGS) $(TUI_SRCS) -o $@ \
+	    -L$(BUILD) -lrlstore $(TUI_LIBS) -lm $(LDFLAGS)
+
+install: $(BUILD)/librlstore.so $(BUILD)/librlstore.a $(INSTALL_TOOLS) rlstore.pc.in
+	$(INSTALL) -d $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR) \
+	    $(DESTDIR)$(BINDIR) $(DESTDIR)$(BASHCOMPDIR) \
+	    $(addprefix $(DESTDIR)$(MANDIR)/man,$(sort $(subst .,,$(suffix $(INSTALL_MAN)))))
+	$(INSTALL) -m 0644 include/rlstore.h $(DESTDIR)$(INCLUDEDIR)/rlstore.h
+	$(INSTALL) -m 0644 $(BUILD)/librlstore.so.$(VERSION) $(DESTDIR)$(LIBDIR)/librlstore.so.$(VERSION)
+	ln -sf librlstore.so.$(VERSION) $(DESTDIR)$(LIBDIR)/librlstore.so.$(SONAME_MAJOR)
+	ln -sf librlstore.so.$(SONAME_MAJOR) $(DESTDIR)$(LIBDIR)/librlstore.so
+	$(INSTALL) -m 0644 $(BUILD)/librlstore.a $(DESTDIR)$(LIBDIR)/librlstore.a
+	sed -e 's|@prefix@|$(PREFIX)|' -e 's|@libdir@|$(call pc_rel,$(LIBDIR))|' \
+	    -e 's|@includedir@|$(call pc_rel,$(INCLUDEDIR))|' -e 's|@version@|$(VERSION)|' \
+	    rlstore.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/rlstore.pc
+	chmod 0644 $(DESTDIR)$(PKGCONFIGDIR)/rlstore.pc
+	$(if $(strip $(INSTALL_TOOLS)),$(INSTALL) -m 0755 $(strip $(INSTALL_TOOLS)) $(DESTDIR)$(BINDIR)/)
+	set -e; $(foreach s,1 3 5,$(if $(filter %.$(s),$(INSTALL_MAN)),\
+	    $(INSTALL) -m 0644 $(filter %.$(s),$(INSTALL_MAN)) $(DESTDIR)$(MANDIR)/man$(s)/;))
+	@set -e; $(MAN3_ALIASES) | while read -r page name; do \
+	    printf '.so man3/%s.3\n' "$$page" > "$(DESTDIR)$(MANDIR)/man3/$$name.3"; \
+	    chmod 0644 "$(DESTDIR)$(MANDIR)/man3/$$name.3"; \
+	done
+	$(INSTALL) -m 0644 completions/rlctl.bash $(DESTDIR)$(BASHCOMPDIR)/rlctl
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null 2>&1; then \
+	    echo ldconfig; ldconfig; fi
+
+uninstall:
+	rm -f $(DESTDIR)$(INCLUDEDIR)/rlstore.h \
+	    $(DESTDIR)$(LIBDIR)/librlstore.so.$(VERSION) \
+	    $(DESTDIR)$(LIBDIR)/librlstore.so.$(SONAME_MAJOR) \
+	    $(DESTDIR)$(LIBDIR)/librlstore.so $(DESTDIR)$(LIBDIR)/librlstore.a \
+	    $(DESTDIR)$(PKGCONFIGDIR)/rlstore.pc \
+	    $(DESTDIR)$(BINDIR)/rlctl $(DESTDIR)$(BINDIR)/rltop \
+	    $(DESTDIR)$(BASHCOMPDIR)/rlctl \
+	    $(foreach p,$(MAN_PAGES),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(p)))/$(notdir $(p)))
+	@$(MAN3_ALIASES) | while read -r page name; do \
+	    rm -f "$(DESTDIR)$(MANDIR)/man3/$$name.3"; \
+	done
 
 clean:
 	rm -rf build build-san

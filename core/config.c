@@ -81,17 +81,62 @@ char *config__strndup(const char *s, size_t len)
 /* ---- errors ------------------------------------------------------------ */
 
 /* Drops an incomplete UTF-8 sequence that truncation left at the end. */
-static void utf8_trim(char *s)
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 if it is not one. */
+static size_t utf8_len(const unsigned char *s)
 {
-    size_t len = strlen(s), i = len, need;
-    while (i > 0 && len - i < 4 && ((unsigned char)s[i - 1] & 0xC0) == 0x80)
-        i--;
-    if (i == 0 || ((unsigned char)s[i - 1] & 0x80) == 0)
-        return;
-    unsigned char lead = (unsigned char)s[i - 1];
-    need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
-    if (len - (i - 1) < need)
-        s[i - 1] = '\0';
+    if (s[0] < 0x80)
+        return 1;
+    size_t n = s[0] >= 0xF0 && s[0] <= 0xF4 ? 4 : s[0] >= 0xE0 ? 3 : s[0] >= 0xC2 ? 2 : 0;
+    for (size_t i = 1; i < n; i++)
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+    return n;
+}
+
+/*
+ * Messages quote the input (keys, names), which may hold any bytes: every
+ * control byte, DEL and byte that is not part of valid UTF-8 becomes '?',
+ * so a message is safe to print and valid UTF-8 (a sequence cut by the
+ * message's size limit included).
+ */
+static void msg_clean(char *s)
+{
+    unsigned char *p = (unsigned char *)s;
+    while (*p) {
+        size_t n = utf8_len(p);
+        if (n == 0 || (n == 1 && (*p < 0x20 || *p == 0x7f))) {
+            *p++ = '?';
+            continue;
+        }
+        p += n;
+    }
+}
+
+/* The extent of the input as libyaml counts lines (LF, CR, CRLF, NEL, LS,
+ * PS break a line). */
+static void measure(cfg *c, const char *text, size_t len)
+{
+    const unsigned char *s = (const unsigned char *)text;
+    size_t start = 0;
+    int breaks = 0, maxc = 1;
+    for (size_t i = 0; i < len; i++) {
+        size_t w = s[i] == '\r' && i + 1 < len && s[i + 1] == '\n' ? 2
+                   : s[i] == '\n' || s[i] == '\r' ? 1
+                   : s[i] == 0xc2 && i + 1 < len && s[i + 1] == 0x85 ? 2
+                   : s[i] == 0xe2 && i + 2 < len && s[i + 1] == 0x80 &&
+                             (s[i + 2] == 0xa8 || s[i + 2] == 0xa9) ? 3 : 0;
+        if (!w)
+            continue;
+        if ((int)(i - start) + 1 > maxc)
+            maxc = (int)(i - start) + 1;
+        breaks++;
+        i += w - 1;
+        start = i + 1;
+    }
+    if ((int)(len - start) + 1 > maxc)
+        maxc = (int)(len - start) + 1;
+    c->max_line = breaks + 1;
+    c->max_col = maxc;
 }
 
 static void add_err(cfg *c, int line, int col, const char *path,
@@ -105,6 +150,14 @@ static void add_err(cfg *c, int line, int col, const char *path,
     if (e->n >= CONFIG_MAX_ERRORS)
         return;
     x = &e->e[e->n++];
+    if (line > 0 && c->max_line > 0) {
+        if (line > c->max_line)
+            line = c->max_line;
+        if (col > c->max_col)
+            col = c->max_col;
+        if (col < 1)
+            col = 1;
+    }
     x->line = line;
     x->column = line > 0 ? col : 0;
     x->msg[0] = '\0';
@@ -114,7 +167,7 @@ static void add_err(cfg *c, int line, int col, const char *path,
                                                    : sizeof x->msg - 1;
     }
     vsnprintf(x->msg + o, sizeof x->msg - o, fmt, ap);
-    utf8_trim(x->msg);
+    msg_clean(x->msg);
 }
 
 void config__err(cfg *c, int node, const char *path, const char *fmt, ...)
@@ -601,6 +654,7 @@ int config_parse(const char *text, size_t len, ruleset **out,
                        "are accepted", len, CONFIG_MAX_BYTES);
         return -1;
     }
+    measure(&c, text, len);
     c.rs = config__calloc(1, sizeof *c.rs);
     if (!c.rs) {
         rc = -2;

@@ -56,6 +56,8 @@ typedef struct cfg {
                              every tier reference as unknown */
     int actions_bad;      /* the same for the actions section */
     ruleset *rs;
+    int max_line, max_col;  /* the input's extent: error places are clamped
+                               into it (libyaml may point just past it) */
 } cfg;
 
 /* ---- allocation (config.c) ------------------------------------------- */

@@ -223,7 +223,9 @@ static int parser_error(cfg *c, const yaml_parser_t *p, const char *text,
     char msg[200];
     int line, col;
     const char *problem = p->problem ? p->problem : "unknown error";
-    if (p->error == YAML_MEMORY_ERROR)
+    /* libyaml 0.2.5's tag scanner fails an allocation without setting an
+     * error code: a failure with no error is out of memory too */
+    if (p->error == YAML_MEMORY_ERROR || p->error == YAML_NO_ERROR)
         return -2;
     if (p->error == YAML_READER_ERROR) {
         offset_place(text, len, p->problem_offset, &line, &col);

@@ -140,9 +140,9 @@ RLS_EXTERN void rls_options_init(rls_options *opt);
 
 /*
  * Opens (and if needed creates and migrates) the database at path.
- * On success *db is a new handle; on failure *db is NULL, except when the
- * error can be described per handle: then *db is NULL too and the detail is
- * lost, so use rls_open_errmsg() to obtain it.  opt may be NULL for defaults.
+ * On success *db is a new handle; on failure *db is NULL and
+ * rls_errmsg(NULL) gives the detail (per thread).  opt may be NULL for
+ * defaults.
  * Errors: EINVAL, ENOMEM, ECANTOPEN, EISDIR, ENOTDB, ENEWER, EREADONLY,
  * EUNSAFE, EBUSY, EIO, ECORRUPT.  A failed open never modifies the file.
  */
@@ -314,7 +314,8 @@ RLS_EXTERN int rls_tier_assign_at(rls_db *db, const char *action, const char *ke
                                   const char *tier, int64_t until_ms, int64_t now_ms);
 RLS_EXTERN int rls_tier_unassign_at(rls_db *db, const char *action, const char *key,
                                     int64_t now_ms);
-/* Replaces the capacity of one limit of an action for one key. */
+/* Replaces the capacity of one limit of an action for one key.  ENOTFOUND
+ * if the action has no limit of that name (in any tier). */
 RLS_EXTERN int rls_override_set_at(rls_db *db, const char *action,
                                    const char *key, const char *limit_name,
                                    int64_t limit, int64_t until_ms,
@@ -386,8 +387,9 @@ RLS_EXTERN int rls_rules_describe(rls_db *db, int64_t version, rls_rows **tiers,
 /*
  * What applying yaml would do, without storing anything: validates it
  * (ECONFIG with the same message as rls_rules_apply) and lists the keys that
- * would be over a new or changed limit right now: action, key, limit,
- * used (units in use now), old_limit (0 if the limit is new), new_limit.
+ * would be over a new or changed limit right now: action, tier ("" = the
+ * action's default limits), key, limit (the limit's name), used (units in
+ * use now), old_limit (capacity before; 0 if the limit is new), new_limit.
  */
 RLS_EXTERN int rls_rules_dry_run_at(rls_db *db, const char *yaml, size_t len,
                                     const char *name, int64_t now_ms, rls_rows **over);

@@ -86,8 +86,10 @@ CREATE TABLE rls_blocks(
 ) WITHOUT ROWID;
 
 -- Two-phase consumption; lids lists the limits charged (int64 LE each).
+-- AUTOINCREMENT: an id is never reused, so a late commit of a resolved
+-- reservation cannot touch a newer one.
 CREATE TABLE rls_reservations(
-    id         INTEGER PRIMARY KEY,
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
     action     TEXT    NOT NULL,
     key        BLOB    NOT NULL,
     cost       INTEGER NOT NULL,

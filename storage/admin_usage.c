@@ -127,18 +127,20 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int64_t denials(rls_db *db, const char *action, const char *key)
+static int denials(rls_db *db, const char *action, const char *key, int64_t *d)
 {
     sqlite3_stmt *st = rls__astmt(db, ASTMT_USAGE_DENIALS);
-    int64_t d = 0;
+    *d = 0;
     if (!st)
-        return 0;
+        return rls__stmt_failed(db);
     sqlite3_bind_text(st, 1, action, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) == SQLITE_ROW)
-        d = sqlite3_column_int64(st, 0);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        *d = sqlite3_column_int64(st, 0);
     sqlite3_reset(st);
-    return d;
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? RLS_OK
+                                                 : rls__sqlite_error(db, rc, "cannot read key stats");
 }
 
 /* Peeks one candidate and appends its row (keys a check would refuse,
@@ -177,8 +179,7 @@ static int add_row(rls_db *db, key_ctx *ctx, const char *action, char *key, int6
     u->blocked = ctx->block.active || ctx->behaviour == TIER_BLOCKED;
     u->block_until = ctx->block.active ? ctx->block.until_ms : 0;
     u->state = state_of(&res, ctx, u->ppm);
-    u->denied = denials(db, action, key);
-    return RLS_OK;
+    return denials(db, action, key, &u->denied);
 }
 
 /* The candidates of one action for a page of `want` rows, peeked. */

@@ -5,12 +5,15 @@
  * One BEGIN IMMEDIATE transaction per call: refresh the rule cache, read the
  * key's policy and every limit's state, let core decide, write the states
  * only if the decision charges, record stats, do a bounded GC step, commit.
- * A peek uses a read transaction and writes nothing.
+ * A peek uses a read transaction and writes nothing.  Writers of several
+ * processes take turns for the write lock (turn.c), and a check of a key
+ * denied moments ago, whose denial wrote nothing, is decided again in
+ * memory without a transaction (denycache.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "keyctx.h"
+#include "denycache.h"
 
 enum check_op { OP_CHECK = 0, OP_PEEK = 1, OP_RESERVE = 2 };
 
@@ -118,16 +121,17 @@ static int add_reservation(rls_db *db, key_ctx *ctx, int64_t cost, int64_t now,
  * earlier of the caller's time and the real clock, so one caller whose
  * clock runs ahead cannot expire everyone's state.
  */
-static void housekeeping(rls_db *db, int64_t now)
+static int housekeeping(rls_db *db, int64_t now)
 {
     int gc = ++db->writes_since_gc >= GC_EVERY_WRITES;
     int stats = (db->nstats > 0 || rls__keystat_pending(db)) &&
                 (now - db->stats_flushed_ms >= 1000 || now < db->stats_flushed_ms);
     int64_t real;
     if (!gc && !stats)
-        return;
-    if (rls__exec_simple(db, STMT_HK_SAVE) != RLS_OK)
-        return;
+        return RLS_OK;
+    int src = rls__exec_simple(db, STMT_HK_SAVE);
+    if (src != RLS_OK)
+        return sqlite3_get_autocommit(db->sql) ? src : RLS_OK;
     int64_t horizon = db->gc_horizon;
     int rc = stats ? rls__stats_flush(db, now, 0) : RLS_OK;
     if (rc == RLS_OK && gc) {
@@ -136,12 +140,19 @@ static void housekeeping(rls_db *db, int64_t now)
             real = now;
         rc = rls__gc_step(db, real, GC_STEP_ROWS, NULL);
     }
+    if (rc != RLS_OK && sqlite3_get_autocommit(db->sql)) {
+        /* SQLite rolled back the whole transaction (SQLITE_NOMEM, IOERR or
+         * FULL in a statement): the check's own writes are gone too */
+        db->gc_horizon = horizon;
+        return rc;
+    }
     if (rc != RLS_OK) {
         rls__exec_simple(db, STMT_HK_UNDO);
         db->gc_horizon = horizon;  /* as the undone rls_meta row has it */
     }
     rls__exec_simple(db, STMT_HK_RELEASE);
     db->errmsg[0] = '\0';
+    return RLS_OK;
 }
 
 /* Refunds this key's reservations whose TTL has passed, before the check
@@ -233,12 +244,18 @@ static int check_tx_body(rls_db *db, key_ctx *ctx, const char *action, const cha
 {
     int charge = op != OP_PEEK;
     decide_out dout;
+    dc_entry *keep = NULL;  /* a denial to serve from memory next time */
     int rc;
 
     ctx->n = 0;
-    if ((rc = rls__begin(db, charge)))
+    if (charge && (rc = rls__turn_take(db)))  /* first come, first served */
         return rc;
+    if ((rc = rls__begin(db, charge))) {
+        rls__turn_pass(db);
+        return rc;
+    }
     db->in_check = charge;  /* may trust what it knew (cache.c) */
+    db->tx_check = charge;  /* its commit keeps the deny cache (wal.c) */
     if ((rc = keyctx_load(db, ctx, action, key, 0, now)))
         goto fail;
     if (charge && (rc = refund_expired(db, ctx, now)))
@@ -247,6 +264,8 @@ static int check_tx_body(rls_db *db, key_ctx *ctx, const char *action, const cha
     if (ctx->block.active || ctx->behaviour == TIER_BLOCKED) {
         decide_blocked(res, now, ctx->block.active ? ctx->block.until_ms : 0,
                        ctx->block.active ? ctx->block.rule : "");
+        if (op == OP_CHECK)
+            keep = rls__denycache_prepare(db, ctx, 1, now);
     } else {
         if ((rc = keyctx_read_states(db, ctx)))
             goto fail;
@@ -264,22 +283,35 @@ static int check_tx_body(rls_db *db, key_ctx *ctx, const char *action, const cha
         if (op == OP_RESERVE && res->allowed &&
             (rc = add_reservation(db, ctx, cost, dout.now, ttl, id)))
             goto fail;
+        if (op == OP_CHECK && !res->allowed && dout.penalty < 0 &&
+            ctx->behaviour == TIER_NORMAL)
+            keep = rls__denycache_prepare(db, ctx, 0, now);
     }
     if (charge) {
         rls__stats_count(db, ctx->act->name, now, res->allowed);
         rls__keystat_note(db, ctx->act->name, ctx->key, ctx->keylen, res, now);
-        housekeeping(db, now);
+        if ((rc = housekeeping(db, now)))
+            goto fail;
     }
     db->in_check = 0;
     rc = rls__commit(db);
+    db->tx_check = 0;
+    rls__turn_pass(db);  /* after the checkpoint the commit may have run */
     keyctx_release(ctx);
     if (rc == RLS_OK && charge)
         rls__cache_validate(db);
+    if (rc == RLS_OK && keep)
+        rls__denycache_put(db, keep);
+    else
+        rls__denycache_drop(keep);
     return rc;
 fail:
     db->in_check = 0;
+    db->tx_check = 0;
     keyctx_release(ctx);
     rls__rollback(db);
+    rls__turn_pass(db);
+    rls__denycache_drop(keep);
     return rc;
 }
 
@@ -302,6 +334,15 @@ static int check_common(rls_db *db, const char *action, const char *key, int64_t
          * database (a failed reopen after fork) follows the policy. */
         decide_degraded(res, db && is_storage_failure(rc) && policy_allows(db, action));
         return rc;
+    }
+    /* A key denied moments ago is decided again in memory (denycache.c).
+     * Such a denial counts as a write for GC: every GC_EVERY_WRITES-th
+     * check runs its transaction anyway and carries the GC step (and the
+     * stats), so traffic that is all denied still keeps the file swept. */
+    if (op == OP_CHECK && db->writes_since_gc + 1 < GC_EVERY_WRITES &&
+        rls__denycache_serve(db, action, key, cost, now, res)) {
+        db->writes_since_gc++;
+        return RLS_OK;
     }
     ctx = malloc(sizeof *ctx);
     if (!ctx) {

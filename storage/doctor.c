@@ -52,10 +52,12 @@ static void mode_check(rls_rows *r, const char *check, const char *path, int dir
     unsigned m = (unsigned)sb.st_mode & 07777;
     int world_w = (m & 0002) && !(dir && (m & 01000));
     int group_w = (m & 0020) != 0;
+    int world_r = !dir && (m & 0004);   /* the file holds IPs, e-mail addresses */
     snprintf(detail, sizeof detail, "%s is mode %04o%s", path, m,
              world_w ? ": writable by every user"
-             : group_w ? ": writable by its group (fine only for a shared deployment)" : "");
-    *bad |= add(r, check, world_w || group_w ? "warn" : "ok", detail);
+             : group_w ? ": writable by its group (fine only for a shared deployment)"
+             : world_r ? ": readable by every user (keys may be personal data)" : "");
+    *bad |= add(r, check, world_w || group_w || world_r ? "warn" : "ok", detail);
 }
 
 int rls_doctor(rls_db *db, int full, rls_rows **out)

@@ -4,6 +4,7 @@
  * detection, and the mapping of SQLite errors to rlstore codes.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <pwd.h>
 #include <stdarg.h>
@@ -13,7 +14,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include "db.h"
+#include "denycache.h"
 
 #define RLS_APPLICATION_ID 0x524c5354  /* "RLST" */
 #define RLS_PAGE_SIZE_NEW "1024"         /* page size of a new file (see migrate) */
@@ -22,6 +23,34 @@ extern const char *const rls__migrations[];
 extern const int rls__migration_count;
 
 static _Thread_local char open_errmsg[512];
+
+/*
+ * This process's id without a system call per check: getpid() is a real
+ * syscall in glibc, which every call needs to detect a fork.  A child
+ * handler of pthread_atfork() refreshes it (glibc removes the handler if
+ * the library is unloaded).  If the handler cannot be registered, getpid()
+ * is asked every time.
+ */
+static pid_t proc_pid;
+static int proc_pid_tracked;
+static pthread_once_t proc_pid_once = PTHREAD_ONCE_INIT;
+
+static void proc_pid_after_fork(void)
+{
+    __atomic_store_n(&proc_pid, getpid(), __ATOMIC_RELAXED);
+}
+
+static void proc_pid_init(void)
+{
+    proc_pid = getpid();
+    proc_pid_tracked = pthread_atfork(NULL, NULL, proc_pid_after_fork) == 0;
+}
+
+static pid_t current_pid(void)
+{
+    pthread_once(&proc_pid_once, proc_pid_init);
+    return proc_pid_tracked ? __atomic_load_n(&proc_pid, __ATOMIC_RELAXED) : getpid();
+}
 
 int rls__now(int64_t *now_ms)
 {
@@ -178,6 +207,7 @@ static int known_object(const char *name)
 {
     return strncmp(name, "rls_", 4) == 0 ||
            strncmp(name, "sqlite_autoindex_rls_", 21) == 0 ||
+           strcmp(name, "sqlite_sequence") == 0 || /* rls_reservations' AUTOINCREMENT */
            strcmp(name, "sqlite_stat1") == 0 ||   /* ANALYZE, PRAGMA optimize */
            strcmp(name, "sqlite_stat4") == 0;
 }
@@ -347,6 +377,13 @@ static int connect_db(rls_db *db)
                       "cannot configure database");
     if (rc == RLS_OK)
         rc = rls__wal_setup(db);
+    /* Transaction control must never need memory later: a ROLLBACK that
+     * cannot be prepared would leave the transaction, and its locks, open. */
+    static const int tx_stmts[] = {STMT_BEGIN_IMM, STMT_BEGIN_READ, STMT_COMMIT, STMT_ROLLBACK,
+                                   STMT_HK_SAVE, STMT_HK_RELEASE, STMT_HK_UNDO};
+    for (size_t i = 0; rc == RLS_OK && i < sizeof tx_stmts / sizeof tx_stmts[0]; i++)
+        if (!rls__stmt(db, tx_stmts[i]))
+            rc = rls__stmt_failed(db);
     return rc;
 }
 
@@ -398,7 +435,7 @@ int rls_open(rls_db **out, const char *path, const rls_options *opt)
         return rls__error(NULL, RLS_ENOMEM, "out of memory");
     }
     who_am_i(db);
-    db->pid = getpid();
+    db->pid = current_pid();
     db->rng = (uint32_t)db->pid * 2654435761u + 1;
     rc = prepare_path(db);
     if (rc == RLS_OK)
@@ -420,7 +457,7 @@ void rls_close(rls_db *db)
 {
     if (!db)
         return;
-    if (db->pid == getpid()) {
+    if (db->pid == current_pid()) {
         if (db->sql && !db->in_tx && (db->nstats > 0 || rls__keystat_pending(db))) {
             int64_t now;
             if (rls__now(&now) == RLS_OK && rls__begin(db, 1) == RLS_OK) {
@@ -453,7 +490,7 @@ int rls__db_usable(rls_db *db)
 {
     if (!db)
         return RLS_EINVAL;
-    if (db->pid == getpid()) {
+    if (db->pid == current_pid()) {
         if (!db->sql)
             return rls__error(db, RLS_EMISUSE, "handle has no open connection");
         return RLS_OK;
@@ -467,7 +504,8 @@ int rls__db_usable(rls_db *db)
     rls__keystat_free(db);  /* the parent flushes its own */
     db->rules_gen = -1;
     db->meta_dv_ok = 0;
-    db->pid = getpid();
+    rls__denycache_clear(db);  /* the parent's view */
+    db->pid = current_pid();
     int rc = connect_db(db);
     if (rc != RLS_OK) {
         disconnect(db);

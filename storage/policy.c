@@ -317,6 +317,7 @@ struct override_arg {
 static int check_override_fits(rls_db *db, const struct override_arg *a)
 {
     const rule_action *act = ruleset_action(db->rules, a->action);
+    int known = 0;
     for (int t = -1; act && t < act->ntiers; t++) {
         const rule_limit *ls = t < 0 ? act->limits : act->tiers[t].limits;
         int n = t < 0 ? act->nlimits : act->tiers[t].nlimits;
@@ -324,6 +325,7 @@ static int check_override_fits(rls_db *db, const struct override_arg *a)
             const rule_limit *l = &ls[i];
             if (strcmp(l->name, a->name) != 0)
                 continue;
+            known = 1;
             if (l->algorithm == ALGO_SLIDING_LOG &&
                 a->limit + a->limit * l->overage_pct / 100 > ALGO_SLIDING_LOG_MAX)
                 return rls__error(db, RLS_EINVAL, "limit '%s' of action '%s' is a sliding_log "
@@ -337,6 +339,9 @@ static int check_override_fits(rls_db *db, const struct override_arg *a)
                                   (long long)a->limit, (long long)l->window.ms);
         }
     }
+    if (!known)
+        return rls__error(db, RLS_ENOTFOUND, "action '%s' has no limit named '%s'", a->action,
+                          a->name);
     return RLS_OK;
 }
 

@@ -13,9 +13,12 @@ else
     pkgs="$pkgs libsqlite3-dev libyaml-dev libncurses-dev libcmocka-dev"
 fi
 command -v tmux >/dev/null 2>&1 || pkgs="$pkgs tmux"
+command -v clang >/dev/null 2>&1 || pkgs="$pkgs clang libclang-rt-14-dev"
 [ -d /usr/share/zoneinfo/Europe ] || pkgs="$pkgs tzdata"
 command -v groff >/dev/null 2>&1 || pkgs="$pkgs groff-base"
 command -v python3 >/dev/null 2>&1 || pkgs="$pkgs python3"
+python3 -c 'import ensurepip' 2>/dev/null || pkgs="$pkgs python3-venv"
+command -v curl >/dev/null 2>&1 || pkgs="$pkgs curl"
 [ -z "$pkgs" ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "installing build dependencies:$pkgs"

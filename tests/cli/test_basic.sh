@@ -10,7 +10,7 @@ T0=2026-11-21T10:00:00Z
 tcase "help lists commands" 0 --out-has "check ACTION KEY [--cost N] [--peek]" \
     --out-has "Exit status:" --out-has "RLSTORE_DB" -- --help
 tcase "help command" 0 --out-has "usage: rlctl apply FILE [--dry-run] [--comment TEXT]" -- help apply
-tcase "command --help" 0 --out-has "usage: rlctl tier set KEY TIER [--for DUR]" \
+tcase "command --help" 0 --out-has "usage: rlctl tier set KEY TIER [--action ACTION] [--for DUR]" \
     --out-has "--for DUR" -- tier set --help
 tcase "tier --help lists subcommands" 0 --out-has "rlctl tier unset KEY" --out-has "rlctl tier list" -- tier --help
 tcase "version" 0 --out "rlctl $(sed -n 's/^#define RLS_VERSION_STRING "\(.*\)"/\1/p' "$ROOT/include/rlstore.h")" -- --version

@@ -1,0 +1,809 @@
+/*
+ * test_oom.c - out of memory (issue #5, suite 4): allocation-failure loops
+ * over rls_open (an existing and a new database), rls_check (the first
+ * check of a handle loads the rules; fixed_window+gcra and sliding_log),
+ * rls_rules_apply, rls_usage_at, rls_explain_at, rls_audit_list, and the
+ * cancel of a reservation (a refund).
+ *
+ * Three allocators fail, one at a time:
+ *   sqlite  SQLite's, through sqlite3_config(SQLITE_CONFIG_MALLOC) with a
+ *           counting wrapper around the default methods (installed in
+ *           main() before any other use of SQLite; lookaside is turned off
+ *           so that every small allocation reaches it);
+ *   lib     the library's own malloc, calloc, realloc and strdup, wrapped
+ *           by the linker (test_oom.ldflags: -Wl,--wrap=...), which reroutes
+ *           the calls of the static library's objects and of this file;
+ *   yaml    libyaml's, which allocates through its exported yaml_malloc,
+ *           yaml_realloc and yaml_strdup: defined here, they take
+ *           precedence over libyaml's own (as in tests/unit/test_config_yaml.c).
+ * For N = 1, 2, ... the N-th allocation of that allocator during the call
+ * fails (once; in a second loop it and every later one, "sticky"), until
+ * the call makes fewer than N allocations.  Each call must return
+ * RLS_ENOMEM with a detail message, or RLS_OK (SQLite and the library
+ * retry or do without some allocations), leave its outputs NULL, fill a
+ * check's result per the failure policy, end its transaction, and leave the
+ * database intact (a plain connection's integrity_check) and holding
+ * exactly what the calls that returned RLS_OK did.  Each loop runs with a
+ * fresh handle per call ("cold": statements unprepared, rules not loaded)
+ * and with one handle reused ("warm"), which must keep working.  Leaks are
+ * found by ASan (make SAN=1 test) and valgrind (make valgrind).
+ *
+ * Run time: the once loops take every N; the sticky ones every N up to 100,
+ * then every 5th; under valgrind (VALGRIND=1) all of them 5 times sparser
+ * past 100.  Files go to /dev/shm unless TMPDIR is set.  OOM_VERBOSE=1
+ * prints one line per loop.  Known library bugs are counted, not failed,
+ * (see bug_text below: fixed, and failures if they come back).
+ */
+#include <sys/stat.h>
+#include <yaml.h>
+#include "itest.h"
+#include "db.h"      /* test hook: the handle's connection (no transaction left open) */
+
+#define MAX_N 50000   /* no call here makes that many allocations */
+
+/* ---- failing allocators ------------------------------------------------- */
+
+enum { L_SQLITE, L_LIB, L_YAML, L__COUNT };
+static const char *const layer_name[L__COUNT] = {"sqlite", "lib", "yaml"};
+
+static struct {
+    int armed, layer, sticky;
+    long n;                   /* fail the n-th allocation of layer */
+    long seen[L__COUNT];      /* allocations since the last arm */
+    long failed;              /* failures since the last arm */
+} oom;
+
+static void oom_arm(int layer, long n, int sticky)
+{
+    memset(oom.seen, 0, sizeof oom.seen);
+    oom.failed = 0;
+    oom.layer = layer;
+    oom.n = n;
+    oom.sticky = sticky;
+    oom.armed = 1;
+}
+
+static void oom_disarm(void)
+{
+    oom.armed = 0;
+}
+
+/* Counts one allocation; 1 if it must fail. */
+static int oom_fail(int layer)
+{
+    if (!oom.armed)
+        return 0;
+    oom.seen[layer]++;
+    if (layer != oom.layer)
+        return 0;
+    if (oom.seen[layer] == oom.n || (oom.sticky && oom.seen[layer] > oom.n)) {
+        oom.failed++;
+        return 1;
+    }
+    return 0;
+}
+
+/* (b) the library's allocator, through the linker's --wrap */
+void *__real_malloc(size_t size);
+void *__real_calloc(size_t n, size_t size);
+void *__real_realloc(void *p, size_t size);
+char *__real_strdup(const char *s);
+void *__wrap_malloc(size_t size);
+void *__wrap_calloc(size_t n, size_t size);
+void *__wrap_realloc(void *p, size_t size);
+char *__wrap_strdup(const char *s);
+
+void *__wrap_malloc(size_t size)
+{
+    return oom_fail(L_LIB) ? NULL : __real_malloc(size);
+}
+
+void *__wrap_calloc(size_t n, size_t size)
+{
+    return oom_fail(L_LIB) ? NULL : __real_calloc(n, size);
+}
+
+void *__wrap_realloc(void *p, size_t size)
+{
+    return oom_fail(L_LIB) ? NULL : __real_realloc(p, size);
+}
+
+char *__wrap_strdup(const char *s)
+{
+    return oom_fail(L_LIB) ? NULL : __real_strdup(s);
+}
+
+/* (c) libyaml's allocator: its own definitions, as libyaml 0.2.5 has them */
+void *yaml_malloc(size_t size);
+void *yaml_realloc(void *ptr, size_t size);
+yaml_char_t *yaml_strdup(const yaml_char_t *str);
+
+void *yaml_malloc(size_t size)
+{
+    return oom_fail(L_YAML) ? NULL : __real_malloc(size ? size : 1);
+}
+
+void *yaml_realloc(void *ptr, size_t size)
+{
+    if (oom_fail(L_YAML))
+        return NULL;
+    return ptr ? __real_realloc(ptr, size ? size : 1) : __real_malloc(size ? size : 1);
+}
+
+yaml_char_t *yaml_strdup(const yaml_char_t *str)
+{
+    if (!str)
+        return NULL;
+    return oom_fail(L_YAML) ? NULL : (yaml_char_t *)__real_strdup((const char *)str);
+}
+
+/* (a) SQLite's allocator: a wrapper around the default methods */
+static sqlite3_mem_methods sq_default;
+
+static void *sq_malloc(int n)
+{
+    return oom_fail(L_SQLITE) ? NULL : sq_default.xMalloc(n);
+}
+
+static void sq_free(void *p)
+{
+    sq_default.xFree(p);
+}
+
+static void *sq_realloc(void *p, int n)
+{
+    return oom_fail(L_SQLITE) ? NULL : sq_default.xRealloc(p, n);
+}
+
+static int sq_size(void *p)
+{
+    return sq_default.xSize(p);
+}
+
+static int sq_roundup(int n)
+{
+    return sq_default.xRoundup(n);
+}
+
+static int sq_init(void *app)
+{
+    return sq_default.xInit(sq_default.pAppData);
+}
+
+static void sq_shutdown(void *app)
+{
+    sq_default.xShutdown(sq_default.pAppData);
+}
+
+static int install_sqlite_allocator(void)
+{
+    static const sqlite3_mem_methods wrapped = {
+        sq_malloc, sq_free, sq_realloc, sq_size, sq_roundup, sq_init, sq_shutdown, NULL,
+    };
+    if (sqlite3_shutdown() != SQLITE_OK ||
+        sqlite3_config(SQLITE_CONFIG_GETMALLOC, &sq_default) != SQLITE_OK ||
+        sqlite3_config(SQLITE_CONFIG_MALLOC, &wrapped) != SQLITE_OK ||
+        sqlite3_config(SQLITE_CONFIG_LOOKASIDE, 0, 0) != SQLITE_OK)
+        return -1;
+    return sqlite3_initialize() == SQLITE_OK ? 0 : -1;
+}
+
+/* ---- the database and its model --------------------------------------- */
+
+static const char RULES_A[] =
+    "version: 1\n"
+    "defaults: { tier: free, timezone: Europe/Berlin }\n"
+    "tiers: { free: {}, pro: {}, staff: { unlimited: true } }\n"
+    "actions:\n"
+    "  api:\n"
+    "    limits:\n"
+    "      - { name: n, algorithm: fixed_window, limit: 1000000, window: 1d }\n"
+    "      - { name: rate, algorithm: gcra, limit: 1000000, window: 1s }\n"
+    "    tiers:\n"
+    "      pro: [ { name: n, limit: 2000000, window: 1d } ]\n"
+    "  login:\n"
+    "    key: ip\n"
+    "    limits:\n"
+    "      - { name: h, algorithm: sliding_log, limit: 10000, window: 1h, block_for: [1h, 6h] }\n"
+    "assignments:\n"
+    "  - { key: \"10.0.0.0/8\", action: login, tier: staff }\n"
+    "  - { key: \"user:*\", tier: pro }\n";
+/* The same with another capacity: each apply stores a new version. */
+static const char RULES_B[] =
+    "version: 1\n"
+    "defaults: { tier: free, timezone: Europe/Berlin }\n"
+    "tiers: { free: {}, pro: {}, staff: { unlimited: true } }\n"
+    "actions:\n"
+    "  api:\n"
+    "    limits:\n"
+    "      - { name: n, algorithm: fixed_window, limit: 3000000, window: 1d }\n"
+    "      - { name: rate, algorithm: gcra, limit: 1000000, window: 1s }\n"
+    "    tiers:\n"
+    "      pro: [ { name: n, limit: 2000000, window: 1d } ]\n"
+    "  login:\n"
+    "    key: ip\n"
+    "    limits:\n"
+    "      - { name: h, algorithm: sliding_log, limit: 10000, window: 1h, block_for: [1h, 6h] }\n"
+    "assignments:\n"
+    "  - { key: \"10.0.0.0/8\", action: login, tier: staff }\n"
+    "  - { key: \"user:*\", tier: pro }\n";
+
+static const char SQL_ADMITTED[] =
+    "SELECT coalesce(sum(b), 0) FROM rls_state"
+    " WHERE lid = (SELECT lid FROM rls_limits WHERE action = 'api' AND name = 'n')";
+
+typedef struct ox {
+    char *dir;
+    char path[4096];
+    sqlite3 *plain;      /* a plain connection that verifies the file */
+    rls_db *warm;        /* the reused handle of a warm loop, else NULL */
+    /* the model: what calls that returned RLS_OK did */
+    int64_t admitted;    /* units charged by api's limit n */
+    int64_t versions;    /* rule sets stored */
+    int64_t pending;     /* open reservations */
+    int64_t res_id;      /* the reservation prepared for a cancel */
+    /* what the listings return when nothing fails */
+    int usage_rows, audit_rows;
+} ox;
+
+static sqlite3 *plain_open(const char *path)
+{
+    sqlite3 *s = NULL;
+    if (sqlite3_open_v2(path, &s, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK)
+        fail_msg("plain open of %s: %s", path, s ? sqlite3_errmsg(s) : "?");
+    return s;
+}
+
+static int64_t plain_int(sqlite3 *s, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t v = -1;
+    if (sqlite3_prepare_v2(s, sql, -1, &st, NULL) != SQLITE_OK ||
+        sqlite3_step(st) != SQLITE_ROW)
+        fail_msg("%s: %s", sql, sqlite3_errmsg(s));
+    v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+/* Intact, and exactly what the model says. */
+static void ox_verify(const ox *x)
+{
+    sqlite3 *s = x->plain;
+    sqlite3_stmt *st = NULL;
+    assert_int_equal(sqlite3_prepare_v2(s, "PRAGMA integrity_check", -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    const char *v = (const char *)sqlite3_column_text(st, 0);
+    if (!v || strcmp(v, "ok") != 0)
+        fail_msg("integrity_check: %s", v ? v : "(null)");
+    sqlite3_finalize(st);
+    assert_int_equal(plain_int(s, SQL_ADMITTED), x->admitted);
+    assert_int_equal(plain_int(s, "SELECT count(*) FROM rls_rulesets"), x->versions);
+    assert_int_equal(plain_int(s, "SELECT count(*) FROM rls_reservations"), x->pending);
+}
+
+static rls_db *open_handle(const char *path, int allow)
+{
+    rls_options o;
+    rls_db *db = NULL;
+    rls_options_init(&o);
+    o.on_error = allow ? RLS_ON_ERROR_ALLOW : RLS_ON_ERROR_DENY;
+    int rc = rls_open(&db, path, &o);
+    if (rc != RLS_OK)
+        fail_msg("open %s: %s: %s", path, rls_errname(rc), rls_errmsg(NULL));
+    return db;
+}
+
+static void must(rls_db *db, int rc, const char *what)
+{
+    if (rc != RLS_OK)
+        fail_msg("%s: %s: %s", what, rls_errname(rc), rls_errmsg(db));
+}
+
+/* A database with rules, counters, blocks, a tier and audit rows, so that
+ * every listing has something to list. */
+static ox *ox_new(void)
+{
+    ox *x = calloc(1, sizeof *x);
+    rls_result r;
+    rls_rows *rows = NULL;
+    assert_non_null(x);
+    x->dir = tu_mkdtemp();
+    tu_path(x->path, sizeof x->path, x->dir, "rl.db");
+    rls_db *db = open_handle(x->path, 0);
+    must(db, rls_rules_apply_at(db, RULES_A, strlen(RULES_A), "a.yaml", "first", T0, NULL),
+         "apply");
+    x->versions = 1;
+    const char *keys[] = {"k", "user:1", "user:2", "x"};
+    for (int i = 0; i < 4; i++) {
+        must(db, rls_check_at(db, "api", keys[i], 1, T0, &r), "check");
+        x->admitted++;
+    }
+    must(db, rls_check_at(db, "login", "192.0.2.1", 1, T0, &r), "check");
+    must(db, rls_block_set_at(db, "api", "x", 0, "oom test", T0), "block");
+    must(db, rls_block_set_at(db, "", "192.0.2.9", T0 + 3600000, "oom test", T0), "block");
+    must(db, rls_tier_set_at(db, "user:9", "staff", 0, T0), "tier");
+    rls_usage_query q = {.size = sizeof q, .sort = RLS_SORT_USED, .limit = 1000};
+    must(db, rls_usage_at(db, &q, T0, &rows), "usage");
+    x->usage_rows = rls_rows_count(rows);
+    rls_rows_free(rows);
+    must(db, rls_audit_list(db, NULL, 1000, &rows), "audit");
+    x->audit_rows = rls_rows_count(rows);
+    rls_rows_free(rows);
+    assert_true(x->usage_rows >= 5);
+    assert_true(x->audit_rows >= 4);
+    rls_close(db);
+    x->plain = plain_open(x->path);
+    ox_verify(x);
+    return x;
+}
+
+static void ox_free(ox *x)
+{
+    rls_close(x->warm);
+    x->warm = NULL;
+    ox_verify(x);
+    sqlite3_close(x->plain);
+    tu_rmdir(x->dir);
+    free(x);
+}
+
+/* After a loop: a fresh handle checks correctly. */
+static void ox_fresh_handle_works(ox *x)
+{
+    rls_result r;
+    rls_db *db = open_handle(x->path, 0);
+    must(db, rls_check_at(db, "api", "k", 1, T0, &r), "fresh handle");
+    assert_int_equal(r.allowed, 1);
+    x->admitted++;
+    rls_close(db);
+    ox_verify(x);
+}
+
+/* ---- the calls under test -------------------------------------------------- */
+
+/* One call's inputs and outputs.  run() executes under failing allocations;
+ * done() runs after, with allocation working again. */
+typedef struct call {
+    ox *x;
+    rls_db *db;          /* the handle to call (NULL for open) */
+    int allow;           /* its failure policy */
+    rls_result res;
+    rls_rows *rows, *rows2;
+    rls_db *opened;
+    char newpath[4200];
+} call;
+
+typedef struct oom_op {
+    const char *name;
+    int writes;                         /* verify the file after every call */
+    void (*prepare)(call *c);           /* allocation working; may be NULL */
+    int (*run)(call *c);
+    void (*done)(call *c, int rc);      /* asserts; records an RLS_OK */
+} oom_op;
+
+static int open_run(call *c)
+{
+    return rls_open(&c->opened, c->x->path, NULL);
+}
+
+static void open_done(call *c, int rc)
+{
+    if (rc == RLS_OK) {
+        assert_non_null(c->opened);
+        rls_close(c->opened);
+    } else {
+        assert_null(c->opened);
+        assert_true(rls_errmsg(NULL)[0] != '\0');
+    }
+}
+
+static int stat_ok(const char *path, const char *suffix)
+{
+    char p[4300];
+    struct stat sb;
+    snprintf(p, sizeof p, "%s%s", path, suffix);
+    return stat(p, &sb) == 0;
+}
+
+static void open_new_prepare(call *c)
+{
+    snprintf(c->newpath, sizeof c->newpath, "%s/new.db", c->x->dir);
+}
+
+static int open_new_run(call *c)
+{
+    return rls_open(&c->opened, c->newpath, NULL);
+}
+
+/* A failed open leaves no file; a successful one a working database. */
+static void open_new_done(call *c, int rc)
+{
+    char side[4300];
+    if (rc != RLS_OK) {
+        assert_null(c->opened);
+        assert_false(stat_ok(c->newpath, ""));
+        assert_false(stat_ok(c->newpath, "-wal"));
+        assert_false(stat_ok(c->newpath, "-shm"));
+        return;
+    }
+    rls_result r;
+    must(c->opened, rls_rules_apply_at(c->opened, RULES_A, strlen(RULES_A), NULL, NULL, T0,
+                                       NULL), "apply on the new database");
+    must(c->opened, rls_check_at(c->opened, "api", "k", 1, T0, &r), "check on the new database");
+    assert_int_equal(r.allowed, 1);
+    rls_close(c->opened);
+    sqlite3 *s = plain_open(c->newpath);
+    assert_int_equal(plain_int(s, SQL_ADMITTED), 1);
+    sqlite3_close(s);
+    unlink(c->newpath);
+    snprintf(side, sizeof side, "%s-ckpt", c->newpath);
+    unlink(side);
+}
+
+static int check_run(call *c)
+{
+    return rls_check_at(c->db, "api", "k", 1, T0, &c->res);
+}
+
+static void check_done(call *c, int rc)
+{
+    if (rc == RLS_OK) {
+        assert_int_equal(c->res.allowed, 1);
+        assert_int_equal(c->res.reason, RLS_REASON_OK);
+        c->x->admitted++;
+        return;
+    }
+    assert_int_equal(c->res.reason, RLS_REASON_DEGRADED);
+    assert_int_equal(c->res.allowed, c->allow);
+}
+
+/* sliding_log: the library copies the stored log into a buffer of its own */
+static int check_log_run(call *c)
+{
+    return rls_check_at(c->db, "login", "192.0.2.1", 1, T0, &c->res);
+}
+
+static void check_log_done(call *c, int rc)
+{
+    if (rc == RLS_OK) {
+        assert_int_equal(c->res.reason, RLS_REASON_OK);
+        return;
+    }
+    assert_int_equal(c->res.reason, RLS_REASON_DEGRADED);
+    assert_int_equal(c->res.allowed, c->allow);
+}
+
+static int apply_run(call *c)
+{
+    const char *y = c->x->versions % 2 ? RULES_B : RULES_A;
+    return rls_rules_apply_at(c->db, y, strlen(y), "oom.yaml", "oom", T0, NULL);
+}
+
+static void apply_done(call *c, int rc)
+{
+    if (rc == RLS_OK)
+        c->x->versions++;
+}
+
+static int usage_run(call *c)
+{
+    rls_usage_query q = {.size = sizeof q, .sort = RLS_SORT_USED, .limit = 1000};
+    c->rows = (rls_rows *)1;
+    return rls_usage_at(c->db, &q, T0, &c->rows);
+}
+
+static void rows_done(call *c, int rc, int want)
+{
+    if (rc == RLS_OK) {
+        assert_non_null(c->rows);
+        assert_int_equal(rls_rows_count(c->rows), want);
+    } else {
+        assert_null(c->rows);
+    }
+    rls_rows_free(c->rows);
+}
+
+static void usage_done(call *c, int rc)
+{
+    rows_done(c, rc, c->x->usage_rows);
+}
+
+static int explain_run(call *c)
+{
+    c->rows = c->rows2 = (rls_rows *)1;
+    return rls_explain_at(c->db, "api", "user:1", T0, &c->rows, &c->rows2);
+}
+
+static void explain_done(call *c, int rc)
+{
+    if (rc == RLS_OK) {
+        assert_int_equal(rls_rows_count(c->rows2), 2);
+        assert_string_equal(rls_rows_text(c->rows, 0, rls_rows_find(c->rows, "tier")), "pro");
+    } else {
+        assert_null(c->rows2);
+    }
+    rls_rows_free(c->rows2);
+    rows_done(c, rc, 1);
+}
+
+static int audit_run(call *c)
+{
+    c->rows = (rls_rows *)1;
+    return rls_audit_list(c->db, NULL, 1000, &c->rows);
+}
+
+static void audit_done(call *c, int rc)
+{
+    rows_done(c, rc, c->x->audit_rows + (int)c->x->versions - 1);
+}
+
+static void cancel_prepare(call *c)
+{
+    rls_result r;
+    must(c->db, rls_reserve_at(c->db, "api", "k", 1, 60000, T0, &c->x->res_id, &r), "reserve");
+    assert_int_equal(r.allowed, 1);
+    c->x->admitted++;
+    c->x->pending++;
+}
+
+static int cancel_run(call *c)
+{
+    return rls_cancel_at(c->db, c->x->res_id, T0);
+}
+
+static void cancel_done(call *c, int rc)
+{
+    if (rc == RLS_OK) {
+        c->x->pending--;
+        c->x->admitted--;   /* refunded */
+    }
+}
+
+enum { OP_OPEN, OP_OPEN_NEW, OP_CHECK, OP_CHECK_LOG, OP_APPLY, OP_USAGE, OP_EXPLAIN, OP_AUDIT,
+       OP_CANCEL, OP__COUNT };
+
+static const oom_op OPS[OP__COUNT] = {
+    {"open", 0, NULL, open_run, open_done},
+    {"open_new", 0, open_new_prepare, open_new_run, open_new_done},
+    {"check", 1, NULL, check_run, check_done},
+    {"check_sliding_log", 1, NULL, check_log_run, check_log_done},
+    {"rules_apply", 1, NULL, apply_run, apply_done},
+    {"usage", 0, NULL, usage_run, usage_done},
+    {"explain", 0, NULL, explain_run, explain_done},
+    {"audit_list", 0, NULL, audit_run, audit_done},
+    {"cancel", 1, cancel_prepare, cancel_run, cancel_done},
+};
+
+/* Allocation failures per operation and allocator (for the summary). */
+static long failures[OP__COUNT][L__COUNT];
+static long calls_failed;
+static int verbose;   /* OOM_VERBOSE=1: one line per loop */
+
+/*
+ * Library bugs this suite found (docs/RELIABILITY.md, "Out of memory"): a
+ * call that hits one is counted, and the handle repaired, so that the loops
+ * go on testing everything else.  They are fixed: each now fails the suite if it comes back (RLS_KNOWN_BUGS=tolerate counts instead).
+ * A bug that no longer reproduces is reported at the end: delete its entry.
+ */
+enum { BUG_TX_LEFT_OPEN, BUG_TX_GONE, BUG__COUNT };
+static const char *const bug_text[BUG__COUNT] = {
+    "B1: a failed call left its transaction open (storage/stmt.c rls__rollback: "
+    "ROLLBACK is prepared on first use and cannot be prepared without memory)",
+    "B2: RLS_ESTORAGE 'cannot commit - no transaction is active' instead of RLS_ENOMEM "
+    "(a statement error after which SQLite rolled back the whole transaction was "
+    "ignored: storage/check.c housekeeping, storage/admin_usage.c denials)",
+};
+static long bug_hits[BUG__COUNT];
+static int bugs_fail;
+
+static void known_bug(int bug, const char *op, long n, int layer, int sticky)
+{
+    bug_hits[bug]++;
+    if (bugs_fail)
+        fail_msg("%s: %s allocation %ld%s: %s", op, layer_name[layer], n,
+                 sticky ? " sticky" : "", bug_text[bug]);
+}
+
+/* Failing allocations N = 1..100 one by one, then (sticky loops only: the
+ * once loops take every N) every STICKY_STRIDE-th, to bound the run time.
+ * Under valgrind (VALGRIND=1, as make valgrind sets it) every loop strides
+ * SLOW_STRIDE times further past N = 100. */
+#define STICKY_STRIDE 5
+#define SLOW_STRIDE 5
+static int slow;
+
+/*
+ * For N = 1, 2, ... fails the N-th allocation of layer during one call of
+ * op (with sticky every later one too), until the call makes fewer than N.
+ * warm: one handle for every call, else a fresh one per call.  Returns the
+ * number of failures injected.
+ */
+static long oom_loop(ox *x, int opi, int layer, int sticky, int warm)
+{
+    const oom_op *op = &OPS[opi];
+    long n, total = 0, errors = 0, calls = 0, allocs = 0;
+    int is_open = opi == OP_OPEN || opi == OP_OPEN_NEW;
+    long stride = (sticky ? STICKY_STRIDE : 1) * (slow ? SLOW_STRIDE : 1);
+    long bugs0[BUG__COUNT];
+    memcpy(bugs0, bug_hits, sizeof bugs0);
+    for (n = 1; n <= MAX_N; n += n >= 100 ? stride : 1) {
+        call c;
+        memset(&c, 0, sizeof c);
+        c.x = x;
+        c.allow = (int)(n & 1);   /* both failure policies, alternately */
+        if (!is_open) {
+            if (warm) {
+                if (!x->warm)
+                    x->warm = open_handle(x->path, 0);
+                c.db = x->warm;
+                c.allow = 0;
+            } else {
+                c.db = open_handle(x->path, c.allow);
+            }
+        }
+        if (op->prepare)
+            op->prepare(&c);
+        memset(&c.res, 0x5a, sizeof c.res);
+        oom_arm(layer, n, sticky);
+        int rc = op->run(&c);
+        oom_disarm();
+        long inj = oom.failed;
+        const char *msg = c.db ? rls_errmsg(c.db) : rls_errmsg(NULL);
+        total += inj;
+        calls++;
+        if (rc != RLS_OK) {
+            errors++;
+            if (rc == RLS_ESTORAGE && strstr(msg, "no transaction is active"))
+                known_bug(BUG_TX_GONE, op->name, n, layer, sticky);
+            else if (inj == 0 || rc != RLS_ENOMEM)
+                fail_msg("%s: %s allocation %ld%s failed (%ld injected): got %s (%s)", op->name,
+                         layer_name[layer], n, sticky ? " sticky" : "", inj, rls_errname(rc),
+                         msg);
+            assert_true(msg[0] != '\0');
+        }
+        /* whatever happened, the call ends its transaction */
+        if (c.db && !sqlite3_get_autocommit(c.db->sql)) {
+            known_bug(BUG_TX_LEFT_OPEN, op->name, n, layer, sticky);
+            sqlite3_exec(c.db->sql, "ROLLBACK", NULL, NULL, NULL);
+        }
+        op->done(&c, rc);
+        if (!is_open && !warm)
+            rls_close(c.db);
+        if (op->writes && (rc != RLS_OK || inj > 0))
+            ox_verify(x);
+        if (inj == 0) {
+            allocs = oom.seen[layer];   /* what the whole call allocates */
+            break;
+        }
+    }
+    if (n > MAX_N)
+        fail_msg("%s: %s: still failing at N = %d", op->name, layer_name[layer], MAX_N);
+    if (verbose)
+        printf("  %-18s %-6s %-6s %s: %ld allocations, %ld calls, %ld failures injected, "
+               "%ld calls returned an error; known bugs B1 %ld, B2 %ld\n", op->name,
+               layer_name[layer], sticky ? "sticky" : "once", warm ? "warm" : "cold", allocs,
+               calls, total, errors, bug_hits[BUG_TX_LEFT_OPEN] - bugs0[BUG_TX_LEFT_OPEN],
+               bug_hits[BUG_TX_GONE] - bugs0[BUG_TX_GONE]);
+    ox_verify(x);
+    ox_fresh_handle_works(x);
+    failures[opi][layer] += total;
+    calls_failed += errors;
+    return total;
+}
+
+/* Every loop of op: each allocator, once and sticky, cold and warm. */
+static void run_case(void **state)
+{
+    int opi = *(const int *)*state;
+    int is_open = opi == OP_OPEN || opi == OP_OPEN_NEW;
+    long got[L__COUNT] = {0};
+    for (int layer = 0; layer < L__COUNT; layer++)
+        for (int sticky = 0; sticky < 2; sticky++)
+            for (int warm = 0; warm < (is_open ? 1 : 2); warm++) {
+                ox *x = ox_new();
+                got[layer] += oom_loop(x, opi, layer, sticky, warm);
+                ox_free(x);
+            }
+    /* every call allocates through SQLite and the library; rules are
+     * parsed (libyaml) by an apply and by the first call of a handle */
+    assert_true(got[L_SQLITE] > 0);
+    assert_true(got[L_LIB] > 0);
+    if (opi != OP_OPEN && opi != OP_OPEN_NEW && opi != OP_AUDIT && opi != OP_CANCEL)
+        assert_true(got[L_YAML] > 0);
+}
+
+/*
+ * What B1 costs everyone else: after a call that failed for want of memory,
+ * another handle (another process, in real life) must be able to write.
+ * For every N, a handle whose SQLite allocations fail from the N-th on
+ * (sticky) applies rules; then, with memory back, a second handle checks
+ * with a short busy timeout.  With B1 the first handle still holds the
+ * write lock and the second gets RLS_EBUSY, until the first is closed.
+ */
+static void other_handles_can_write_after_a_call_failed_for_memory(void **state)
+{
+    ox *x = ox_new();
+    long n, blocked = 0;
+    rls_options o;
+    rls_options_init(&o);
+    o.busy_timeout_ms = 10;
+    for (n = 1; n <= MAX_N; n++) {
+        rls_db *a = open_handle(x->path, 0), *b = NULL;
+        rls_result r;
+        oom_arm(L_SQLITE, n, 1);
+        int rc = apply_run(&(call){.x = x, .db = a});
+        oom_disarm();
+        long inj = oom.failed;
+        if (rc == RLS_OK)
+            x->versions++;
+        assert_int_equal(rls_open(&b, x->path, &o), RLS_OK);
+        int brc = rls_check_at(b, "api", "k", 1, T0, &r);
+        if (brc == RLS_EBUSY) {
+            blocked++;
+            known_bug(BUG_TX_LEFT_OPEN, "apply, then another handle's check", n, L_SQLITE, 1);
+        } else {
+            must(b, brc, "the other handle's check");
+            x->admitted++;
+        }
+        rls_close(b);
+        rls_close(a);   /* releases whatever a held */
+        ox_verify(x);
+        if (inj == 0)
+            break;
+    }
+    assert_true(n <= MAX_N);
+    if (verbose)
+        printf("  another handle was locked out after %ld of %ld failed applies\n", blocked,
+               n - 1);
+    ox_free(x);
+}
+
+int main(void)
+{
+    static int args[OP__COUNT];
+    static char names[OP__COUNT][96];
+    struct CMUnitTest tests[OP__COUNT + 1];
+
+    verbose = getenv("OOM_VERBOSE") && atoi(getenv("OOM_VERBOSE")) > 0;
+    /* fixed bugs fail again if they come back; RLS_KNOWN_BUGS=tolerate counts
+     * them instead, to go on testing the rest while one is being fixed */
+    bugs_fail = !(getenv("RLS_KNOWN_BUGS") && strcmp(getenv("RLS_KNOWN_BUGS"), "tolerate") == 0);
+    slow = getenv("VALGRIND") && strcmp(getenv("VALGRIND"), "1") == 0;
+    /* Tens of thousands of opens and commits: on a RAM file system, where
+     * fsync costs nothing (durability is suite 2's and 3's subject). */
+    if (!getenv("TMPDIR") && access("/dev/shm", W_OK | X_OK) == 0)
+        setenv("TMPDIR", "/dev/shm", 1);
+    if (install_sqlite_allocator() != 0) {
+        fprintf(stderr, "cannot install the SQLite allocator\n");
+        return 1;
+    }
+    for (int op = 0; op < OP__COUNT; op++) {
+        args[op] = op;
+        snprintf(names[op], sizeof names[op],
+                 "%s_out_of_memory_returns_enomem_leaks_nothing_keeps_db_intact", OPS[op].name);
+        tests[op] = (struct CMUnitTest){names[op], run_case, NULL, NULL, &args[op]};
+    }
+    tests[OP__COUNT] = (struct CMUnitTest)cmocka_unit_test(
+        other_handles_can_write_after_a_call_failed_for_memory);
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+
+    long tot[L__COUNT] = {0};
+    printf("allocation failures per call (sqlite/lib/yaml):");
+    for (int op = 0; op < OP__COUNT; op++) {
+        printf(" %s %ld/%ld/%ld;", OPS[op].name, failures[op][L_SQLITE], failures[op][L_LIB],
+               failures[op][L_YAML]);
+        for (int l = 0; l < L__COUNT; l++)
+            tot[l] += failures[op][l];
+    }
+    printf("\nallocation failures injected: sqlite %ld, lib %ld, yaml %ld; calls that "
+           "returned an error: %ld\n", tot[L_SQLITE], tot[L_LIB], tot[L_YAML], calls_failed);
+    for (int b = 0; b < BUG__COUNT; b++) {
+        if (bug_hits[b])
+            printf("KNOWN BUG reproduced %ld times: %s\n", bug_hits[b], bug_text[b]);
+        else
+            printf("known bug no longer reproduces (delete its entry in test_oom.c): %s\n",
+                   bug_text[b]);
+    }
+    return failed;
+}

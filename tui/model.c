@@ -1,0 +1,609 @@
+/*
+ * model.c - what rltop knows about the database, sampled through rlstore.h.
+ *
+ * Every rls_* call below is its own short transaction inside the library;
+ * the model keeps only plain copies (key_row, block_row, ...), so nothing
+ * holds a read transaction open between refreshes and the WAL can be
+ * checkpointed while rltop runs.
+ *
+ * The keys list asks the library for a window around what is on screen
+ * (the visible page plus one page either side, so that scrolling a page is
+ * instant), never for every key.  rls_usage_at() computes every key of the
+ * selected actions before it sorts and slices, so its cost grows with the
+ * number of tracked keys: the model measures it and samples the list less
+ * often when it is slow (at most a fifth of the time), and counts the keys
+ * (which needs the library's largest page) less often still.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include "rltop.h"
+#include "yamlite.h"
+
+#define COUNT_PAGE 10000       /* counting stops here ("10000+")        */
+#define COUNT_PAGE_END 100000  /* ... or here, when End asks for the end */
+
+int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ---- copying rows --------------------------------------------------------- */
+
+static const char *col_text(const rls_rows *r, int row, const char *col)
+{
+    const char *s = rls_rows_text(r, row, rls_rows_find(r, col));
+    return s ? s : "";
+}
+
+static int64_t col_int(const rls_rows *r, int row, const char *col)
+{
+    return rls_rows_int(r, row, rls_rows_find(r, col));
+}
+
+static void copy_name(char *dst, size_t size, const char *s)
+{
+    snprintf(dst, size, "%s", s ? s : "");
+}
+
+static char *xdup(const char *s)
+{
+    char *d = strdup(s ? s : "");
+    return d ? d : esc_dup(NULL);
+}
+
+static void free_keys(key_row *r, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free(r[i].key);
+        free(r[i].key_esc);
+    }
+    free(r);
+}
+
+static void free_blocks(block_row *r, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free(r[i].key);
+        free(r[i].key_esc);
+        free(r[i].reason);
+        free(r[i].os_user);
+    }
+    free(r);
+}
+
+static void free_audit(audit_row *r, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free(r[i].key_esc);
+        free(r[i].os_user);
+        free(r[i].tool);
+        free(r[i].op);
+        free(r[i].before);
+        free(r[i].after);
+        free(r[i].reason);
+    }
+    free(r);
+}
+
+static void free_versions(version_row *r, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free(r[i].os_user);
+        free(r[i].tool);
+        free(r[i].source);
+        free(r[i].comment);
+    }
+    free(r);
+}
+
+static void free_detail(detail *d)
+{
+    free(d->key);
+    free(d->key_esc);
+    free(d->tier_pattern);
+    free(d->block_reason);
+    free(d->block_rule);
+    free(d->limits);
+    free(d->overrides);
+    free_audit(d->audit, d->naudit);
+    memset(d, 0, sizeof *d);
+}
+
+static key_row *copy_keys(const rls_rows *r, int *n)
+{
+    *n = rls_rows_count(r);
+    key_row *k = *n ? calloc((size_t)*n, sizeof *k) : NULL;
+    if (!k) {
+        *n = 0;
+        return NULL;
+    }
+    for (int i = 0; i < *n; i++) {
+        copy_name(k[i].action, sizeof k[i].action, col_text(r, i, "action"));
+        k[i].key = xdup(col_text(r, i, "key"));
+        k[i].key_esc = esc_dup(col_text(r, i, "key"));
+        copy_name(k[i].tier, sizeof k[i].tier, col_text(r, i, "tier"));
+        copy_name(k[i].rule, sizeof k[i].rule, col_text(r, i, "rule"));
+        copy_name(k[i].state, sizeof k[i].state, col_text(r, i, "state"));
+        k[i].used = col_int(r, i, "used");
+        k[i].limit = col_int(r, i, "limit");
+        k[i].remaining = col_int(r, i, "remaining");
+        k[i].ppm = col_int(r, i, "fraction_ppm");
+        k[i].reset_ms = col_int(r, i, "reset_ms");
+        k[i].blocked = (int)col_int(r, i, "blocked");
+        k[i].block_until_ms = col_int(r, i, "block_until_ms");
+        k[i].denied = col_int(r, i, "denied");
+    }
+    return k;
+}
+
+static audit_row *copy_audit(const rls_rows *r, int *n)
+{
+    *n = rls_rows_count(r);
+    audit_row *a = *n ? calloc((size_t)*n, sizeof *a) : NULL;
+    if (!a) {
+        *n = 0;
+        return NULL;
+    }
+    for (int i = 0; i < *n; i++) {
+        a[i].id = col_int(r, i, "id");
+        a[i].ts_ms = col_int(r, i, "ts_ms");
+        copy_name(a[i].action, sizeof a[i].action, col_text(r, i, "action"));
+        a[i].key_esc = esc_dup(col_text(r, i, "key"));
+        a[i].os_user = esc_dup(col_text(r, i, "os_user"));
+        a[i].tool = esc_dup(col_text(r, i, "tool"));
+        a[i].op = esc_dup(col_text(r, i, "op"));
+        a[i].before = esc_dup(col_text(r, i, "before"));
+        a[i].after = esc_dup(col_text(r, i, "after"));
+        a[i].reason = esc_dup(col_text(r, i, "reason"));
+    }
+    return a;
+}
+
+/* ---- samples ---------------------------------------------------------------- */
+
+static void note_err(model *m, int rc, const char *what)
+{
+    const char *d = rls_errmsg(m->db);
+    snprintf(m->err, sizeof m->err, "%s: %s", what, d && *d ? d : rls_strerror(rc));
+}
+
+/* Tiers, actions and explicit limits of the active rules, when the active
+ * version changed. */
+static void load_rules(model *m)
+{
+    char *yaml = NULL;
+    size_t len = 0;
+    yl_node *root = NULL;
+    yl_limit *lim = NULL;
+    int nlim = 0;
+
+    rls_rows *tiers = NULL, *limits = NULL;
+
+    m->rules_version = m->version;
+    m->ntiers = m->nactions = 0;
+    m->default_tier[0] = m->rules_err[0] = '\0';
+    free(m->rlimits);
+    free(m->elimits);
+    m->rlimits = m->elimits = NULL;
+    m->nrlimits = m->nelimits = 0;
+    /* what the library understood: tiers, actions, every limit */
+    if (rls_rules_describe(m->db, 0, &tiers, &limits) == RLS_OK) {
+        for (int i = 0; i < rls_rows_count(tiers) && m->ntiers < MAX_TIERS; i++) {
+            copy_name(m->tiers[m->ntiers++], 64, col_text(tiers, i, "name"));
+            if (col_int(tiers, i, "is_default"))
+                copy_name(m->default_tier, sizeof m->default_tier, col_text(tiers, i, "name"));
+        }
+        int n = rls_rows_count(limits);
+        if (n > 0 && (m->rlimits = calloc((size_t)n, sizeof *m->rlimits))) {
+            for (int i = 0; i < n; i++) {
+                rule_limit *l = &m->rlimits[i];
+                copy_name(l->action, sizeof l->action, col_text(limits, i, "action"));
+                copy_name(l->tier, sizeof l->tier, col_text(limits, i, "tier"));
+                copy_name(l->name, sizeof l->name, col_text(limits, i, "name"));
+                copy_name(l->algorithm, sizeof l->algorithm, col_text(limits, i, "algorithm"));
+                copy_name(l->window, sizeof l->window, col_text(limits, i, "window"));
+                copy_name(l->mode, sizeof l->mode, col_text(limits, i, "mode"));
+                l->value = col_int(limits, i, "limit");
+                l->burst = col_int(limits, i, "burst");
+                int seen = 0;
+                for (int k = 0; k < m->nactions; k++)
+                    seen |= strcmp(m->actions[k], l->action) == 0;
+                if (!seen && m->nactions < MAX_TIERS)
+                    copy_name(m->actions[m->nactions++], 64, l->action);
+            }
+            m->nrlimits = n;
+        }
+    }
+    rls_rows_free(tiers);
+    rls_rows_free(limits);
+    /* what the edit can change: the `limit:` values written in the YAML */
+    if (rls_rules_get(m->db, 0, &yaml, &len) != RLS_OK)
+        return;
+    if (m->ntiers == 0) {
+        int n = yl_tiers(yaml, len, m->tiers, MAX_TIERS, m->default_tier,
+                         sizeof m->default_tier, m->rules_err, sizeof m->rules_err);
+        m->ntiers = n < 0 ? 0 : n;
+    }
+    if (m->nactions == 0 && yl_parse(yaml, len, &root, m->rules_err, sizeof m->rules_err) == 0) {
+        const yl_node *acts = yl_get(root, "actions");
+        for (int i = 0; acts && acts->type == YL_MAP && i < acts->n && m->nactions < MAX_TIERS; i++)
+            copy_name(m->actions[m->nactions++], 64, acts->keys[i]->text);
+        yl_free(root);
+    }
+    if (yl_limits(yaml, len, &lim, &nlim, m->rules_err, sizeof m->rules_err) == 0 && nlim > 0 &&
+        (m->elimits = calloc((size_t)nlim, sizeof *m->elimits))) {
+        for (int i = 0; i < nlim; i++) {
+            copy_name(m->elimits[i].action, NAME_LEN, lim[i].action);
+            copy_name(m->elimits[i].tier, NAME_LEN, lim[i].tier);
+            copy_name(m->elimits[i].name, NAME_LEN, lim[i].name);
+            m->elimits[i].value = lim[i].value;
+        }
+        m->nelimits = nlim;
+    }
+    free(lim);
+    rls_free(yaml);
+}
+
+static void sample_versions(model *m)
+{
+    rls_rows *r = NULL;
+    int rc = rls_rules_versions(m->db, &r);
+    if (rc != RLS_OK) {
+        note_err(m, rc, "cannot list rule versions");
+        return;
+    }
+    int n = rls_rows_count(r);
+    version_row *v = n ? calloc((size_t)n, sizeof *v) : NULL;
+    if (n && !v)
+        n = 0;
+    m->version = 0;
+    for (int i = 0; i < n; i++) {
+        v[i].version = col_int(r, i, "version");
+        v[i].created_ms = col_int(r, i, "created_ms");
+        v[i].bytes = col_int(r, i, "bytes");
+        v[i].active = (int)col_int(r, i, "active");
+        v[i].os_user = esc_dup(col_text(r, i, "os_user"));
+        v[i].tool = esc_dup(col_text(r, i, "tool"));
+        v[i].source = esc_dup(col_text(r, i, "source"));
+        v[i].comment = esc_dup(col_text(r, i, "comment"));
+        if (v[i].active)
+            m->version = v[i].version;
+    }
+    rls_rows_free(r);
+    free_versions(m->versions, m->nversions);
+    m->versions = v;
+    m->nversions = n;
+    if (m->version != m->rules_version)
+        load_rules(m);
+}
+
+static void sample_stats(model *m)
+{
+    rls_rows *recent = NULL;
+    int64_t now_s = m->now_ms / 1000;
+    int rc = rls_stats_at(m->db, SPARK_SECONDS + 1, m->now_ms, &recent, NULL);
+    if (rc != RLS_OK) {
+        note_err(m, rc, "cannot read stats");
+        return;
+    }
+    int64_t allowed = 0, denied = 0;
+    memset(m->spark, 0, sizeof m->spark);
+    m->spark_end_s = now_s;   /* the current second is still being counted */
+    for (int i = 0; i < rls_rows_count(recent); i++) {
+        if (m->f_action[0] && strcmp(col_text(recent, i, "action"), m->f_action) != 0)
+            continue;
+        int64_t sec = col_int(recent, i, "sec"), d = col_int(recent, i, "denied");
+        int64_t idx = sec - (now_s - SPARK_SECONDS);
+        if (idx >= 0 && idx < SPARK_SECONDS)
+            m->spark[idx] += d;
+        if (sec >= now_s - 10 && sec < now_s) {
+            allowed += col_int(recent, i, "allowed");
+            denied += d;
+        }
+    }
+    m->allowed_rate = (double)allowed / 10.0;
+    m->denied_rate = (double)denied / 10.0;
+    rls_rows_free(recent);
+}
+
+static void sample_blocks(model *m)
+{
+    rls_rows *r = NULL;
+    int rc = rls_block_list_at(m->db, m->now_ms, &r);
+    if (rc != RLS_OK) {
+        note_err(m, rc, "cannot list blocks");
+        return;
+    }
+    int n = rls_rows_count(r);
+    block_row *b = n ? calloc((size_t)n, sizeof *b) : NULL;
+    if (n && !b)
+        n = 0;
+    m->nblocked = 0;
+    for (int i = 0; i < n; i++) {
+        const char *k = col_text(r, i, "key");
+        b[i].key = xdup(k);
+        b[i].key_esc = esc_dup(k);
+        copy_name(b[i].action, sizeof b[i].action, col_text(r, i, "action"));
+        copy_name(b[i].kind, sizeof b[i].kind, col_text(r, i, "kind"));
+        copy_name(b[i].rule, sizeof b[i].rule, col_text(r, i, "rule"));
+        b[i].reason = esc_dup(col_text(r, i, "reason"));
+        b[i].os_user = esc_dup(col_text(r, i, "os_user"));
+        b[i].until_ms = col_int(r, i, "until_ms");
+        b[i].created_ms = col_int(r, i, "created_ms");
+        b[i].level = col_int(r, i, "level");
+        if (i == 0 || strcmp(b[i - 1].key, b[i].key) != 0)
+            m->nblocked++;   /* rows are ordered by key */
+    }
+    rls_rows_free(r);
+    free_blocks(m->blocks, m->nblocks);
+    m->blocks = b;
+    m->nblocks = n;
+}
+
+static void sample_audit(model *m)
+{
+    rls_rows *r = NULL;
+    int rc = rls_audit_list(m->db, NULL, 500, &r);
+    if (rc != RLS_OK) {
+        note_err(m, rc, "cannot read the audit log");
+        return;
+    }
+    free_audit(m->audit, m->naudit);
+    m->audit = copy_audit(r, &m->naudit);
+    rls_rows_free(r);
+}
+
+static void sample_sizes(model *m)
+{
+    struct stat sb;
+    char wal[4096];
+    m->db_bytes = stat(m->path, &sb) == 0 ? (int64_t)sb.st_size : -1;
+    snprintf(wal, sizeof wal, "%s-wal", m->path);
+    m->wal_bytes = stat(wal, &sb) == 0 ? (int64_t)sb.st_size : 0;
+}
+
+static void usage_query(const model *m, rls_usage_query *q, int substr)
+{
+    memset(q, 0, sizeof *q);
+    q->size = sizeof *q;
+    q->action = m->f_action[0] ? m->f_action : NULL;
+    q->key_substr = substr && m->f_substr[0] ? m->f_substr : NULL;
+    q->sort = m->sort;
+}
+
+/* Counts the rows of the list (substr = 1) or every tracked key of the
+ * action filter (substr = 0), up to COUNT_PAGE. */
+static int count_rows(model *m, int substr, int page, long *out, int *capped)
+{
+    rls_usage_query q;
+    rls_rows *r = NULL;
+    usage_query(m, &q, substr);
+    q.sort = RLS_SORT_KEY;
+    q.limit = page;
+    double t0 = mono_s();
+    int rc = rls_usage_at(m->db, &q, m->now_ms, &r);
+    m->count_cost_ms = (mono_s() - t0) * 1000.0;
+    if (rc == RLS_OK) {
+        *out = rls_rows_count(r);
+        *capped = *out >= page;
+    }
+    rls_rows_free(r);
+    return rc;
+}
+
+/* Fetches the window [off, off + n) of the list. */
+static int fetch_window(app *a, long off, int n)
+{
+    model *m = &a->m;
+    rls_usage_query q;
+    rls_rows *r = NULL;
+    usage_query(m, &q, 1);
+    q.offset = off > 0 ? (off < 2000000000L ? (int)off : 2000000000) : 0;
+    q.limit = n < 1 ? 1 : n > COUNT_PAGE ? COUNT_PAGE : n;
+    double t0 = mono_s();
+    int rc = rls_usage_at(m->db, &q, m->now_ms, &r);
+    m->keys_cost_ms = (mono_s() - t0) * 1000.0;
+    m->no_rules = rc == RLS_ENORULES;
+    if (rc != RLS_OK) {
+        rls_rows_free(r);
+        free_keys(m->rows, m->nrows);
+        m->rows = NULL;
+        m->nrows = 0;
+        m->total = rc == RLS_ENORULES ? 0 : -1;
+        if (rc != RLS_ENORULES)
+            note_err(m, rc, "cannot read usage");
+        return rc;
+    }
+    free_keys(m->rows, m->nrows);
+    m->rows = copy_keys(r, &m->nrows);
+    m->off = q.offset;
+    m->keys_ms = m->now_ms;
+    m->stale = 0;
+    if (m->nrows < q.limit && (m->nrows > 0 || q.offset == 0)) {
+        m->total = q.offset + m->nrows;   /* the end is in the window */
+        m->total_capped = 0;
+        m->total_ms = m->now_ms;
+        if (!m->f_substr[0]) {
+            m->tracked = m->total;
+            m->tracked_capped = 0;
+            m->tracked_ms = m->now_ms;
+        }
+    } else if (m->nrows == 0 && q.offset > 0) {
+        m->total = -1;   /* past the end: count again */
+        m->total_ms = 0;
+    }
+    rls_rows_free(r);
+    return RLS_OK;
+}
+
+void model_want_rows(app *a, long first, int count)
+{
+    model *m = &a->m;
+    if (first < 0)
+        first = 0;
+    if (!m->stale && first >= m->off && first + count <= m->off + m->nrows)
+        return;
+    if (!m->stale && m->total >= 0 && first >= m->off && first + count > m->total &&
+        m->off + m->nrows >= m->total)
+        return;   /* the window already reaches the end */
+    long off = first - count;
+    m->now_ms = now_ms();
+    fetch_window(a, off < 0 ? 0 : off, count * 3);
+}
+
+const key_row *model_row(const model *m, long i)
+{
+    if (i < m->off || i >= (long)m->off + m->nrows)
+        return NULL;
+    return &m->rows[i - m->off];
+}
+
+void model_detail(app *a, const char *action, const char *key)
+{
+    model *m = &a->m;
+    detail *d = &m->det;
+    rls_rows *info = NULL, *lim = NULL, *aud = NULL, *ov = NULL;
+    free_detail(d);
+    if (!action || !key)
+        return;
+    copy_name(d->action, sizeof d->action, action);
+    d->key = xdup(key);
+    d->key_esc = esc_dup(key);
+    d->valid = 1;
+    int rc = rls_explain_at(m->db, action, key, m->now_ms, &info, &lim);
+    if (rc != RLS_OK) {
+        const char *e = rls_errmsg(m->db);
+        snprintf(d->err, sizeof d->err, "%s", e && *e ? e : rls_strerror(rc));
+        return;
+    }
+    copy_name(d->tier, sizeof d->tier, col_text(info, 0, "tier"));
+    copy_name(d->tier_source, sizeof d->tier_source, col_text(info, 0, "tier_source"));
+    copy_name(d->behaviour, sizeof d->behaviour, col_text(info, 0, "behaviour"));
+    copy_name(d->reason, sizeof d->reason, col_text(info, 0, "reason"));
+    d->tier_pattern = esc_dup(col_text(info, 0, "tier_pattern"));
+    d->block_reason = esc_dup(col_text(info, 0, "block_reason"));
+    d->block_rule = esc_dup(col_text(info, 0, "block_rule"));
+    d->blocked = (int)col_int(info, 0, "blocked");
+    d->allowed = (int)col_int(info, 0, "allowed");
+    d->block_until_ms = col_int(info, 0, "block_until_ms");
+    d->retry_after_ms = col_int(info, 0, "retry_after_ms");
+    int n = rls_rows_count(lim);
+    if (n && (d->limits = calloc((size_t)n, sizeof *d->limits))) {
+        for (int i = 0; i < n; i++) {
+            limit_row *l = &d->limits[i];
+            copy_name(l->name, sizeof l->name, col_text(lim, i, "name"));
+            copy_name(l->algorithm, sizeof l->algorithm, col_text(lim, i, "algorithm"));
+            copy_name(l->mode, sizeof l->mode, col_text(lim, i, "mode"));
+            l->limit = col_int(lim, i, "limit");
+            l->burst = col_int(lim, i, "burst");
+            l->window_ms = col_int(lim, i, "window_ms");
+            l->used = col_int(lim, i, "used");
+            l->remaining = col_int(lim, i, "remaining");
+            l->reset_ms = col_int(lim, i, "reset_ms");
+            l->retry_after_ms = col_int(lim, i, "retry_after_ms");
+            l->last_ms = col_int(lim, i, "last_ms");
+            l->overridden = (int)col_int(lim, i, "overridden");
+            l->allowed = (int)col_int(lim, i, "allowed");
+        }
+        d->nlimits = n;
+    }
+    const char *nkey = col_text(info, 0, "key");
+    if (rls_override_list_at(m->db, action, *nkey ? nkey : key, m->now_ms, &ov) == RLS_OK &&
+        (n = rls_rows_count(ov)) > 0 && (d->overrides = calloc((size_t)n, sizeof *d->overrides))) {
+        for (int i = 0; i < n; i++) {
+            copy_name(d->overrides[i].action, NAME_LEN, col_text(ov, i, "action"));
+            copy_name(d->overrides[i].limit_name, NAME_LEN, col_text(ov, i, "limit_name"));
+            d->overrides[i].limit = col_int(ov, i, "limit");
+            d->overrides[i].expires_ms = col_int(ov, i, "expires_ms");
+        }
+        d->noverrides = n;
+    }
+    if (rls_audit_list(m->db, *nkey ? nkey : key, 20, &aud) == RLS_OK)
+        d->audit = copy_audit(aud, &d->naudit);
+    rls_rows_free(info);
+    rls_rows_free(lim);
+    rls_rows_free(ov);
+    rls_rows_free(aud);
+}
+
+unsigned model_sample(app *a, int force)
+{
+    model *m = &a->m;
+    double iv_ms = a->interval_s * 1000.0;
+    m->now_ms = now_ms();
+    m->err[0] = '\0';
+    sample_versions(m);
+    sample_stats(m);
+    sample_blocks(m);
+    sample_sizes(m);
+    if (a->view == VIEW_AUDIT || a->batch)
+        sample_audit(m);
+
+    /* the keys window: when asked, or when due (slower if the library is slow) */
+    double keys_every = iv_ms > 5.0 * m->keys_cost_ms ? iv_ms : 5.0 * m->keys_cost_ms;
+    if (force || m->stale || (double)(m->now_ms - m->keys_ms) >= keys_every - 50.0) {
+        long rows = a->list_rows > 0 ? a->list_rows : 20;
+        long off = a->top[VIEW_KEYS] - rows;
+        if (a->batch)
+            fetch_window(a, 0, a->batch_rows);
+        else
+            fetch_window(a, off < 0 ? 0 : off, (int)(rows * 3));
+    }
+    /* counting needs the largest page: seldom, and only if not known */
+    double count_every = 5.0 * iv_ms > 20.0 * m->count_cost_ms ? 5.0 * iv_ms : 20.0 * m->count_cost_ms;
+    if (!m->no_rules && !m->err[0] && m->total_ms != m->now_ms &&
+        (m->total < 0 || (double)(m->now_ms - m->total_ms) >= count_every)) {
+        if (count_rows(m, 1, a->want_end ? COUNT_PAGE_END : COUNT_PAGE, &m->total,
+                       &m->total_capped) == RLS_OK) {
+            m->total_ms = m->now_ms;
+            if (!m->f_substr[0]) {
+                m->tracked = m->total;
+                m->tracked_capped = m->total_capped;
+                m->tracked_ms = m->now_ms;
+            }
+        }
+    }
+    if (!m->no_rules && m->f_substr[0] &&
+        (m->tracked < 0 || (double)(m->now_ms - m->tracked_ms) >= 4.0 * count_every)) {
+        if (count_rows(m, 0, COUNT_PAGE, &m->tracked, &m->tracked_capped) == RLS_OK)
+            m->tracked_ms = m->now_ms;
+    }
+    if (a->detail_open && m->det.valid) {
+        char action[NAME_LEN], *key = xdup(m->det.key);
+        copy_name(action, sizeof action, m->det.action);
+        model_detail(a, action, key);
+        free(key);
+    }
+    return RT_REDRAW;
+}
+
+void model_free(model *m)
+{
+    free_keys(m->rows, m->nrows);
+    free_blocks(m->blocks, m->nblocks);
+    free_audit(m->audit, m->naudit);
+    free_versions(m->versions, m->nversions);
+    free_detail(&m->det);
+    free(m->rlimits);
+    free(m->elimits);
+    m->elimits = NULL;
+    m->nelimits = 0;
+    m->rows = NULL;
+    m->blocks = NULL;
+    m->audit = NULL;
+    m->versions = NULL;
+    m->rlimits = NULL;
+    m->nrows = m->nblocks = m->naudit = m->nversions = m->nrlimits = 0;
+}
