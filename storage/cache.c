@@ -9,11 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "config.h"
-#include "denycache.h"
+#include "db.h"
 
 void rls__cache_free(rls_db *db)
 {
-    rls__denycache_free(db);  /* its entries point into the rules */
     ruleset_free(db->rules);
     db->rules = NULL;
     free(db->patterns);
@@ -279,7 +278,6 @@ int rls__cache_refresh(rls_db *db)
     sqlite3_reset(st);
     if (gen == db->rules_gen)
         return RLS_OK;
-    rls__denycache_clear(db);  /* decided under other rules */
 
     if (version == 0) {
         rls__cache_free(db);

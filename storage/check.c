@@ -5,15 +5,12 @@
  * One BEGIN IMMEDIATE transaction per call: refresh the rule cache, read the
  * key's policy and every limit's state, let core decide, write the states
  * only if the decision charges, record stats, do a bounded GC step, commit.
- * A peek uses a read transaction and writes nothing.  Writers of several
- * processes take turns for the write lock (turn.c), and a check of a key
- * denied moments ago, whose denial wrote nothing, is decided again in
- * memory without a transaction (denycache.c).
+ * A peek uses a read transaction and writes nothing.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "denycache.h"
+#include "keyctx.h"
 
 enum check_op { OP_CHECK = 0, OP_PEEK = 1, OP_RESERVE = 2 };
 
@@ -244,18 +241,12 @@ static int check_tx_body(rls_db *db, key_ctx *ctx, const char *action, const cha
 {
     int charge = op != OP_PEEK;
     decide_out dout;
-    dc_entry *keep = NULL;  /* a denial to serve from memory next time */
     int rc;
 
     ctx->n = 0;
-    if (charge && (rc = rls__turn_take(db)))  /* first come, first served */
+    if ((rc = rls__begin(db, charge)))
         return rc;
-    if ((rc = rls__begin(db, charge))) {
-        rls__turn_pass(db);
-        return rc;
-    }
     db->in_check = charge;  /* may trust what it knew (cache.c) */
-    db->tx_check = charge;  /* its commit keeps the deny cache (wal.c) */
     if ((rc = keyctx_load(db, ctx, action, key, 0, now)))
         goto fail;
     if (charge && (rc = refund_expired(db, ctx, now)))
@@ -264,8 +255,6 @@ static int check_tx_body(rls_db *db, key_ctx *ctx, const char *action, const cha
     if (ctx->block.active || ctx->behaviour == TIER_BLOCKED) {
         decide_blocked(res, now, ctx->block.active ? ctx->block.until_ms : 0,
                        ctx->block.active ? ctx->block.rule : "");
-        if (op == OP_CHECK)
-            keep = rls__denycache_prepare(db, ctx, 1, now);
     } else {
         if ((rc = keyctx_read_states(db, ctx)))
             goto fail;
@@ -283,9 +272,6 @@ static int check_tx_body(rls_db *db, key_ctx *ctx, const char *action, const cha
         if (op == OP_RESERVE && res->allowed &&
             (rc = add_reservation(db, ctx, cost, dout.now, ttl, id)))
             goto fail;
-        if (op == OP_CHECK && !res->allowed && dout.penalty < 0 &&
-            ctx->behaviour == TIER_NORMAL)
-            keep = rls__denycache_prepare(db, ctx, 0, now);
     }
     if (charge) {
         rls__stats_count(db, ctx->act->name, now, res->allowed);
@@ -295,23 +281,14 @@ static int check_tx_body(rls_db *db, key_ctx *ctx, const char *action, const cha
     }
     db->in_check = 0;
     rc = rls__commit(db);
-    db->tx_check = 0;
-    rls__turn_pass(db);  /* after the checkpoint the commit may have run */
     keyctx_release(ctx);
     if (rc == RLS_OK && charge)
         rls__cache_validate(db);
-    if (rc == RLS_OK && keep)
-        rls__denycache_put(db, keep);
-    else
-        rls__denycache_drop(keep);
     return rc;
 fail:
     db->in_check = 0;
-    db->tx_check = 0;
     keyctx_release(ctx);
     rls__rollback(db);
-    rls__turn_pass(db);
-    rls__denycache_drop(keep);
     return rc;
 }
 
@@ -334,15 +311,6 @@ static int check_common(rls_db *db, const char *action, const char *key, int64_t
          * database (a failed reopen after fork) follows the policy. */
         decide_degraded(res, db && is_storage_failure(rc) && policy_allows(db, action));
         return rc;
-    }
-    /* A key denied moments ago is decided again in memory (denycache.c).
-     * Such a denial counts as a write for GC: every GC_EVERY_WRITES-th
-     * check runs its transaction anyway and carries the GC step (and the
-     * stats), so traffic that is all denied still keeps the file swept. */
-    if (op == OP_CHECK && db->writes_since_gc + 1 < GC_EVERY_WRITES &&
-        rls__denycache_serve(db, action, key, cost, now, res)) {
-        db->writes_since_gc++;
-        return RLS_OK;
     }
     ctx = malloc(sizeof *ctx);
     if (!ctx) {

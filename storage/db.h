@@ -90,7 +90,6 @@
     XX(GC_OVERRIDES, "DELETE FROM rls_overrides WHERE expires_ms <> 0 AND expires_ms <= ?1") \
     XX(RES_EXPIRED, "SELECT id FROM rls_reservations WHERE expires_ms <= ?1 ORDER BY expires_ms LIMIT ?2") \
     XX(RES_EXPIRED_KEY, "SELECT id FROM rls_reservations WHERE key = ?1 AND action = ?2 AND expires_ms <= ?3 LIMIT 16") \
-    XX(RES_NEXT_KEY, "SELECT min(expires_ms) FROM rls_reservations WHERE key = ?1 AND action = ?2") \
     XX(HK_SAVE, "SAVEPOINT rls_housekeeping")                                 \
     XX(HK_RELEASE, "RELEASE rls_housekeeping")                                \
     XX(HK_UNDO, "ROLLBACK TO rls_housekeeping")                               \
@@ -172,13 +171,6 @@ struct rls_db {
     int empties_known;             /* the two flags below are valid */
     int policy_none;               /* no blocks, exact assignments, overrides */
     int res_none;                  /* no reservations */
-    int tx_check;                  /* the open write transaction is a check's */
-
-    /* denials served from memory (denycache.c) */
-    struct dc_entry **dc_buckets;  /* NULL until the first one is kept */
-    int dc_count;
-    unsigned int dc_evict;         /* next bucket to empty when full */
-    int64_t dc_swept_ns;           /* last sweep of expired entries */
 
     stat_acc *stats;
     int nstats, capstats;
@@ -194,15 +186,6 @@ struct rls_db {
     int ckpt_soft, ckpt_hard;      /* thresholds, in frames */
     int ckpt_fd;                   /* "<db>-ckpt", RLS_CKPT_FD_* when not open */
     int busy_cap_ms;               /* > 0: shorter busy wait than the option */
-
-    /* first come, first served among writing processes (turn.c) */
-    void *turn_map;                /* the shared page of "<db>-ckpt" */
-    size_t turn_size;
-    int turn_unavailable;          /* it cannot be mapped: SQLite's lock only */
-    int turn_held;                 /* this handle's ticket is being served */
-    int turn_kept;                 /* ... and kept between two checks */
-    uint32_t turn_ticket;
-    pid_t turn_pid;                /* the process that mapped it */
 };
 
 #define RLS_CKPT_FD_NONE (-1)         /* not opened yet */
@@ -263,12 +246,6 @@ void rls__keystat_free(rls_db *db);
 int rls__wal_setup(rls_db *db);               /* hook and limits, at connect */
 void rls__wal_after_commit(rls_db *db);       /* checkpoint if the WAL is long */
 void rls__wal_close(rls_db *db);              /* closes the side file */
-
-/* ---- turn.c ----------------------------------------------------------- */
-int rls__turn_take(rls_db *db);               /* waits for its turn; EBUSY */
-void rls__turn_pass(rls_db *db);              /* after the commit or rollback */
-void rls__turn_close(rls_db *db);
-int rls__wal_side_fd(rls_db *db);             /* wal.c: "<db>-ckpt", -1 if none */
 
 /* ---- check.c --------------------------------------------------------- */
 int rls__refund_reservation(rls_db *db, int64_t id, int64_t now, int *found);

@@ -4,7 +4,6 @@
  * detection, and the mapping of SQLite errors to rlstore codes.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <fcntl.h>
 #include <pwd.h>
 #include <stdarg.h>
@@ -14,7 +13,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include "denycache.h"
+#include "db.h"
 
 #define RLS_APPLICATION_ID 0x524c5354  /* "RLST" */
 #define RLS_PAGE_SIZE_NEW "1024"         /* page size of a new file (see migrate) */
@@ -23,34 +22,6 @@ extern const char *const rls__migrations[];
 extern const int rls__migration_count;
 
 static _Thread_local char open_errmsg[512];
-
-/*
- * This process's id without a system call per check: getpid() is a real
- * syscall in glibc, which every call needs to detect a fork.  A child
- * handler of pthread_atfork() refreshes it (glibc removes the handler if
- * the library is unloaded).  If the handler cannot be registered, getpid()
- * is asked every time.
- */
-static pid_t proc_pid;
-static int proc_pid_tracked;
-static pthread_once_t proc_pid_once = PTHREAD_ONCE_INIT;
-
-static void proc_pid_after_fork(void)
-{
-    __atomic_store_n(&proc_pid, getpid(), __ATOMIC_RELAXED);
-}
-
-static void proc_pid_init(void)
-{
-    proc_pid = getpid();
-    proc_pid_tracked = pthread_atfork(NULL, NULL, proc_pid_after_fork) == 0;
-}
-
-static pid_t current_pid(void)
-{
-    pthread_once(&proc_pid_once, proc_pid_init);
-    return proc_pid_tracked ? __atomic_load_n(&proc_pid, __ATOMIC_RELAXED) : getpid();
-}
 
 int rls__now(int64_t *now_ms)
 {
@@ -435,7 +406,7 @@ int rls_open(rls_db **out, const char *path, const rls_options *opt)
         return rls__error(NULL, RLS_ENOMEM, "out of memory");
     }
     who_am_i(db);
-    db->pid = current_pid();
+    db->pid = getpid();
     db->rng = (uint32_t)db->pid * 2654435761u + 1;
     rc = prepare_path(db);
     if (rc == RLS_OK)
@@ -457,7 +428,7 @@ void rls_close(rls_db *db)
 {
     if (!db)
         return;
-    if (db->pid == current_pid()) {
+    if (db->pid == getpid()) {
         if (db->sql && !db->in_tx && (db->nstats > 0 || rls__keystat_pending(db))) {
             int64_t now;
             if (rls__now(&now) == RLS_OK && rls__begin(db, 1) == RLS_OK) {
@@ -490,7 +461,7 @@ int rls__db_usable(rls_db *db)
 {
     if (!db)
         return RLS_EINVAL;
-    if (db->pid == current_pid()) {
+    if (db->pid == getpid()) {
         if (!db->sql)
             return rls__error(db, RLS_EMISUSE, "handle has no open connection");
         return RLS_OK;
@@ -504,8 +475,7 @@ int rls__db_usable(rls_db *db)
     rls__keystat_free(db);  /* the parent flushes its own */
     db->rules_gen = -1;
     db->meta_dv_ok = 0;
-    rls__denycache_clear(db);  /* the parent's view */
-    db->pid = current_pid();
+    db->pid = getpid();
     int rc = connect_db(db);
     if (rc != RLS_OK) {
         disconnect(db);

@@ -35,14 +35,9 @@
  *  - PRAGMA journal_size_limit shrinks a WAL that grew past the usual size
  *    when it is next started over.
  *
- * With 1 KiB pages (open.c) CKPT_SOFT_BYTES is about 8,000 one-limit checks;
+ * With 1 KiB pages (open.c) CKPT_SOFT_BYTES is about 4,000 one-limit checks;
  * one checkpoint then costs a few milliseconds (mostly the WAL fdatasync),
- * borne by the check that triggers it and, with several writers, by one
- * check of each writer waiting for the lock.  At 4 MiB those waits were
- * just about 0.1 % of the checks of 4 writers and set their p99.9; at
- * 8 MiB they are half that (docs/PERFORMANCE.md).
- *
- * The side file's second page holds the writers' turn (turn.c).
+ * borne by the check that triggers it.
  *
  * Checkpoint failures are not errors of the call that triggered them: its
  * transaction has committed; a later commit tries again.
@@ -55,24 +50,18 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "denycache.h"
+#include "db.h"
 
-#define CKPT_SOFT_BYTES (8LL << 20)   /* RESTART checkpoint after this much WAL */
+#define CKPT_SOFT_BYTES (4LL << 20)   /* RESTART checkpoint after this much WAL */
 #define CKPT_HARD_BYTES (64LL << 20)  /* TRUNCATE checkpoint past this */
 #define CKPT_WAIT_MS 20               /* longest wait for the writer and readers */
 #define CKPT_HARD_WAIT_MS 200         /* the same past the hard size */
 #define SIDE_PATH_MAX 4200            /* "<db>-ckpt", "<db>-wal" (SQLite allows 512) */
 
-/* Called by SQLite after every commit of this connection that wrote.  A
- * write that is not a check's (an admin change, a refund, a reservation
- * resolved, GC) may make a denied key admissible: the denials this handle
- * keeps in memory are forgotten at once (denycache.c). */
 static int wal_hook(void *arg, sqlite3 *sql, const char *name, int frames)
 {
     rls_db *db = arg;
     db->wal_frames = frames;
-    if (!db->tx_check)
-        rls__denycache_clear(db);
     return SQLITE_OK;
 }
 
@@ -245,14 +234,8 @@ void rls__wal_after_commit(rls_db *db)
         checkpoint(db, frames);
 }
 
-int rls__wal_side_fd(rls_db *db)
-{
-    return ckpt_open(db) ? db->ckpt_fd : -1;
-}
-
 void rls__wal_close(rls_db *db)
 {
-    rls__turn_close(db);
     if (db->ckpt_fd >= 0)
         close(db->ckpt_fd);   /* releases nothing another handle holds */
     db->ckpt_fd = RLS_CKPT_FD_NONE;

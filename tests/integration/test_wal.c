@@ -45,18 +45,18 @@ static void new_file_has_small_pages(void **state)
 static void wal_stays_bounded(void **state)
 {
     itest *t = it_new(RULES);
-    /* about 1 KiB of WAL per check: three times the 8 MiB checkpoint size */
-    distinct_checks(t, 24000, 0);
+    /* about 1 KiB of WAL per check: four times the 4 MiB checkpoint size */
+    distinct_checks(t, 16000, 0);
     off_t wal = file_size(t->path, "-wal");
     assert_true(wal > 0);
-    assert_true(wal < 10 * 1024 * 1024);
+    assert_true(wal < 6 * 1024 * 1024);
     assert_true(file_size(t->path, "") > 16000 * 20);  /* rows reached the file */
     assert_true(file_size(t->path, "-ckpt") >= 0);
     it_free(t);
 }
 
 #define WRITERS 3
-#define WRITES 3000
+#define WRITES 2000
 
 struct writer {
     const char *path;
@@ -112,9 +112,9 @@ static void wal_stays_bounded_with_concurrent_writers(void **state)
         admitted += w[i].admitted;
     }
     assert_int_equal(admitted, 5000);  /* exact under contention */
-    /* 18,000 commits of about 1 KiB each: without the WAL ever being started
-     * over it would exceed 18 MB */
-    assert_true(file_size(t->path, "-wal") < 10 * 1024 * 1024);
+    /* 12,000 commits of about 1 KiB each: without the WAL ever being started
+     * over it would exceed 12 MB */
+    assert_true(file_size(t->path, "-wal") < 6 * 1024 * 1024);
     it_free(t);
 }
 
@@ -128,14 +128,14 @@ static void checkpoint_waits_for_the_lock(void **state)
     assert_int_equal(flock(fd, LOCK_EX), 0);
 
     off_t db_before = file_size(t->path, "");
-    distinct_checks(t, 10000, 0);
+    distinct_checks(t, 6000, 0);
     /* nothing was checkpointed: the file did not grow, the WAL did */
     assert_int_equal(file_size(t->path, ""), db_before);
-    assert_true(file_size(t->path, "-wal") > 9 * 1024 * 1024);
+    assert_true(file_size(t->path, "-wal") > 5 * 1024 * 1024);
 
     assert_int_equal(flock(fd, LOCK_UN), 0);
-    distinct_checks(t, 1, 10000);
-    assert_true(file_size(t->path, "") > 10000 * 20);
+    distinct_checks(t, 1, 6000);
+    assert_true(file_size(t->path, "") > 6000 * 20);
     close(fd);
     it_free(t);
 }
