@@ -173,38 +173,64 @@ static int pragma_int(rls_db *db, const char *sql, int64_t *out)
     return rc == SQLITE_OK ? RLS_OK : rls__sqlite_error(db, rc, "cannot read database header");
 }
 
-/* Names of every schema object rlstore creates (including SQLite's own). */
-static int known_object(const char *name)
-{
-    return strncmp(name, "rls_", 4) == 0 ||
-           strncmp(name, "sqlite_autoindex_rls_", 21) == 0 ||
-           strcmp(name, "sqlite_sequence") == 0 || /* rls_reservations' AUTOINCREMENT */
-           strcmp(name, "sqlite_stat1") == 0 ||   /* ANALYZE, PRAGMA optimize */
-           strcmp(name, "sqlite_stat4") == 0;
-}
+#define SCHEMA_SQL "SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_schema " \
+                   "WHERE name NOT IN ('sqlite_stat1', 'sqlite_stat4') ORDER BY name"
 
+/*
+ * The file's schema must be exactly what rlstore's migrations create (built
+ * afresh in memory to compare with): any other object, or one of ours with
+ * another definition, is refused.  sqlite_stat1/4 (ANALYZE) are allowed.
+ */
 static int check_foreign_objects(rls_db *db)
 {
-    sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(db->sql,
-        "SELECT type, name FROM sqlite_schema WHERE type IN ('trigger','view') "
-        "OR name NOT LIKE 'rls\\_%' ESCAPE '\\'", -1, &st, NULL);
+    sqlite3 *ref = NULL;
+    sqlite3_stmt *st = NULL, *rt = NULL;
+    int code = RLS_OK, rc;
+    rc = sqlite3_open_v2(":memory:", &ref, SQLITE_OPEN_READWRITE, NULL);
+    for (int v = 0; v < rls__migration_count && rc == SQLITE_OK; v++)
+        rc = sqlite3_exec(ref, rls__migrations[v], NULL, NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(ref, SCHEMA_SQL, -1, &rt, NULL);
     if (rc != SQLITE_OK)
-        return rls__sqlite_error(db, rc, "cannot read schema");
-    int code = RLS_OK;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *type = (const char *)sqlite3_column_text(st, 0);
-        const char *name = (const char *)sqlite3_column_text(st, 1);
-        if (!type || !name || strcmp(type, "trigger") == 0 ||
-            strcmp(type, "view") == 0 || !known_object(name)) {
-            code = rls__error(db, RLS_EUNSAFE, "'%s': %s '%s' was not created by rlstore",
-                              db->path, type ? type : "?", name ? name : "?");
+        code = (rc & 0xff) == SQLITE_NOMEM || !ref
+                   ? rls__error(db, RLS_ENOMEM, "out of memory")
+                   : rls__error(db, RLS_ESTORAGE, "cannot build the reference schema");
+    else if ((rc = sqlite3_prepare_v2(db->sql, SCHEMA_SQL, -1, &st, NULL)) != SQLITE_OK)
+        code = rls__sqlite_error(db, rc, "cannot read schema");
+    while (code == RLS_OK) {
+        int a = sqlite3_step(st), b = sqlite3_step(rt);
+        if (a == SQLITE_DONE && b == SQLITE_DONE)
+            break;
+        if (a != SQLITE_ROW && a != SQLITE_DONE) {
+            code = rls__sqlite_error(db, a, "cannot read schema");
             break;
         }
+        if (b != SQLITE_ROW && b != SQLITE_DONE) {
+            code = rls__error(db, RLS_ENOMEM, "out of memory");
+            break;
+        }
+        const char *x[4] = {0}, *y[4] = {0};
+        for (int c = 0; c < 4; c++) {
+            x[c] = a == SQLITE_ROW ? (const char *)sqlite3_column_text(st, c) : "";
+            y[c] = b == SQLITE_ROW ? (const char *)sqlite3_column_text(rt, c) : "";
+            if (!x[c] || !y[c])
+                code = rls__error(db, RLS_ENOMEM, "out of memory");
+        }
+        if (code != RLS_OK)
+            break;
+        int same = a == SQLITE_ROW && b == SQLITE_ROW;
+        for (int c = 0; same && c < 4; c++)
+            same = strcmp(x[c], y[c]) == 0;
+        if (!same)
+            code = a == SQLITE_ROW
+                       ? rls__error(db, RLS_EUNSAFE, "'%s': %s '%s' was not created by rlstore",
+                                    db->path, x[0], x[1])
+                       : rls__error(db, RLS_EUNSAFE, "'%s': %s '%s' is missing", db->path, y[0],
+                                    y[1]);
     }
-    if (code == RLS_OK && rc != SQLITE_DONE)
-        code = rls__sqlite_error(db, rc, "cannot read schema");
     sqlite3_finalize(st);
+    sqlite3_finalize(rt);
+    sqlite3_close(ref);
     return code;
 }
 
@@ -217,10 +243,19 @@ static int migrate(rls_db *db)
     int64_t appid = 0, ver = 0, nobj = 0;
     int rc;
 
+    int64_t page = 0;
+    struct stat sb;
     if ((rc = pragma_int(db, "PRAGMA application_id", &appid)) ||
         (rc = pragma_int(db, "PRAGMA user_version", &ver)) ||
-        (rc = pragma_int(db, "SELECT count(*) FROM sqlite_schema", &nobj)))
+        (rc = pragma_int(db, "SELECT count(*) FROM sqlite_schema", &nobj)) ||
+        (rc = pragma_int(db, "PRAGMA page_size", &page)))
         return rc;
+    /* SQLite reads a partial last page as zeros: a file cut inside it would
+     * pass for intact */
+    if (page > 0 && stat(db->path, &sb) == 0 && sb.st_size > 1 && sb.st_size % page != 0)
+        return rls__error(db, RLS_ECORRUPT, "'%s' is truncated: %lld bytes is not a whole "
+                          "number of %lld-byte pages", db->path, (long long)sb.st_size,
+                          (long long)page);
     if (appid != RLS_APPLICATION_ID && (appid != 0 || nobj != 0 || ver != 0))
         return rls__error(db, RLS_ENOTDB, "'%s' is an SQLite database of another application",
                           db->path);
@@ -327,6 +362,12 @@ static int connect_db(rls_db *db)
             return rls__error(db, RLS_ENOMEM, "out of memory");
         return rls__sqlite_error(db, rc, "cannot open database");
     }
+    /* SQLite falls back to read-only when the file is not writable, and
+     * would then create -wal and -shm with the file's read-only mode, which
+     * stay and keep the database read-only after the mode is fixed */
+    if (!db->opt.read_only && sqlite3_db_readonly(db->sql, "main") == 1)
+        return rls__error(db, RLS_EREADONLY, "'%s' is not writable by this user; open it "
+                          "read-only", db->path);
     sqlite3_extended_result_codes(db->sql, 1);
     sqlite3_busy_handler(db->sql, busy_wait, db);
     sqlite3_db_config(db->sql, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);

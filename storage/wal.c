@@ -103,7 +103,12 @@ static int ckpt_open(rls_db *db)
     char name[SIDE_PATH_MAX];
     if (db->ckpt_fd != RLS_CKPT_FD_NONE)
         return db->ckpt_fd >= 0;
-    if ((size_t)snprintf(name, sizeof name, "%s-ckpt", db->path) >= sizeof name) {
+    /* next to the file SQLite opened (symlinks resolved), whatever path
+     * spelling this handle was given */
+    const char *file = db->sql ? sqlite3_db_filename(db->sql, "main") : NULL;
+    if (!file || !*file)
+        file = db->path;
+    if ((size_t)snprintf(name, sizeof name, "%s-ckpt", file) >= sizeof name) {
         db->ckpt_fd = RLS_CKPT_FD_UNAVAILABLE;
         return 0;
     }
@@ -175,7 +180,10 @@ static uint64_t wal_salts(const rls_db *db)
     char name[SIDE_PATH_MAX];
     unsigned char h[8];
     uint64_t v = 0;
-    if ((size_t)snprintf(name, sizeof name, "%s-wal", db->path) >= sizeof name)
+    const char *file = sqlite3_db_filename(db->sql, "main");
+    const char *wal = file && *file ? sqlite3_filename_wal(file) : NULL;
+    if ((size_t)snprintf(name, sizeof name, "%s", wal && *wal ? wal : "") >= sizeof name ||
+        !*name)
         return 0;
     int fd = open(name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)
