@@ -1,8 +1,8 @@
 /*
  * reltest.h - helpers of the reliability suites (test_exact, test_crash,
- * test_hostile, test_clock, test_growth): size knobs, the tools next to the
- * test binary, running a tool with its exit status, memory shared across
- * fork(), whole-file snapshots and a monotonic clock.
+ * test_hostile_open, test_hostile_fs, test_clock, test_growth): size knobs,
+ * the tools next to the test binary, running a tool with its exit status,
+ * memory shared across fork(), whole-file snapshots and a monotonic clock.
  *
  * Knobs: every suite reads its sizes from RLS_* environment variables (see
  * docs/RELIABILITY.md); `make stress` sets the long values.  Under

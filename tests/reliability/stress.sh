@@ -1,12 +1,12 @@
 #!/bin/sh
 # stress.sh - the long soak variants of the reliability suites (`make stress`).
 #
-# Runs test_exact, test_crash, test_hostile, test_clock and test_growth with
-# the long sizes below (any of them can be overridden from the environment),
-# prints the figures each suite reports (the lines docs/RELIABILITY.md
-# quotes), one line per failed suite, and ends with the cmocka-style
-# summary lines.  Other reliability suites present in the build (fault
-# injection, out of memory) are run as in `make test`.
+# Runs test_exact, test_crash, test_clock and test_growth with the long
+# sizes below (any of them can be overridden from the environment), and the
+# suites that have no long sizes as in `make test` (hostile files, fault
+# injection, out of memory); prints the figures each suite reports (the
+# lines docs/RELIABILITY.md quotes), one line per failed suite, and ends
+# with the cmocka-style summary lines.  A suite that is not built fails.
 #
 # The build directory comes from $BUILD (default build).
 BUILD=${BUILD:-build}
@@ -32,13 +32,10 @@ passed=0
 failed=0
 started=$(date +%s)
 
-for name in test_exact test_crash test_hostile test_clock test_growth \
-    test_faults test_oom; do
+for name in test_exact test_crash test_hostile_open test_hostile_fs test_clock \
+    test_growth test_faults_calls test_faults_file test_oom_data test_oom_admin; do
     bin=$BUILD/tests/reliability/$name
     if [ ! -x "$bin" ]; then
-        case $name in
-        test_faults | test_oom) continue ;;  # not (yet) built: not ours
-        esac
         echo "FAIL $name: $bin is not built (make all first)"
         failed=$((failed + 1))
         continue

@@ -1,353 +1,31 @@
 /*
- * test_hostile.c - hostile files (issue #5, suite 6).
+ * test_hostile_fs.c - hostile files, where they are (issue #5, suite 6;
+ * what can be in a file is test_hostile_open.c).
  *
- * Each case opens something that is not a healthy rlstore database and
- * asserts a named error and that the file is left byte for byte as it was,
- * and that no side file (-wal, -shm, -journal, -ckpt) is left behind in its
- * directory.  Cases: text, garbage and SQLite-magic-plus-garbage files,
- * another application's SQLite file, a database truncated at many sizes, a
- * newer schema, planted triggers / views / tables / indexes, a read-only
- * file and a read-only directory (as an unprivileged user: root ignores
- * modes), a directory, symlinks (to a database, dangling, to a directory),
- * and a full filesystem (a tiny tmpfs in a private mount namespace when
- * permitted, else RLIMIT_FSIZE).
+ * Each case opens a database somewhere it cannot be used as usual and
+ * asserts a named error, or that it works, and that the file is left as it
+ * was.  Cases: a read-only file and a read-only directory (as an
+ * unprivileged user: root ignores modes), a read-only file made writable
+ * again (finding R3), a directory, symlinks (to a database, dangling, to a
+ * directory; the checkpoint lock through a link: finding R4), and a full
+ * filesystem (a tiny tmpfs in a private mount namespace when permitted,
+ * else RLIMIT_FSIZE).
  *
- * Behaviours decided from the library and documented in docs/RELIABILITY.md:
- * a zero-length file (and, by SQLite's rule, a one-byte file) is a new,
- * empty database and is initialised, keeping its mode; a symlink to a
- * database works like the database itself.
+ * Behaviour decided from the library and documented in docs/RELIABILITY.md:
+ * a symlink to a database works like the database itself.
  *
- * Tests of the library bugs found here (docs/RELIABILITY.md, "Findings";
- * all fixed) always run.  RLS_HOSTILE_NO_TMPFS=1 takes the
- * RLIMIT_FSIZE path of the full-filesystem case even where a tmpfs could be
- * mounted.
+ * RLS_HOSTILE_NO_TMPFS=1 takes the RLIMIT_FSIZE path of the full-filesystem
+ * case even where a tmpfs could be mounted.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <grp.h>
 #include <sched.h>
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
-#include "reltest.h"
-
-static const char *RULES =
-    "version: 1\n"
-    "actions:\n"
-    "  api:\n"
-    "    limits: [ { name: rate, algorithm: fixed_window, limit: 3, window: 1h } ]\n"
-    "  many:\n"
-    "    limits: [ { name: rate, algorithm: fixed_window, limit: 3, window: 1d } ]\n";
+#include "hostile.h"
 
 #define NOBODY 65534
-
-/* The bugs these tests found (R1-R4) are fixed: their tests always run. */
-static int known_bugs(void)
-{
-    return 1;
-}
-
-/* Names and sizes of every entry of dir, sorted, as one string. */
-static char *dir_listing(const char *dir)
-{
-    struct dirent **names = NULL;
-    int n = scandir(dir, &names, NULL, alphasort);
-    size_t cap = 256 + (size_t)(n > 0 ? n : 0) * 320, used = 0;
-    char *out = malloc(cap);
-    assert_non_null(out);
-    out[0] = '\0';
-    for (int i = 0; i < n; i++) {
-        char p[4200];
-        struct stat sb;
-        snprintf(p, sizeof p, "%s/%s", dir, names[i]->d_name);
-        if (lstat(p, &sb) != 0)
-            sb.st_size = -1;
-        if (strcmp(names[i]->d_name, ".") != 0 && strcmp(names[i]->d_name, "..") != 0)
-            used += (size_t)snprintf(out + used, cap - used, "%s:%lld:%o ", names[i]->d_name,
-                                     S_ISDIR(sb.st_mode) ? 0LL : (long long)sb.st_size,
-                                     (unsigned)sb.st_mode);
-        free(names[i]);
-    }
-    free(names);
-    return out;
-}
-
-/* A snapshot of a file and of its directory. */
-typedef struct snap {
-    char path[4200];
-    char dir[4200];
-    unsigned char *bytes;
-    size_t len;
-    char *listing;
-} snap;
-
-static void snap_take(snap *s, const char *path)
-{
-    snprintf(s->path, sizeof s->path, "%s", path);
-    snprintf(s->dir, sizeof s->dir, "%s", path);
-    char *slash = strrchr(s->dir, '/');
-    assert_non_null(slash);
-    *slash = '\0';
-    s->bytes = rel_slurp(path, &s->len);
-    s->listing = dir_listing(s->dir);
-}
-
-/* The file has the same bytes and its directory the same entries. */
-static void snap_assert_same(snap *s, const char *what)
-{
-    size_t len;
-    unsigned char *now = rel_slurp(s->path, &len);
-    char *listing = dir_listing(s->dir);
-    if ((now == NULL) != (s->bytes == NULL) || len != s->len ||
-        (len && memcmp(now, s->bytes, len) != 0))
-        fail_msg("%s: the file changed (%zu -> %zu bytes)", what, s->len, len);
-    if (strcmp(listing, s->listing) != 0)
-        fail_msg("%s: the directory changed:\n  before: %s\n  after:  %s", what, s->listing,
-                 listing);
-    free(now);
-    free(listing);
-    free(s->bytes);
-    free(s->listing);
-    s->bytes = NULL;
-    s->listing = NULL;
-}
-
-/* rls_open must fail with want (or also_ok, if not RLS_OK), leave *db
- * NULL, explain itself, and leave the file and its directory as they were. */
-static void refused_as(const char *path, int want, int also_ok, const char *what)
-{
-    snap s;
-    snap_take(&s, path);
-    rls_db *db = (rls_db *)1;
-    int rc = rls_open(&db, path, NULL);
-    if (rc == RLS_OK)
-        rls_close(db);
-    if (rc != want && (also_ok == RLS_OK || rc != also_ok))
-        fail_msg("%s: rls_open gave %s (%s), expected %s", what, rls_errname(rc),
-                 rls_errmsg(NULL), rls_errname(want));
-    assert_null(db);
-    assert_true(strlen(rls_errmsg(NULL)) > 0);
-    print_message("%-34s %-9s %s\n", what, rls_errname(rc), rls_errmsg(NULL));
-    snap_assert_same(&s, what);
-}
-
-static void refused(const char *path, int want, const char *what)
-{
-    refused_as(path, want, RLS_OK, what);
-}
-
-/* A closed rlstore database with rules and some state in dir/name. */
-static void make_db(const char *dir, const char *name, char *path, size_t size, int keys)
-{
-    rls_db *db;
-    rls_result r;
-    char key[32];
-    tu_path(path, size, dir, name);
-    assert_int_equal(rls_open(&db, path, NULL), RLS_OK);
-    assert_int_equal(rls_rules_apply_at(db, RULES, strlen(RULES), "r.yaml", NULL, T0, NULL),
-                     RLS_OK);
-    for (int i = 0; i < keys; i++) {
-        snprintf(key, sizeof key, "key:%d", i);
-        assert_int_equal(rls_check_at(db, "many", key, 1, T0, &r), RLS_OK);
-    }
-    rls_close(db);
-    /* closed: checkpointed, no -wal or -shm left; the -ckpt side file may
-     * stay (it is meant to) */
-    char side[4300];
-    snprintf(side, sizeof side, "%s-ckpt", path);
-    unlink(side);
-}
-
-/* ---- not a database -------------------------------------------------- */
-
-static void not_a_database(void **state)
-{
-    char *dir = tu_mkdtemp(), path[4200];
-    unsigned char junk[8192];
-
-    tu_path(path, sizeof path, dir, "text.db");
-    rel_write_file(path, "rate limits go here\n", 20);
-    refused(path, RLS_ENOTDB, "text file");
-
-    for (size_t i = 0; i < sizeof junk; i++)
-        junk[i] = (unsigned char)((i * 7919) >> 3);
-    tu_path(path, sizeof path, dir, "junk.db");
-    rel_write_file(path, junk, sizeof junk);
-    refused(path, RLS_ENOTDB, "binary garbage");
-
-    memcpy(junk, "SQLite format 3", 16);
-    tu_path(path, sizeof path, dir, "magic.db");
-    rel_write_file(path, junk, sizeof junk);
-    refused(path, RLS_ENOTDB, "SQLite magic, then garbage");
-
-    memset(junk, 0, sizeof junk);
-    tu_path(path, sizeof path, dir, "zeros.db");
-    rel_write_file(path, junk, 4096);
-    refused(path, RLS_ENOTDB, "4 KiB of zeros");
-
-    tu_path(path, sizeof path, dir, "other.db");
-    it_sql_exec(path, "PRAGMA journal_mode = WAL;"
-                      "CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT);"
-                      "INSERT INTO customers VALUES (1, 'x');");
-    refused(path, RLS_ENOTDB, "another application's SQLite file");
-    tu_rmdir(dir);
-}
-
-/* ---- truncation ----------------------------------------------------- */
-
-static void truncated_database(void **state)
-{
-    char *dir = tu_mkdtemp(), full[4200], path[4200];
-    make_db(dir, "full.db", full, sizeof full, 3000);
-    size_t len;
-    unsigned char *bytes = rel_slurp(full, &len);
-    assert_non_null(bytes);
-    int64_t page = it_sql_int(full, "PRAGMA page_size");
-    assert_true(len > (size_t)page * 8 && len % (size_t)page == 0);
-    /* every cut that ends at or below a page boundary short of the end */
-    size_t cuts[] = {20, 99, 100, 512, (size_t)page - 1, (size_t)page, (size_t)page + 1,
-                     (size_t)page * 2, (size_t)page * 4 + 7, len / 3, len / 2,
-                     len / 2 + 513, len - (size_t)page * 2, len - (size_t)page - 1,
-                     len - (size_t)page};
-    for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
-        char name[64], what[80];
-        snprintf(name, sizeof name, "cut-%zu.db", cuts[i]);
-        snprintf(what, sizeof what, "truncated to %zu of %zu bytes", cuts[i], len);
-        tu_path(path, sizeof path, dir, name);
-        rel_write_file(path, bytes, cuts[i]);
-        refused_as(path, RLS_ECORRUPT, RLS_ENOTDB, what);
-    }
-    free(bytes);
-    tu_rmdir(dir);
-}
-
-/*
- * Known bug: a database cut inside its last page opens (SQLite reads the
- * missing tail as zeros and the page count in the header still matches),
- * checks write to it and it fails quick_check.  Expected: ECORRUPT at open,
- * file untouched.
- */
-static void truncated_inside_last_page(void **state)
-{
-    if (!known_bugs())
-        skip();
-    char *dir = tu_mkdtemp(), full[4200], path[4200];
-    make_db(dir, "full.db", full, sizeof full, 3000);
-    size_t len;
-    unsigned char *bytes = rel_slurp(full, &len);
-    int64_t page = it_sql_int(full, "PRAGMA page_size");
-    int cut_data = 0;
-    for (size_t i = len - 100; i < len; i++)
-        cut_data |= bytes[i] != 0;
-    assert_true(cut_data);  /* the cut removes real content */
-    tu_path(path, sizeof path, dir, "cut.db");
-    rel_write_file(path, bytes, len - 100);
-    (void)page;
-    refused(path, RLS_ECORRUPT, "truncated inside the last page");
-    free(bytes);
-    tu_rmdir(dir);
-}
-
-/* ---- empty files ------------------------------------------------------ */
-
-/* Decided from the library: a zero-length file is a new database (that is
- * how SQLite sees it, and `touch rl.db` before `rlctl init` is common).  It
- * is initialised, also with create = 0, and keeps its mode; opened
- * read-only it is refused and stays empty.  SQLite treats a one-byte file
- * as empty too. */
-static void zero_length_file_is_initialised(void **state)
-{
-    char *dir = tu_mkdtemp(), path[4200];
-    struct stat sb;
-    rls_options o;
-    rls_db *db;
-
-    tu_path(path, sizeof path, dir, "empty.db");
-    rel_write_file(path, "", 0);
-    assert_int_equal(chmod(path, 0640), 0);
-    rls_options_init(&o);
-    o.read_only = 1;
-    snap s;
-    snap_take(&s, path);
-    assert_int_equal(rls_open(&db, path, &o), RLS_EREADONLY);
-    snap_assert_same(&s, "zero-length file opened read-only");
-
-    o.read_only = 0;
-    o.create = 0;
-    assert_int_equal(rls_open(&db, path, &o), RLS_OK);
-    assert_int_equal(rls_rules_apply_at(db, RULES, strlen(RULES), "r.yaml", NULL, T0, NULL),
-                     RLS_OK);
-    rls_result r;
-    assert_int_equal(rls_check_at(db, "api", "k", 1, T0, &r), RLS_OK);
-    assert_true(r.allowed);
-    rls_close(db);
-    assert_int_equal(stat(path, &sb), 0);
-    assert_int_equal(sb.st_mode & 0777, 0640);
-    assert_int_equal(it_sql_int(path, "PRAGMA user_version"), 1);
-
-    tu_path(path, sizeof path, dir, "one.db");
-    rel_write_file(path, "\n", 1);  /* `echo > one.db` */
-    assert_int_equal(rls_open(&db, path, NULL), RLS_OK);
-    rls_close(db);
-    assert_int_equal(it_sql_int(path, "PRAGMA user_version"), 1);
-    tu_rmdir(dir);
-}
-
-/* ---- schema --------------------------------------------------------- */
-
-static void newer_schema(void **state)
-{
-    char *dir = tu_mkdtemp(), path[4200];
-    make_db(dir, "newer.db", path, sizeof path, 10);
-    /* stays in WAL mode: opening must not leave -wal/-shm behind */
-    it_sql_exec(path, "PRAGMA user_version = 2");
-    refused(path, RLS_ENEWER, "newer schema (WAL mode)");
-    it_sql_exec(path, "PRAGMA journal_mode = DELETE; PRAGMA user_version = 99");
-    refused(path, RLS_ENEWER, "newer schema (rollback journal)");
-    tu_rmdir(dir);
-}
-
-static void planted_objects(void **state)
-{
-    static const struct {
-        const char *what, *sql;
-    } plants[] = {
-        {"planted trigger", "CREATE TRIGGER rls_t AFTER INSERT ON rls_state BEGIN "
-                            "DELETE FROM rls_audit; END"},
-        {"planted view", "CREATE VIEW v AS SELECT * FROM rls_state"},
-        {"planted view with rls_ name", "CREATE VIEW rls_v AS SELECT * FROM rls_state"},
-        {"planted table", "CREATE TABLE customers(x)"},
-        {"planted index", "CREATE INDEX evil ON rls_state(exp_ms)"},
-    };
-    char *dir = tu_mkdtemp(), path[4200];
-    for (size_t i = 0; i < sizeof plants / sizeof plants[0]; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "plant-%zu.db", i);
-        make_db(dir, name, path, sizeof path, 5);
-        it_sql_exec(path, plants[i].sql);
-        refused(path, RLS_EUNSAFE, plants[i].what);
-    }
-    tu_rmdir(dir);
-}
-
-/*
- * Known bug: objects named like rlstore's own (rls_ prefix) pass the check,
- * so a planted UNIQUE index makes every check of a second key fail.
- * Expected: EUNSAFE at open.
- */
-static void planted_rls_named_objects(void **state)
-{
-    if (!known_bugs())
-        skip();
-    char *dir = tu_mkdtemp(), path[4200];
-    make_db(dir, "plant.db", path, sizeof path, 1);
-    it_sql_exec(path, "CREATE UNIQUE INDEX rls_dos ON rls_state(lid)");
-    refused(path, RLS_EUNSAFE, "planted rls_ index");
-    make_db(dir, "plant2.db", path, sizeof path, 1);
-    it_sql_exec(path, "CREATE TABLE rls_extra(x)");
-    refused(path, RLS_EUNSAFE, "planted rls_ table");
-    tu_rmdir(dir);
-}
 
 /* ---- permissions (as an unprivileged user) ----------------------------- */
 
@@ -508,16 +186,15 @@ static void ro_file_restored_child(const char *dir)
 }
 
 /*
- * Known bug: a read-write open of a read-only file succeeds (SQLite falls
- * back to read-only) and creates -wal and -shm with the file's mode 0400,
- * which stay when it is closed; after `chmod 600` every check still fails
- * with EREADONLY until someone deletes the -shm.  Expected: EREADONLY at
- * open before SQLite creates anything, or usable after the chmod.
+ * Finding R3 (fixed): a read-write open of a read-only file succeeded
+ * (SQLite falls back to read-only) and created -wal and -shm with the
+ * file's mode 0400, which stayed when it was closed; after `chmod 600`
+ * every check still failed with EREADONLY until someone deleted the -shm.
+ * Expected: EREADONLY at open before SQLite creates anything, or usable
+ * after the chmod.
  */
 static void read_only_file_then_writable(void **state)
 {
-    if (!known_bugs())
-        skip();
     char *dir = tu_mkdtemp(), path[4200];
     make_db(dir, "ro.db", path, sizeof path, 5);
     give_away(dir);
@@ -642,17 +319,15 @@ static void symlinks(void **state)
 }
 
 /*
- * Known bug: the checkpoint lock "<db>-ckpt" is named after the path as
- * given, not the file SQLite opened, so through a symlink a handle locks
- * "<link>-ckpt" while handles using the real path lock "<target>-ckpt":
- * checkpoints are no longer serialised (the SQLite < 3.51.3 WAL-reset race
- * the lock exists for).  Expected: holding the target's lock stops a
- * checkpoint through the link.
+ * Finding R4 (fixed): the checkpoint lock "<db>-ckpt" was named after the
+ * path as given, not the file SQLite opened, so through a symlink a handle
+ * locked "<link>-ckpt" while handles using the real path locked
+ * "<target>-ckpt": checkpoints were no longer serialised (the SQLite <
+ * 3.51.3 WAL-reset race the lock exists for).  Expected: holding the
+ * target's lock stops a checkpoint through the link.
  */
 static void symlink_shares_the_checkpoint_lock(void **state)
 {
-    if (!known_bugs())
-        skip();
     char *dir = tu_mkdtemp(), real[4200], link_path[4200], lock[4300];
     make_db(dir, "rl.db", real, sizeof real, 1);
     tu_path(link_path, sizeof link_path, dir, "link.db");
@@ -870,13 +545,6 @@ int main(int argc, char **argv)
     rel_init(argc > 0 ? argv[0] : NULL);
     REPORT = rel_shared(sizeof *REPORT);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(not_a_database),
-        cmocka_unit_test(truncated_database),
-        cmocka_unit_test(truncated_inside_last_page),
-        cmocka_unit_test(zero_length_file_is_initialised),
-        cmocka_unit_test(newer_schema),
-        cmocka_unit_test(planted_objects),
-        cmocka_unit_test(planted_rls_named_objects),
         cmocka_unit_test(read_only_file),
         cmocka_unit_test(read_only_file_then_writable),
         cmocka_unit_test(read_only_directory),
