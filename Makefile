@@ -52,6 +52,8 @@ EXAMPLE_TESTS := $(sort $(wildcard tests/examples/test_*.sh))
 INSTALL_TESTS := $(sort $(wildcard tests/install/test_*.sh))
 
 BENCH_SRCS   := $(sort $(wildcard bench/*.c))
+# The benchmark harness's own cheap suite (rlbench --smoke, JSON, plot).
+BENCH_TESTS  := $(sort $(wildcard tests/bench/test_*.sh))
 
 CLI_SRCS     := $(sort $(wildcard cli/*.c))
 TUI_SRCS     := $(sort $(wildcard tui/*.c))
@@ -122,9 +124,9 @@ $(BUILD)/tests/tui/%: tests/tui/%.c tui/yamlite.c tui/yamledit.c tui/yamlite.h $
 	$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -Iinclude -Itui $(CFLAGS) $< tui/yamlite.c tui/yamledit.c -o $@ \
 	    -L$(BUILD) -lrlstore -Wl,-rpath,'$$ORIGIN/../..' $(CMOCKA_LIBS) $(LDFLAGS)
 
-test: all $(TEST_BINS) $(TUI_UNIT_BINS) $(if $(CLI_TESTS),$(BUILD)/rlctl)
+test: all $(TEST_BINS) $(TUI_UNIT_BINS) $(if $(CLI_TESTS),$(BUILD)/rlctl) $(if $(BENCH_TESTS),$(BUILD)/bench/rlbench)
 	@BUILD=$(BUILD) sh tests/run_suites.sh $(TEST_BINS) $(TUI_UNIT_BINS) $(CLI_TESTS) $(TUI_TESTS) $(DOC_TESTS) $(REL_TESTS) $(FUZZ_TESTS) \
-	    $(EXAMPLE_TESTS) $(INSTALL_TESTS)
+	    $(EXAMPLE_TESTS) $(INSTALL_TESTS) $(BENCH_TESTS)
 
 sanitize:
 	$(MAKE) SAN=1 test
@@ -147,13 +149,23 @@ valgrind: all $(TEST_BINS)
 	@BUILD=$(BUILD) VALGRIND=1 sh tests/run_suites.sh $(filter-out %/test_concurrency,$(TEST_BINS))
 
 # ---- benchmarks ------------------------------------------------------------
+# rlbench (bench/*.c, public API plus SQLite for the floor) runs every
+# scenario of issue #6 against baselines and peers measured in the same run:
+# `make bench` takes a few minutes, `make bench QUICK=1` under one (reduced
+# op counts, 200k instead of 1M keys).  Results: $(BUILD)/bench/results.json
+# and, drawn from it by bench/plot.py, $(BUILD)/bench/results.svg.  rltop is
+# found next to the binary ($(BUILD)/rltop).
 $(BUILD)/bench/rlbench: $(BENCH_SRCS) $(wildcard bench/*.h) $(BUILD)/librlstore.so
 	@mkdir -p $(dir $@)
-	$(CC) $(CSTD) $(WARN) -O2 -g -Iinclude $(PKG_CFLAGS) $(CFLAGS) $(BENCH_SRCS) -o $@ \
+	$(CC) $(CSTD) $(WARN) -O2 -g $(SANFLAGS) -Iinclude $(PKG_CFLAGS) $(CFLAGS) $(BENCH_SRCS) -o $@ \
 	    -L$(BUILD) -lrlstore -Wl,-rpath,'$$ORIGIN/..' $(PKG_LIBS) -lm $(LDFLAGS)
 
 bench: all $(BUILD)/bench/rlbench
-	$(BUILD)/bench/rlbench $(if $(QUICK),--quick)
+	@$(BUILD)/bench/rlbench $(if $(QUICK),--quick) --json $(BUILD)/bench/results.json; st=$$?; \
+	if command -v python3 >/dev/null 2>&1; then \
+	    python3 bench/plot.py $(BUILD)/bench/results.json $(BUILD)/bench/results.svg && \
+	    echo "plot: $(BUILD)/bench/results.svg" || st=1; \
+	else echo "plot skipped: python3 not found"; fi; exit $$st
 
 # ---- demo ------------------------------------------------------------------
 demo: all

@@ -1,321 +1,406 @@
 /*
- * rlbench.c - benchmarks of librlstore against a baseline measured in the
- * same run on the same machine.
+ * rlbench.c - the benchmark harness of librlstore (issue #6): every scenario
+ * against baselines measured in the same run on the same machine.
  *
- * floor      one prepared "INSERT ... ON CONFLICT DO UPDATE ... RETURNING"
- *            per transaction (autocommit), WAL, synchronous=NORMAL, on the
- *            same key distribution: what one durable counter update costs.
- *            Note: SQLite runs its auto-checkpoint only when sqlite3_step()
- *            returns SQLITE_DONE, and this loop resets after the RETURNING
- *            row, so the floor never checkpoints and its WAL grows without
- *            bound for the whole round; rlstore keeps its WAL bounded.
- * check      rls_check on a one-rule fixed-window action, same keys
- * 2 limits   rls_check on an action with two fixed-window limits (daily and
- *            weekly): two state rows read and written per check
- * denied     rls_check on keys already over their limit (limit 1 per day,
- *            every key charged once before timing): states read, nothing
- *            written but the stats
+ * Runs, in this order (groups for --only in brackets):
+ *   [core]        the SQLite floor, rls_check one rule and two limits on 10k
+ *                 keys, each algorithm; in rounds, keeping each one's best
+ *   [denied]      a key over its limit, a blocked key
+ *   [durability]  durability FULL against an fsync-per-commit floor
+ *   [multi]       1, 2 and 4 processes on one file
+ *   [big]         1M keys: fill, checks, rltop refreshing during load,
+ *                 RSS per handle, bytes per state
+ *   [redis]       Redis fixed-window Lua script (skipped if not installed)
+ *   [postgresql]  PostgreSQL UPSERT via pgbench (skipped if not installed)
+ * then prints every scenario with its ratios and targets, and writes the
+ * JSON result file (default: results.json next to the binary).  Exit status
+ * 0 when every scenario ran or was skipped, 1 when one failed, 2 on usage
+ * errors; targets not met do not change it (they are measurements).
  *
- * Each scenario runs two rounds of ops/2 on a fresh database (the first
- * `keys` operations of a round insert new rows), interleaved so machine
- * noise hits all alike, and keeps its better round.  Prints ops/s and
- * p50/p99/p99.9/max latency per scenario and the ratio of each rlstore
- * scenario to the floor, and writes the results as JSON.
- * Usage: rlbench [--quick] [--ops N] [--keys N] [--json FILE] [--dir DIR]
+ * Usage: rlbench [--quick | --smoke] [--ops N] [--keys N] [--big-keys N]
+ *                [--json FILE] [--dir DIR] [--no-peers] [--only GROUP,...]
  */
-#include <sqlite3.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
-#include <rlstore.h>
+#include "bench.h"
 
-typedef struct result {
-    const char *name;  /* printed */
-    const char *id;    /* in the JSON */
+static const char *const GROUPS[] = {"core", "denied", "durability", "multi", "big", "redis",
+                                     "postgresql", NULL};
+
+static char scratch[PATH_MAX];  /* our own scratch directory, "" if --dir */
+
+static void cleanup(void)
+{
+    redis_stop();
+    pg_stop();
+    if (scratch[0]) {
+        rm_rf(scratch);
+        scratch[0] = '\0';
+    }
+}
+
+/* Not strictly async-signal-safe (it forks rm and pg_ctl), which is
+ * acceptable for a benchmark: it leaves no server running behind a ^C. */
+static void on_signal(int sig)
+{
+    cleanup();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+int cfg_selected(const bench_cfg *cfg, const char *group)
+{
+    if (!cfg->only)
+        return 1;
+    size_t n = strlen(group);
+    for (const char *s = cfg->only; *s;) {
+        size_t len = strcspn(s, ",");
+        if (len == n && strncmp(s, group, n) == 0)
+            return 1;
+        s += len + (s[len] == ',');
+    }
+    return 0;
+}
+
+/* "10k", "1M", "200k", "5000" for names. */
+static const char *count_str(long n)
+{
+    static char buf[4][24];
+    static int k;
+    char *b = buf[k++ % 4];
+    if (n >= 1000000 && n % 1000000 == 0)
+        snprintf(b, 24, "%ldM", n / 1000000);
+    else if (n >= 1000 && n % 1000 == 0)
+        snprintf(b, 24, "%ldk", n / 1000);
+    else
+        snprintf(b, 24, "%ld", n);
+    return b;
+}
+
+/* Operation counts of the three modes.  full: `make bench`, a few minutes;
+ * quick: `make bench QUICK=1`, under a minute, 200k instead of 1M keys;
+ * smoke: a few seconds, for the harness's own test. */
+static const struct preset {
+    const char *mode;
     long ops;
-    double secs;
-    double p50, p99, p999, max;  /* microseconds */
-} result;
+    int rounds;
+    long keys, big_keys, big_ops, full_ops, multi_ops, blocked_keys;
+    int rltop_n, rss_handles;
+    long redis_ops, pg_ops;
+} PRESETS[] = {
+    {"full", 200000, 2, 10000, 1000000, 200000, 3000, 200000, 10000, 20, 20, 50000, 30000},
+    {"quick", 40000, 1, 10000, 200000, 20000, 500, 40000, 1000, 8, 20, 20000, 10000},
+    {"smoke", 2000, 1, 1000, 5000, 2000, 50, 2000, 100, 2, 4, 2000, 1000},
+};
 
-static double now_us(void)
+static void preset(bench_cfg *c, const char *mode)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+    const struct preset *p = &PRESETS[0];
+    for (size_t i = 0; i < sizeof PRESETS / sizeof PRESETS[0]; i++)
+        if (strcmp(PRESETS[i].mode, mode) == 0)
+            p = &PRESETS[i];
+    c->mode = p->mode;
+    c->ops = p->ops;
+    c->rounds = p->rounds;
+    c->keys = p->keys;
+    c->big_keys = p->big_keys;
+    c->big_ops = p->big_ops;
+    c->full_ops = p->full_ops;
+    c->multi_ops = p->multi_ops;
+    c->blocked_keys = p->blocked_keys;
+    c->rltop_n = p->rltop_n;
+    c->rss_handles = p->rss_handles;
+    c->redis_ops = p->redis_ops;
+    c->pg_ops = p->pg_ops;
 }
 
-static int cmp_double(const void *a, const void *b)
+static void register_all(const bench_cfg *c)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static void summarize(result *r, double *lat, long n, double secs)
-{
-    qsort(lat, (size_t)n, sizeof *lat, cmp_double);
-    r->ops = n;
-    r->secs = secs;
-    r->p50 = lat[n / 2];
-    r->p99 = lat[(long)((double)n * 0.99)];
-    r->p999 = lat[(long)((double)n * 0.999)];
-    r->max = lat[n - 1];
-}
-
-static double rate(const result *r)
-{
-    return (double)r->ops / r->secs;
-}
-
-static void print_result(const result *r, const result *floor)
-{
-    printf("%-30s %9.0f ops/s  p50 %6.1f us  p99 %6.1f us  p99.9 %7.1f us  max %8.1f us",
-           r->name, rate(r), r->p50, r->p99, r->p999, r->max);
-    if (floor && floor != r)
-        printf("  %.2fx floor", rate(r) / rate(floor));
-    printf("\n");
-}
-
-/* Key number n (0 <= n < 2^24) as an IPv4 address in 10.0.0.0/8. */
-static void key_name(char *buf, size_t size, unsigned long n)
-{
-    snprintf(buf, size, "10.%lu.%lu.%lu", n / 65536 % 256, n / 256 % 256, n % 256);
-}
-
-static void key_of(char *buf, size_t size, long i, long keys)
-{
-    /* a fixed pseudo-random walk over the key space, same for every run */
-    unsigned long x = (unsigned long)i * 2654435761u;
-    key_name(buf, size, x % (unsigned long)keys);
-}
-
-static void remove_db(const char *path)
-{
-    static const char *const suffix[] = {"", "-wal", "-shm", "-ckpt", "-journal"};
-    char p[4200];
-    for (size_t i = 0; i < sizeof suffix / sizeof suffix[0]; i++) {
-        snprintf(p, sizeof p, "%s%s", path, suffix[i]);
-        unlink(p);
+    char name[96];
+    const char *small = count_str(c->keys), *big = count_str(c->big_keys);
+    const char *reduced = c->big_keys < 1000000 ? " (REDUCED)" : "";
+    snprintf(name, sizeof name, "sqlite floor: upsert, sync NORMAL, %s keys", small);
+    res_add("floor", "core", name);
+    snprintf(name, sizeof name, "rls_check fixed_window, %s keys", small);
+    res_add("fixed_window_10k", "core", name);
+    res_add("two_limits", "core", "rls_check 2 limits (daily + weekly)");
+    for (int i = 0; i < 6; i++) {
+        char id[40];
+        snprintf(id, sizeof id, "algo_%s", ALGORITHMS[i]);
+        snprintf(name, sizeof name, "rls_check %s", ALGORITHMS[i]);
+        res_add(id, "core", name);
     }
+    res_add("denied_over_limit", "denied", "rls_check denied: key over its limit");
+    snprintf(name, sizeof name, "rls_check denied: key blocked (%s keys)",
+             count_str(c->blocked_keys < c->keys ? c->blocked_keys : c->keys));
+    res_add("denied_blocked", "denied", name);
+    res_add("floor_fsync", "durability", "sqlite fsync floor: upsert, sync FULL");
+    res_add("full_durability", "durability", "rls_check durability FULL");
+    res_add("multi_1", "multi", "1 process on one file");
+    res_add("multi_2", "multi", "2 processes on one file: total, worst");
+    res_add("multi_4", "multi", "4 processes on one file: total, worst");
+    snprintf(name, sizeof name, "rls_check new keys (fill), %s keys%s", big, reduced);
+    res_add("fill_big", "big", name);
+    snprintf(name, sizeof name, "rls_check fixed_window, %s keys%s", big, reduced);
+    res_add("fixed_window_big", "big", name);
+    snprintf(name, sizeof name, "rls_check, %s keys, rltop refreshing%s", big, reduced);
+    res_add("rltop_during_load", "big", name);
+    res_add("rss_per_handle", "big", "RSS per open handle");
+    snprintf(name, sizeof name, "database size per state, %s keys%s", big, reduced);
+    res_add("size_per_state", "big", name);
+    res_add("redis", "redis", "Redis Lua fixed window, 1 client");
+    res_add("postgresql", "postgresql", "PostgreSQL UPSERT (pgbench), 1 client");
 }
 
-static int bench_floor(const char *dir, long ops, long keys, result *r)
+/* Runs one single-process scenario into the result, keeping the better
+ * (higher throughput) of successive calls. */
+static void keep_best(bench_result *r, int rc, const bench_lat *lat, const char *err)
 {
-    char path[4096];
-    sqlite3 *db;
-    sqlite3_stmt *st;
-    snprintf(path, sizeof path, "%s/floor.db", dir);
-    remove_db(path);
-    if (sqlite3_open(path, &db) != SQLITE_OK)
-        return -1;
-    sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
-                     "CREATE TABLE c(key BLOB PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID",
-                 NULL, NULL, NULL);
-    if (sqlite3_prepare_v3(db, "INSERT INTO c(key, n) VALUES (?1, 1) ON CONFLICT(key) "
-                               "DO UPDATE SET n = n + 1 RETURNING n",
-                           -1, SQLITE_PREPARE_PERSISTENT, &st, NULL) != SQLITE_OK)
-        return -1;
-    double *lat = malloc(sizeof *lat * (size_t)ops);
-    if (!lat)
-        return -1;
-    char key[64];
-    double t0 = now_us();
-    for (long i = 0; i < ops; i++) {
-        key_of(key, sizeof key, i, keys);
-        double a = now_us();
-        sqlite3_bind_blob(st, 1, key, (int)strlen(key), SQLITE_STATIC);
-        if (sqlite3_step(st) != SQLITE_ROW) {
-            free(lat);
-            return -1;
-        }
-        sqlite3_reset(st);
-        lat[i] = now_us() - a;
-    }
-    summarize(r, lat, ops, (now_us() - t0) / 1e6);
-    free(lat);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    remove_db(path);
-    return 0;
-}
-
-/* One rlstore scenario: its rules, and whether every check must be admitted
- * (else denied, after charging every key once before the timing). */
-typedef struct scenario {
-    const char *file;
-    const char *rules;
-    int expect_allowed;
-} scenario;
-
-static const scenario ONE_RULE = {
-    "check.db",
-    "version: 1\n"
-    "actions:\n"
-    "  signup:\n"
-    "    key: ip\n"
-    "    limits: [ { name: daily, algorithm: fixed_window, limit: 1000000000, window: 1d } ]\n",
-    1};
-
-static const scenario TWO_LIMITS = {
-    "check2.db",
-    "version: 1\n"
-    "actions:\n"
-    "  signup:\n"
-    "    key: ip\n"
-    "    limits:\n"
-    "      - { name: daily, algorithm: fixed_window, limit: 1000000000, window: 1d }\n"
-    "      - { name: weekly, algorithm: fixed_window, limit: 1000000000, window: 1w }\n",
-    1};
-
-static const scenario DENIED = {
-    "denied.db",
-    "version: 1\n"
-    "actions:\n"
-    "  signup:\n"
-    "    key: ip\n"
-    "    limits: [ { name: daily, algorithm: fixed_window, limit: 1, window: 1d } ]\n",
-    0};
-
-static int bench_check(const char *dir, const scenario *sc, long ops, long keys, result *r)
-{
-    char path[4096], key[64];
-    rls_db *db = NULL;
-    rls_result res;
-    snprintf(path, sizeof path, "%s/%s", dir, sc->file);
-    remove_db(path);
-    if (rls_open(&db, path, NULL) != RLS_OK ||
-        rls_rules_apply(db, sc->rules, strlen(sc->rules), "bench", NULL, NULL) != RLS_OK) {
-        fprintf(stderr, "rlbench: %s\n", rls_errmsg(db));
-        rls_close(db);
-        return -1;
-    }
-    if (!sc->expect_allowed) {
-        /* put every key over its limit (a day is longer than any run) */
-        for (long i = 0; i < keys; i++) {
-            key_name(key, sizeof key, (unsigned long)i);
-            if (rls_check(db, "signup", key, 1, &res) != RLS_OK) {
-                fprintf(stderr, "rlbench: check failed: %s\n", rls_errmsg(db));
-                rls_close(db);
-                return -1;
-            }
-        }
-    }
-    double *lat = malloc(sizeof *lat * (size_t)ops);
-    if (!lat) {
-        rls_close(db);
-        return -1;
-    }
-    double t0 = now_us();
-    for (long i = 0; i < ops; i++) {
-        key_of(key, sizeof key, i, keys);
-        double a = now_us();
-        if (rls_check(db, "signup", key, 1, &res) != RLS_OK ||
-            res.allowed != sc->expect_allowed) {
-            fprintf(stderr, "rlbench: check failed or decided wrongly: %s\n", rls_errmsg(db));
-            free(lat);
-            rls_close(db);
-            return -1;
-        }
-        lat[i] = now_us() - a;
-    }
-    summarize(r, lat, ops, (now_us() - t0) / 1e6);
-    free(lat);
-    rls_close(db);
-    remove_db(path);
-    return 0;
-}
-
-static void write_json(const char *file, const result *rs, int n, long keys)
-{
-    FILE *f = fopen(file, "w");
-    if (!f) {
-        fprintf(stderr, "rlbench: cannot write '%s'\n", file);
+    if (rc != 0) {
+        res_status(r, RES_FAILED, "%s", err);
         return;
     }
-    fprintf(f, "{\n  \"sqlite\": \"%s\",\n  \"librlstore\": \"%s\",\n  \"keys\": %ld,\n"
-               "  \"results\": [\n",
-            sqlite3_libversion(), rls_version_string(), keys);
-    for (int i = 0; i < n; i++)
-        fprintf(f, "    {\"name\": \"%s\", \"ops\": %ld, \"ops_per_s\": %.0f, \"p50_us\": %.1f,"
-                   " \"p99_us\": %.1f, \"p999_us\": %.1f, \"max_us\": %.1f,"
-                   " \"ratio_to_floor\": %.3f}%s\n",
-                rs[i].id, rs[i].ops, rate(&rs[i]), rs[i].p50, rs[i].p99, rs[i].p999,
-                rs[i].max, rate(&rs[i]) / rate(&rs[0]), i + 1 < n ? "," : "");
-    fprintf(f, "  ]\n}\n");
-    fclose(f);
+    if (r->status == RES_FAILED)
+        return;
+    if (!r->has_lat || lat_rate(lat) > lat_rate(&r->lat))
+        res_set_lat(r, lat);
 }
 
-enum { FLOOR, CHECK, CHECK2, DENY, NSCEN };
-
-static int run_round(const char *dir, long ops, long keys, result *out)
+static void run_core(const bench_cfg *cfg)
 {
-    return bench_floor(dir, ops, keys, &out[FLOOR]) ||
-           bench_check(dir, &ONE_RULE, ops, keys, &out[CHECK]) ||
-           bench_check(dir, &TWO_LIMITS, ops, keys, &out[CHECK2]) ||
-           bench_check(dir, &DENIED, ops, keys, &out[DENY]);
+    long per = cfg->ops / cfg->rounds;
+    char rules[6][512], err[300];
+    check_spec one = {"check.db", RULES_ONE, 1, PREP_NONE, 0, 0, cfg->keys};
+    check_spec two = {"check2.db", RULES_TWO, 1, PREP_NONE, 0, 0, cfg->keys};
+    bench_lat lat;
+    for (int i = 0; i < 6; i++)
+        rules_for_algorithm(rules[i], sizeof rules[i], ALGORITHMS[i]);
+    for (int round = 0; round < cfg->rounds; round++) {
+        int rc = bench_floor(cfg, 0, per, &lat, err, sizeof err);
+        keep_best(res_find("floor"), rc, &lat, err);
+        rc = bench_check(cfg, &one, per, &lat, NULL, err, sizeof err);
+        keep_best(res_find("fixed_window_10k"), rc, &lat, err);
+        rc = bench_check(cfg, &two, per, &lat, NULL, err, sizeof err);
+        keep_best(res_find("two_limits"), rc, &lat, err);
+        for (int i = 0; i < 6; i++) {
+            char id[40];
+            check_spec a = {"algo.db", rules[i], 1, PREP_NONE, 0, 0, cfg->keys};
+            snprintf(id, sizeof id, "algo_%s", ALGORITHMS[i]);
+            rc = bench_check(cfg, &a, per, &lat, NULL, err, sizeof err);
+            keep_best(res_find(id), rc, &lat, err);
+        }
+    }
+    static const char *const ids[] = {"floor", "fixed_window_10k", "two_limits", "algo_fixed_window",
+                                      "algo_sliding_window", "algo_sliding_log",
+                                      "algo_token_bucket", "algo_gcra", "algo_leaky_bucket"};
+    printf("  (core: each the best of %d round(s) of %ld operations, interleaved)\n",
+           cfg->rounds, per);
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
+        report_line(res_find(ids[i]));
+}
+
+static void run_denied(const bench_cfg *cfg)
+{
+    char err[300];
+    double prep;
+    bench_lat lat;
+    long blocked = cfg->blocked_keys < cfg->keys ? cfg->blocked_keys : cfg->keys;
+    check_spec over = {"denied.db", RULES_DENY, 0, PREP_OVER_LIMIT, 0, 1, cfg->keys};
+    check_spec block = {"blocked.db", RULES_ONE, 0, PREP_BLOCK, 0, 1, blocked};
+    bench_result *r = res_find("denied_over_limit");
+    if (bench_check(cfg, &over, cfg->ops, &lat, &prep, err, sizeof err) != 0) {
+        res_status(r, RES_FAILED, "%s", err);
+    } else {
+        res_set_lat(r, &lat);
+        res_status(r, RES_OK, "limit 1 a day, every key charged once before the timing");
+    }
+    report_line(r);
+    r = res_find("denied_blocked");
+    if (bench_check(cfg, &block, cfg->ops, &lat, &prep, err, sizeof err) != 0) {
+        res_status(r, RES_FAILED, "%s", err);
+    } else {
+        res_set_lat(r, &lat);
+        res_extra(r, "block_set_per_s", (double)blocked / prep, "/s");
+        res_status(r, RES_OK, "%ld keys blocked forever by rls_block_set_at (%.0f/s)", blocked,
+                   (double)blocked / prep);
+    }
+    report_line(r);
+}
+
+static void run_durability(const bench_cfg *cfg)
+{
+    char err[300];
+    bench_lat lat;
+    check_spec full = {"full.db", RULES_ONE, 1, PREP_NONE, 1, 0, cfg->keys};
+    bench_result *r = res_find("floor_fsync");
+    keep_best(r, bench_floor(cfg, 1, cfg->full_ops, &lat, err, sizeof err), &lat, err);
+    report_line(r);
+    r = res_find("full_durability");
+    keep_best(r, bench_check(cfg, &full, cfg->full_ops, &lat, NULL, err, sizeof err), &lat, err);
+    report_line(r);
+}
+
+static void run_multi(const bench_cfg *cfg)
+{
+    static const int n[] = {1, 2, 4};
+    for (int i = 0; i < 3; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "multi_%d", n[i]);
+        bench_result *r = res_find(id);
+        bench_multi(cfg, n[i], cfg->multi_ops, r);
+        report_line(r);
+    }
+}
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: rlbench [--quick | --smoke] [--ops N] [--keys N] [--big-keys N]\n"
+            "               [--json FILE] [--dir DIR] [--no-peers] [--only GROUP,...]\n"
+            "groups: core denied durability multi big redis postgresql\n");
+}
+
+static long arg_long(const char *s, long lo, long hi)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    return *s && !*end && v >= lo && v <= hi ? v : -1;
 }
 
 int main(int argc, char **argv)
 {
-    long ops = 200000, keys = 10000;
-    const char *json = "build/bench/results.json";
-    char dirbuf[] = "/tmp/rlbench-XXXXXX";
-    const char *dir = NULL;
+    bench_cfg cfg;
+    const char *json = NULL, *dir = NULL, *mode = "full", *only = NULL;
+    long ops = 0, keys = 0, big = 0;
+    int no_peers = 0;
+    char exe[PATH_MAX], jsonbuf[PATH_MAX + 32], dirbuf[PATH_MAX];
+    memset(&cfg, 0, sizeof cfg);
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--quick") == 0)
-            ops = 60000;
-        else if (strcmp(argv[i], "--ops") == 0 && i + 1 < argc)
-            ops = atol(argv[++i]);
-        else if (strcmp(argv[i], "--keys") == 0 && i + 1 < argc)
-            keys = atol(argv[++i]);
-        else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc)
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--quick") == 0)
+            mode = "quick";
+        else if (strcmp(a, "--smoke") == 0)
+            mode = "smoke";
+        else if (strcmp(a, "--no-peers") == 0)
+            no_peers = 1;
+        else if (strcmp(a, "--ops") == 0 && v && (ops = arg_long(v, 100, 100000000)) > 0)
+            i++;
+        else if (strcmp(a, "--keys") == 0 && v && (keys = arg_long(v, 1, 1L << 24)) > 0)
+            i++;
+        else if (strcmp(a, "--big-keys") == 0 && v && (big = arg_long(v, 1, 1L << 24)) > 0)
+            i++;
+        else if (strcmp(a, "--json") == 0 && v)
             json = argv[++i];
-        else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
+        else if (strcmp(a, "--dir") == 0 && v)
             dir = argv[++i];
+        else if (strcmp(a, "--only") == 0 && v)
+            only = argv[++i];
         else {
-            fprintf(stderr, "usage: rlbench [--quick] [--ops N] [--keys N] [--json FILE] [--dir DIR]\n");
+            usage();
             return 2;
         }
     }
-    if (ops < 1000 || keys < 1 || keys > (1L << 24)) {
-        fprintf(stderr, "rlbench: --ops must be >= 1000 and --keys 1..16777216\n");
-        return 2;
-    }
-    if (!dir && !(dir = mkdtemp(dirbuf))) {
-        perror("rlbench: mkdtemp");
-        return 1;
-    }
-    printf("rlbench: %ld ops per scenario, %ld keys, SQLite %s, librlstore %s\n", ops, keys,
-           sqlite3_libversion(), rls_version_string());
-    result rs[NSCEN] = {
-        [FLOOR] = {.name = "sqlite floor (upsert)", .id = "floor"},
-        [CHECK] = {.name = "rls_check fixed_window", .id = "check_fixed_window"},
-        [CHECK2] = {.name = "rls_check 2 limits (d+w)", .id = "check_two_limits"},
-        [DENY] = {.name = "rls_check denied (over limit)", .id = "check_denied"},
-    };
-    result again[NSCEN];
-    if (run_round(dir, ops / 2, keys, rs) || run_round(dir, ops / 2, keys, again)) {
-        fprintf(stderr, "rlbench: a scenario failed\n");
-        return 1;
-    }
-    /* keep the better round of each (less disturbed by other load) */
-    for (int i = 0; i < NSCEN; i++) {
-        if (rate(&again[i]) > rate(&rs[i])) {
-            again[i].name = rs[i].name;
-            again[i].id = rs[i].id;
-            rs[i] = again[i];
+    preset(&cfg, mode);
+    cfg.peers = !no_peers;
+    cfg.only = only;
+    cfg.ops = ops ? ops : cfg.ops;
+    cfg.keys = keys ? keys : cfg.keys;
+    cfg.big_keys = big ? big : cfg.big_keys;
+    if (cfg.rounds > 1 && cfg.ops < 2 * 100)
+        cfg.rounds = 1;
+    for (const char *s = cfg.only; s && *s;) {
+        size_t len = strcspn(s, ",");
+        int ok = 0;
+        for (int g = 0; GROUPS[g]; g++)
+            ok |= strlen(GROUPS[g]) == len && strncmp(GROUPS[g], s, len) == 0;
+        if (!ok) {
+            fprintf(stderr, "rlbench: unknown group '%.*s'\n", (int)len, s);
+            usage();
+            return 2;
         }
+        s += len + (s[len] == ',');
     }
-    for (int i = 0; i < NSCEN; i++)
-        print_result(&rs[i], &rs[FLOOR]);
-    printf("target: rls_check >= 0.90x floor: %s; rls_check p99.9 <= 1 ms: %s\n",
-           rate(&rs[CHECK]) >= 0.9 * rate(&rs[FLOOR]) ? "met" : "NOT met",
-           rs[CHECK].p999 <= 1000.0 ? "met" : "NOT met");
-    write_json(json, rs, NSCEN, keys);
-    char cmd[4200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (dir == dirbuf && system(cmd) != 0)
-        fprintf(stderr, "rlbench: could not remove %s\n", dir);
-    return 0;
+
+    /* where the binary is: rltop is next to it, results.json goes there */
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0)
+        exe[n] = '\0';
+    else
+        snprintf(exe, sizeof exe, "%s", argv[0]);
+    char *slash = strrchr(exe, '/');
+    if (slash)
+        *slash = '\0';
+    else
+        snprintf(exe, sizeof exe, ".");
+    cfg.exe_dir = exe;
+    if (!json) {
+        snprintf(jsonbuf, sizeof jsonbuf, "%s/results.json", exe);
+        json = jsonbuf;
+    }
+    if (!dir) {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(scratch, sizeof scratch, "%s/rlbench-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        if (!mkdtemp(scratch)) {
+            perror("rlbench: mkdtemp");
+            return 1;
+        }
+        dir = scratch;
+    } else if (mkdir(dir, 0700) != 0 && access(dir, W_OK) != 0) {
+        fprintf(stderr, "rlbench: cannot use directory '%s'\n", dir);
+        return 1;
+    }
+    if (!realpath(dir, dirbuf)) {
+        perror("rlbench: realpath");
+        return 1;
+    }
+    cfg.dir = dirbuf;
+    atexit(cleanup);
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    signal(SIGHUP, on_signal);
+    signal(SIGPIPE, SIG_IGN);
+
+    register_all(&cfg);
+    printf("rlbench (%s run): %ld ops per 10k-key scenario in %d round(s), %ld keys, "
+           "%ld big keys%s\n",
+           cfg.mode, cfg.ops, cfg.rounds, cfg.keys, cfg.big_keys,
+           strcmp(cfg.mode, "full") ? " (REDUCED: not a full run)" : "");
+    report_machine(&cfg);
+    double t0 = now_us();
+    static const struct {
+        const char *group;
+        void (*fn)(const bench_cfg *);
+        int peer;
+    } steps[] = {{"core", run_core, 0},    {"denied", run_denied, 0},
+                 {"durability", run_durability, 0}, {"multi", run_multi, 0},
+                 {"big", bench_big, 0},    {"redis", bench_redis, 1},
+                 {"postgresql", bench_postgres, 1}};
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        if (steps[i].peer && !cfg.peers) {
+            res_skip_group(steps[i].group, "peers disabled by --no-peers");
+            report_line(res_find(steps[i].group));
+            continue;
+        }
+        if (!cfg_selected(&cfg, steps[i].group)) {
+            res_skip_group(steps[i].group, "not selected by --only");
+            continue;
+        }
+        double g0 = now_us();
+        steps[i].fn(&cfg);
+        if (steps[i].peer)
+            report_line(res_find(steps[i].group));
+        printf("  [%s: %.1f s]\n", steps[i].group, (now_us() - g0) / 1e6);
+    }
+    double total = (now_us() - t0) / 1e6;
+    report_print();
+    int failed = report_failed();
+    int wrote = report_json(json, &cfg, total);
+    printf("total %.1f s; results in %s\n", total, json);
+    cleanup();
+    return failed || wrote != 0 ? 1 : 0;
 }
