@@ -2,8 +2,9 @@
  * cmd_init.c - `rlctl init [FILE]` and `rlctl apply FILE [--dry-run]`:
  * creating the database and applying rule files.
  *
- * init is the only command that may create a database; every other one
- * opens with create = 0.  init reads FILE before creating anything and
+ * init is the only command that may create a database (with --mode and
+ * --group for a shared deployment; with --counters both files of a split
+ * one); every other one opens with create = 0.  init reads FILE before creating anything and
  * removes a database it created if the rules are refused.  apply reads FILE ('-' = stdin) whole, up to
  * MAX_RULES_FILE bytes (the library refuses far smaller files itself, with
  * a configuration error naming the limit; this cap only bounds rlctl's own
@@ -64,17 +65,35 @@ static int apply_text(rlctl_ctx *ctx, const char *file, const char *yaml, size_t
     return 0;
 }
 
-/* Removes a database init created, with its -wal and -shm. */
-static void remove_db(rlctl_ctx *ctx)
+/* Removes a database file init created, with its side files. */
+static void remove_file(const char *path)
 {
+    static const char *const sides[] = {"-wal", "-shm", "-ckpt"};
     char side[4200];
-    rls_close(ctx->db);
-    ctx->db = NULL;
-    unlink(ctx->db_path);
-    snprintf(side, sizeof side, "%s-wal", ctx->db_path);
-    unlink(side);
-    snprintf(side, sizeof side, "%s-shm", ctx->db_path);
-    unlink(side);
+    unlink(path);
+    for (size_t i = 0; i < sizeof sides / sizeof sides[0]; i++) {
+        snprintf(side, sizeof side, "%s%s", path, sides[i]);
+        unlink(side);
+    }
+}
+
+/* --mode (octal, permission bits only) and --group for new files. */
+static int creation_opts(rlctl_ctx *ctx)
+{
+    const char *m = opt_get(ctx, "mode"), *g = opt_get(ctx, "group");
+    if (m) {
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(m, &end, 8);
+        if (!*m || *end || errno || v > 0777 || v == 0)
+            return fail_usage(ctx, "invalid value for --mode: '%s' (expected octal permission "
+                              "bits such as 0600 or 0660)", m);
+        ctx->file_mode = (unsigned int)v;
+    }
+    if (g && !*g)
+        return fail_usage(ctx, "invalid value for --group: the group is empty");
+    ctx->file_group = g;
+    return 0;
 }
 
 /*
@@ -90,9 +109,12 @@ int cmd_init(rlctl_ctx *ctx)
     int64_t version = 0;
     int rc;
 
+    if ((rc = creation_opts(ctx)))
+        return rc;
     if (ctx->nargs == 1 && (rc = load_rules(ctx, ctx->args[0], &yaml, &len)))
         return rc;
     int existed = stat(ctx->db_path, &sb) == 0;
+    int counters_existed = ctx->counters_path && stat(ctx->counters_path, &sb) == 0;
     if ((rc = db_open(ctx, 1))) {
         free(yaml);
         return rc;
@@ -101,16 +123,25 @@ int cmd_init(rlctl_ctx *ctx)
         rc = apply_text(ctx, ctx->args[0], yaml, len, "rlctl init", &version);
         free(yaml);
         if (rc) {
+            rls_close(ctx->db);
+            ctx->db = NULL;
             if (!existed)
-                remove_db(ctx);
+                remove_file(ctx->db_path);
+            if (ctx->counters_path && !counters_existed)
+                remove_file(ctx->counters_path);
             return rc;
         }
     }
     char *pe = esc_dup(ctx->db_path);
+    char *ce = ctx->counters_path ? esc_dup(ctx->counters_path) : NULL;
     if (ctx->json) {
         json_obj_begin();
         json_key("db");
         json_str(pe);
+        if (ctx->counters_path) {
+            json_key("counters");
+            json_str(ce);
+        }
         json_key("created");
         json_bool(!existed);
         json_key("version");
@@ -121,12 +152,18 @@ int cmd_init(rlctl_ctx *ctx)
         json_obj_end();
         json_end_line();
     } else if (!ctx->quiet) {
-        printf("%s rlstore database '%s'", existed ? "opened existing" : "created", pe ? pe : "?");
+        if (ctx->counters_path)
+            printf("%s rules database '%s' with counters database '%s'",
+                   existed ? "opened existing" : "created", pe ? pe : "?", ce ? ce : "?");
+        else
+            printf("%s rlstore database '%s'", existed ? "opened existing" : "created",
+                   pe ? pe : "?");
         if (version)
             printf(", applied rules as version %lld", (long long)version);
         putchar('\n');
     }
     free(pe);
+    free(ce);
     return 0;
 }
 

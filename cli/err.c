@@ -118,20 +118,36 @@ int db_open(rlctl_ctx *ctx, int create)
     rls_options_init(&opt);
     opt.create = create;
     opt.tool = "rlctl";
+    opt.counters_path = ctx->counters_path;
+    if (ctx->file_mode)
+        opt.file_mode = ctx->file_mode;
+    opt.file_group = ctx->file_group;
     path_esc = esc_dup(ctx->db_path);
     if (!path_esc)
         return fail_code(ctx, RLCTL_EXIT_STORAGE, "ENOMEM", "out of memory");
-    if (!create && missing(ctx->db_path)) {
+    const char *gone = !create && missing(ctx->db_path) ? ctx->db_path
+                       : !create && ctx->counters_path && missing(ctx->counters_path)
+                           ? ctx->counters_path : NULL;
+    if (gone) {
+        free(path_esc);
+        path_esc = esc_dup(gone);
         rc = fail_code(ctx, RLCTL_EXIT_NOTFOUND, "ENOTFOUND",
                        "cannot open '%s': no such database (create it with 'rlctl init')",
-                       path_esc);
+                       path_esc ? path_esc : "?");
         free(path_esc);
         return rc;
     }
     rc = rls_open(&ctx->db, ctx->db_path, &opt);
+    if (rc == RLS_EREADONLY && ctx->counters_path && !create) {
+        /* Split: a user who may not write the rules (an application's)
+         * still checks, and changes of the rules then fail by name. */
+        opt.rules_read_only = 1;
+        rc = rls_open(&ctx->db, ctx->db_path, &opt);
+    }
     if (rc == RLS_EREADONLY && !create && ctx->cmd && ctx->cmd->reads_only) {
         /* A database this user may only read still answers queries. */
         opt.read_only = 1;
+        opt.rules_read_only = 0;
         rc = rls_open(&ctx->db, ctx->db_path, &opt);
         if (rc != RLS_OK) {
             opt.read_only = 0;
@@ -169,6 +185,9 @@ int db_open(rlctl_ctx *ctx, int create)
     else if (detail && *detail && !strstr(detail, quoted))
         rc = fail_code(ctx, exit_for(rc), rls_errname(rc), "cannot open '%s': %s: %s", path_esc,
                        rls_strerror(rc), detail);
+    else if (detail && *detail && !rest)   /* names it, but not first */
+        rc = fail_code(ctx, exit_for(rc), rls_errname(rc), "cannot open '%s': %s", path_esc,
+                       detail);
     else
         rc = fail_code(ctx, exit_for(rc), rls_errname(rc), "cannot open '%s': %s", path_esc,
                        rls_strerror(rc));

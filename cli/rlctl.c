@@ -19,6 +19,7 @@
 
 static const rlctl_opt global_opts[] = {
     {"db", "PATH", "database file (default: $RLSTORE_DB, then ./rlstore.db)"},
+    {"counters", "PATH", "split deployment: counters database; --db is the rules database"},
     {"now", "TIME", "clock for every operation: epoch ms or ISO-8601 UTC"},
     {"json", NULL, "machine output: exactly one JSON object or array on stdout"},
     {"quiet", NULL, "print no confirmations and no check results"},
@@ -27,6 +28,11 @@ static const rlctl_opt global_opts[] = {
     {NULL, NULL, NULL},
 };
 
+static const rlctl_opt init_opts[] = {
+    {"mode", "MODE", "octal mode of a new file, e.g. 0660 (default 0600; rules: never group-writable)"},
+    {"group", "GROUP", "group (name or number) of new files, for a shared deployment"},
+    {NULL, NULL, NULL},
+};
 static const rlctl_opt apply_opts[] = {
     {"dry-run", NULL, "store nothing: print the diff and the keys over a new limit"},
     {"comment", "TEXT", "comment recorded with the new version"},
@@ -108,8 +114,13 @@ static const rlctl_opt doctor_opts[] = {
     {NULL, NULL, NULL},
 };
 
+static const rlctl_opt hold_opts[] = {
+    {"for", "DUR", "stop after DUR (default: at SIGINT or SIGTERM)"},
+    {NULL, NULL, NULL},
+};
+
 static const rlctl_cmd commands[] = {
-    {"init", NULL, "[FILE]", 0, 1, NULL, cmd_init, 0,
+    {"init", NULL, "[FILE]", 0, 1, init_opts, cmd_init, 0,
      "create the database (only init creates one), then apply FILE if given"},
     {"apply", NULL, "FILE", 1, 1, apply_opts, cmd_apply, 0,
      "apply the YAML rules in FILE ('-' for standard input) as a new version"},
@@ -157,12 +168,15 @@ static const rlctl_cmd commands[] = {
      "show admitted and denied checks per action"},
     {"doctor", NULL, "", 0, 0, doctor_opts, cmd_doctor, 1,
      "check the health of the database"},
+    {"hold", NULL, "", 0, 0, hold_opts, cmd_hold, 0,
+     "keep the database open until interrupted: split deployments check faster"},
     {"help", NULL, "[COMMAND]", 0, 2, NULL, cmd_help, 1, "show the help of rlctl or of a command"},
 };
 #define NCOMMANDS ((int)(sizeof commands / sizeof commands[0]))
 
 static const char *const env_help[][2] = {
     {"RLSTORE_DB", "database file when --db is not given"},
+    {"RLSTORE_COUNTERS", "counters database when --counters is not given"},
 };
 
 /* ---- help ------------------------------------------------------------- */
@@ -223,7 +237,7 @@ static void print_help(FILE *f)
 #undef RLCTL__EXIT_HELP
     fputs("\nEnvironment:\n", f);
     for (size_t i = 0; i < sizeof env_help / sizeof env_help[0]; i++)
-        fprintf(f, "  %-12s %s\n", env_help[i][0], env_help[i][1]);
+        fprintf(f, "  %-18s %s\n", env_help[i][0], env_help[i][1]);
     fputs("\nSee rlctl(1) for details.\n", f);
 }
 
@@ -236,7 +250,8 @@ static void print_cmd_help(FILE *f, const rlctl_cmd *c)
         fputs("\nOptions:\n", f);
         print_opts(f, c->opts);
     }
-    fputs("\nGlobal options: --db PATH, --now TIME, --json, --quiet, --help, --version\n", f);
+    fputs("\nGlobal options: --db PATH, --counters PATH, --now TIME, --json, --quiet, --help,\n"
+          "--version\n", f);
 }
 
 static const rlctl_cmd *find_cmd(const char *name, const char *sub, int *has_subs)
@@ -377,6 +392,10 @@ static int set_global(rlctl_ctx *ctx, flags *fl, const char *name, const char *v
         if (!*val)
             return fail_usage(ctx, "invalid value for --db: the path is empty");
         ctx->db_path = val;
+    } else if (strcmp(name, "counters") == 0) {
+        if (!*val)
+            return fail_usage(ctx, "invalid value for --counters: the path is empty");
+        ctx->counters_path = val;
     } else if (strcmp(name, "now") == 0) {
         if (rls_time_parse(val, &ctx->now_ms) != RLS_OK)
             return fail_usage(ctx, "invalid time for --now: '%s' (expected epoch ms or "
@@ -465,6 +484,8 @@ static int run(rlctl_ctx *ctx, int argc, char **argv)
     const char *env = getenv("RLSTORE_DB");
 
     ctx->db_path = env && *env ? env : "./rlstore.db";
+    env = getenv("RLSTORE_COUNTERS");
+    ctx->counters_path = env && *env ? env : NULL;
     ctx->now_ms = real_now();
     ctx->tty = isatty(STDOUT_FILENO);
     for (int k = 1; k < argc && strcmp(argv[k], "--") != 0; k++)

@@ -58,6 +58,7 @@ typedef struct rlctl_cmd {
 struct rlctl_ctx {
     /* global options */
     const char *db_path;
+    const char *counters_path; /* --counters / $RLSTORE_COUNTERS: split deployment */
     int64_t now_ms;          /* --now, else the real clock at start      */
     int json, quiet, tty;
     /* the command being run and its parsed arguments */
@@ -66,6 +67,9 @@ struct rlctl_ctx {
     const char *args[RLCTL_MAX_ARGS];
     const char *optv[RLCTL_MAX_OPTS]; /* value per cmd->opts index; "" for a set flag */
     rls_db *db;
+    /* for files init creates (--mode, --group) */
+    unsigned int file_mode;   /* 0: the library's default */
+    const char *file_group;
 };
 
 /* ---- rlctl.c -------------------------------------------------------- */
@@ -94,8 +98,11 @@ int fail_code(rlctl_ctx *ctx, int exit_code, const char *errname, const char *fm
 /* Prints "rlctl: <msg>: <detail of rc>" and returns exit_for(rc). */
 int fail_lib(rlctl_ctx *ctx, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Opens ctx->db_path (create only if `create`); on failure prints the
- * diagnostic and returns the exit status, else 0. */
+/* Opens ctx->db_path, with ctx->counters_path as its counters database in a
+ * split deployment (create only if `create`); a user who may not write the
+ * rules gets them read-only, and a command that only reads gets everything
+ * read-only.  On failure prints the diagnostic and returns the exit status,
+ * else 0. */
 int db_open(rlctl_ctx *ctx, int create);
 
 /* ---- out.c ---------------------------------------------------------- */
@@ -157,7 +164,7 @@ int row_has(const rls_rows *r, const char *col);
     XX(explain) XX(block) XX(unblock) XX(blocks) XX(tier_set)                \
     XX(tier_unset) XX(tier_list) XX(override_set) XX(override_unset)         \
     XX(override_list) XX(reset) XX(audit) XX(gc) XX(stats) XX(doctor)        \
-    XX(help)
+    XX(hold) XX(help)
 
 #define RLCTL__CMD_DECL(name) int cmd_##name(rlctl_ctx *ctx);
 RLCTL_COMMAND_FNS(RLCTL__CMD_DECL)

@@ -5,7 +5,8 @@
 #
 # Completes commands, subcommands, the options of each command and the
 # global ones, option values with a fixed set (--sort), file names (--db,
-# init, apply), and, from the database named by --db or $RLSTORE_DB, action
+# --counters, init, apply), groups (--group), and, from the database named
+# by --db (and --counters) or $RLSTORE_DB, action
 # names, tier names and rule-set versions (through `rlctl rules` and
 # `rlctl versions`, which only read).
 #
@@ -13,8 +14,8 @@
 # tests/install/test_completion.sh compares them with `rlctl --help`, so they
 # cannot drift apart.  Self-contained: needs no helper of bash-completion.
 
-_rlctl_global_opts='--db --now --json --quiet --help --version'
-_rlctl_commands='init apply export rules versions rollback check refund reserve commit cancel usage explain block unblock blocks tier override reset audit gc stats doctor help'
+_rlctl_global_opts='--db --counters --now --json --quiet --help --version'
+_rlctl_commands='init apply export rules versions rollback check refund reserve commit cancel usage explain block unblock blocks tier override reset audit gc stats doctor hold help'
 
 # _rlctl_subs COMMAND: its subcommands, if it has any.
 _rlctl_subs()
@@ -29,6 +30,7 @@ _rlctl_subs()
 _rlctl_opts()
 {
     case $1 in
+    init) echo '--mode --group' ;;
     apply) echo '--dry-run --comment' ;;
     rollback) echo '--comment' ;;
     check) echo '--cost --peek' ;;
@@ -46,6 +48,7 @@ _rlctl_opts()
     gc) echo '--rows' ;;
     stats) echo '--seconds --prometheus' ;;
     doctor) echo '--full' ;;
+    hold) echo '--for' ;;
     esac
 }
 
@@ -69,18 +72,21 @@ _rlctl_args()
 _rlctl_takes_value()
 {
     case $1 in
-    --db | --now | --comment | --cost | --ttl | --action | --key | --top | --sort | \
-        --audit | --for | --reason | --limit | --rows | --seconds) return 0 ;;
+    --db | --counters | --now | --comment | --cost | --ttl | --action | --key | --top | \
+        --sort | --audit | --for | --reason | --limit | --rows | --seconds | --mode | \
+        --group) return 0 ;;
     esac
     return 1
 }
 
 # _rlctl_query WHAT: action or tier names, or versions, of the database on
-# the command line ($_rlctl_db) or in $RLSTORE_DB; nothing if there is none.
+# the command line ($_rlctl_db, with $_rlctl_counters in a split deployment)
+# or in $RLSTORE_DB (and $RLSTORE_COUNTERS); nothing if there is none.
 _rlctl_query()
 {
     local -a db=()
     [ -n "$_rlctl_db" ] && db=(--db "$_rlctl_db")
+    [ -n "$_rlctl_counters" ] && db+=(--counters "$_rlctl_counters")
     case $1 in
     actions | tiers)
         "$_rlctl_bin" "${db[@]}" rules 2>/dev/null </dev/null |
@@ -104,7 +110,7 @@ _rlctl()
     local cur=${COMP_WORDS[COMP_CWORD]}
     local prev=
     [ "$COMP_CWORD" -gt 0 ] && prev=${COMP_WORDS[COMP_CWORD - 1]}
-    local _rlctl_bin=${COMP_WORDS[0]} _rlctl_db=
+    local _rlctl_bin=${COMP_WORDS[0]} _rlctl_db= _rlctl_counters=
     local cmd= sub= i w nargs=0 dashdash=0
     local -a pos=()
     COMPREPLY=()
@@ -118,8 +124,11 @@ _rlctl()
         elif [ $dashdash = 0 ] && [[ $w == --* ]]; then
             if [[ $w == --db=* ]]; then
                 _rlctl_db=${w#--db=}
+            elif [[ $w == --counters=* ]]; then
+                _rlctl_counters=${w#--counters=}
             elif [[ $w != *=* ]] && _rlctl_takes_value "$w"; then
                 [ "$w" = --db ] && _rlctl_db=${COMP_WORDS[i + 1]}
+                [ "$w" = --counters ] && _rlctl_counters=${COMP_WORDS[i + 1]}
                 ((i++))
             fi
         elif [ -z "$cmd" ]; then
@@ -132,11 +141,13 @@ _rlctl()
     done
     # Only a leading ~/ is expanded: the words are never evaluated.
     [[ $_rlctl_db == '~/'* ]] && _rlctl_db=$HOME/${_rlctl_db#'~/'}
+    [[ $_rlctl_counters == '~/'* ]] && _rlctl_counters=$HOME/${_rlctl_counters#'~/'}
 
     # The value of an option.
     if [ $dashdash = 0 ] && _rlctl_takes_value "$prev"; then
         case $prev in
-        --db) _rlctl_files ;;
+        --db | --counters) _rlctl_files ;;
+        --group) COMPREPLY=($(compgen -g -- "$cur")) ;;
         --sort) COMPREPLY=($(compgen -W 'used key reset' -- "$cur")) ;;
         --action) COMPREPLY=($(compgen -W "$(_rlctl_query actions)" -- "$cur")) ;;
         esac

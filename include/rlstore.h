@@ -79,7 +79,8 @@ RLS_EXTERN const char *rls_version_string(void);
     XX(EEXPIRED, "reservation expired and was refunded")                    \
     XX(EMISUSE, "library misused: handle not usable")                       \
     XX(EUNSAFE, "database contains objects rlstore did not create")           \
-    XX(ECONFLICT, "the rules changed since the version the change was based on")
+    XX(ECONFLICT, "the rules changed since the version the change was based on") \
+    XX(EROLE, "database file has another role (one file, rules or counters) or pair")
 
 typedef enum rls_errno {
 #define RLS__ERR_ENUM(name, text) RLS_##name,
@@ -133,9 +134,28 @@ typedef struct rls_options {
     int max_key_len;        /* 1..RLS_KEY_MAX_LIMIT (default 256)            */
     const char *tool;       /* name recorded in the audit log (default "lib");
                                copied by rls_open()                          */
+    /* appended for privilege separation (docs/SECURITY.md): */
+    const char *counters_path; /* NULL (default): one database file.  Else a
+                               split deployment: `path` of rls_open() is the
+                               rules database (rule sets, tiers, assignments,
+                               overrides, manual blocks, audit) and this the
+                               counters database (counters, reservations,
+                               penalty blocks, stats).  A new rules file gets
+                               file_mode without group and other write
+                               permission.  Copied by rls_open()             */
+    int rules_read_only;    /* 1: open the rules database read-only, as the
+                               applications of a split deployment do: checks
+                               work, every admin change fails with
+                               RLS_EREADONLY (default 0)                     */
+    const char *file_group; /* group (name or number) given to files
+                               rls_open() creates, e.g. for a group-shared
+                               mode such as 0660; NULL (default): the
+                               creator's.  Unknown or not allowed: EINVAL    */
 } rls_options;
 
-/* Fills *opt with the defaults above.  NULL is a no-op. */
+/* Fills *opt with the defaults above.  NULL is a no-op.  It writes exactly
+ * the rls_options a program was built with: one symbol version per layout
+ * (a program built against 0.1 fills only the fields up to tool). */
 RLS_EXTERN void rls_options_init(rls_options *opt);
 
 /*
@@ -434,16 +454,63 @@ typedef struct rls_usage_query {
  * "blocked", "shadow"), denied (denials counted for the key; written at
  * most once a second per process).
  *
- * The work is bounded by offset + limit per action, not by the number of
- * keys: the candidates are the keys under pressure (denied, or at least
- * half used when last seen), the blocked keys and the first keys in key
- * order.  Orders: RLS_SORT_USED blocked keys, then keys at 50 % or more by
- * fraction used, then the rest by key; RLS_SORT_DENIED by denials, then by
- * key; RLS_SORT_RESET blocked and >= 50 % keys by soonest reset, then by
- * key; RLS_SORT_KEY by key.  offset <= 1000000.
+ * The list has two parts.  First the keys under pressure, in the order
+ * asked for: RLS_SORT_USED blocked keys (by key), then keys at 50 % or more
+ * by fraction used; RLS_SORT_RESET those same keys by soonest reset;
+ * RLS_SORT_DENIED keys with denials, most first.  Then every other key in
+ * key order (then action); RLS_SORT_KEY has only this part.  The keys
+ * under pressure are found from the rls_key_stats notes (denied, or at
+ * least half used when last seen; written at most once a second per
+ * process) and the blocks, so the work does not grow with the number of
+ * keys.  A database of at most a few hundred keys, or a key filter that
+ * at most a few hundred keys contain, is examined whole; otherwise a key
+ * that reached 50 % in the last second may still show in key order.
+ * offset <= 1000000000.
+ *
+ * Pages in the key-ordered part cost a step per row skipped from the
+ * start: rls_usage_near_at() pages a long list from a known row instead.
  */
 RLS_EXTERN int rls_usage_at(rls_db *db, const rls_usage_query *q, int64_t now_ms,
                             rls_rows **out);
+
+/*
+ * A position in a usage list, for rls_usage_near_at(): a row of an earlier
+ * page (its key and action) and its offset, or with key NULL the end of a
+ * list of `offset` rows (its length, from rls_usage_count_at()).
+ */
+typedef struct rls_usage_anchor {
+    size_t size;             /* sizeof(rls_usage_anchor); set by the caller */
+    const char *key;         /* NULL: the end of the list */
+    const char *action;      /* the row's action */
+    int offset;              /* the row's offset, or the list's length */
+} rls_usage_anchor;
+
+/*
+ * rls_usage_at() for a page near a known position: the rows are counted
+ * from the anchor in key order, forward or back, so a page costs its
+ * distance from the anchor, not its offset, and a page at the end of a
+ * list of a million keys (anchored at its length) costs what the first
+ * one does.  The result is the page as seen from the anchor: rows added or
+ * removed before it since it was read do not move it.  The anchor is not
+ * used (the page is rls_usage_at()'s) when it is NULL, when the start is
+ * closer, when its row is one of the keys under pressure, or when the
+ * walk from it reaches them before q->offset.
+ */
+RLS_EXTERN int rls_usage_near_at(rls_db *db, const rls_usage_query *q,
+                                 const rls_usage_anchor *anchor, int64_t now_ms,
+                                 rls_rows **out);
+
+/*
+ * The length of the list rls_usage_at() would give for q's action and
+ * key_substr (sort, offset, limit and anchor are ignored): the keys with
+ * counters of each action plus the blocked keys without.  Without
+ * key_substr it is read from counts kept exact by every write, whatever
+ * the number of keys; with it every key is examined (about 0.1 s of CPU
+ * per million keys).  Keys without counters that are under pressure (a
+ * blocked tier's keys) are listed but not counted.
+ */
+RLS_EXTERN int rls_usage_count_at(rls_db *db, const rls_usage_query *q, int64_t now_ms,
+                                  int64_t *count);
 
 /*
  * Everything that decides checks of (action, key) at now_ms, charging

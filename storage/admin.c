@@ -19,12 +19,8 @@ sqlite3_stmt *rls__astmt(rls_db *db, int id)
     sqlite3_stmt *st = db->astmt[id];
     if (st)
         return st;
-    int rc = sqlite3_prepare_v3(db->sql, astmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT, &st,
-                                NULL);
-    if (rc != SQLITE_OK) {
-        db->stmt_code = rls__sqlite_error(db, rc, "cannot prepare statement");
-        return NULL;
-    }
+    if (rls__prepare(db, 1, id, astmt_sql[id], &st) != RLS_OK)
+        return NULL;   /* in its split form in a split handle (stmt.c) */
     db->astmt[id] = st;
     return st;
 }

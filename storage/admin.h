@@ -52,6 +52,27 @@
     XX(BLOCK_REASON, "SELECT reason FROM rls_blocks WHERE key = ?1 AND action IN (?2, '')" \
        " AND (until_ms = 0 OR until_ms > ?3) ORDER BY action DESC LIMIT 1")
 
+/* Their split forms (db.h explains RLS_STMT_SPLIT_MAP).  A key may have a
+ * manual block (rules) and a penalty (counters) for the same action. */
+#define RLS__ALL_BLOCKS(cols)                                                 \
+    "(SELECT " cols " FROM rules.rls_blocks UNION ALL SELECT " cols " FROM main.rls_blocks)"
+
+#define RLS_ADMIN_SPLIT_MAP(XX)                                               \
+    XX(VERSIONS, SPLIT_RULES, NULL)                                           \
+    XX(RULES_ACTIVE, SPLIT_RULES, NULL)                                       \
+    XX(BLOCK_LIST, SPLIT_OWN, "SELECT CAST(key AS TEXT), action, until_ms,"   \
+       " CASE kind WHEN 0 THEN 'manual' ELSE 'penalty' END, level, rule, reason, os_user, created_ms" \
+       " FROM " RLS__ALL_BLOCKS("*") " WHERE until_ms = 0 OR until_ms > ?1"    \
+       " ORDER BY key, action, kind")                                          \
+    XX(USAGE_BLOCKED, SPLIT_OWN, "SELECT CAST(key AS TEXT) FROM "             \
+       RLS__ALL_BLOCKS("key, action, until_ms")                                \
+       " WHERE action IN (?1, '') AND (until_ms = 0 OR until_ms > ?3)"        \
+       " AND (?2 IS NULL OR instr(key, CAST(?2 AS BLOB)) > 0) LIMIT ?4")      \
+    XX(BLOCK_REASON, SPLIT_OWN, "SELECT reason FROM "                         \
+       RLS__ALL_BLOCKS("key, action, until_ms, kind, reason")                  \
+       " WHERE key = ?1 AND action IN (?2, '')"                               \
+       " AND (until_ms = 0 OR until_ms > ?3) ORDER BY action DESC, kind LIMIT 1")
+
 enum rls_admin_stmt_id {
 #define RLS__ASTMT_ENUM(name, sql) ASTMT_##name,
     RLS_ADMIN_STMT_MAP(RLS__ASTMT_ENUM)

@@ -8,6 +8,7 @@
 #include <string.h>
 #include "admin.h"
 #include "keyctx.h"
+#include "keycount.h"
 
 /* Runs one listing statement (bound by bind) in a read transaction. */
 typedef void (*binder)(sqlite3_stmt *st, const void *arg);
@@ -224,15 +225,59 @@ int rls_stats_at(rls_db *db, int seconds, int64_t now_ms, rls_rows **recent, rls
 
 /* ---- reset ------------------------------------------------------------- */
 
+/* The ids of every limit of the action, whatever tier the key is in. */
+static int64_t *action_lids(const rule_action *act, int *n)
+{
+    int cap = act->nlimits;
+    for (int t = 0; t < act->ntiers; t++)
+        cap += act->tiers[t].nlimits;
+    int64_t *lids = malloc(sizeof *lids * (size_t)(cap > 0 ? cap : 1));
+    *n = 0;
+    for (int t = -1; lids && t < act->ntiers; t++) {
+        const rule_limit *ls = t < 0 ? act->limits : act->tiers[t].limits;
+        int m = t < 0 ? act->nlimits : act->tiers[t].nlimits;
+        for (int i = 0; i < m; i++)
+            lids[(*n)++] = ls[i].id;
+    }
+    return lids;
+}
+
+/* Deletes (del) or counts the key's counter rows of those limits. */
+static int key_rows(rls_db *db, const key_ctx *ctx, const int64_t *lids, int nlids, int del,
+                    int *n)
+{
+    sqlite3_stmt *st = del ? rls__astmt(db, ASTMT_STATE_DEL_KEY) : rls__stmt(db, STMT_STATE_GET);
+    *n = 0;
+    if (!st)
+        return rls__stmt_failed(db);
+    for (int i = 0; i < nlids; i++) {
+        sqlite3_bind_int64(st, 1, lids[i]);
+        sqlite3_bind_blob(st, 2, ctx->key, (int)ctx->keylen, SQLITE_STATIC);
+        int src = sqlite3_step(st);
+        sqlite3_reset(st);
+        if (src != SQLITE_DONE && src != SQLITE_ROW)
+            return rls__sqlite_error(db, src, "cannot reset counters");
+        *n += del ? sqlite3_changes(db->sql) : src == SQLITE_ROW;
+    }
+    return del && *n > 0 ? rls__keycount_deleted(db, ctx->act->name, 0, ctx->key, ctx->keylen)
+                         : RLS_OK;
+}
+
+/*
+ * Forgets a key's counters, audited.  One file: in one transaction.
+ * Split: the audit row (rules file) commits first, then the counters go
+ * (counters file) in a transaction of its own, as block changes do
+ * (policy.c): a crash in between leaves the counters and the audit row,
+ * never an unaudited reset.
+ */
 int rls_reset_at(rls_db *db, const char *action, const char *key, int64_t now_ms)
 {
     key_ctx *ctx;
-    int rc = keyctx_args(db, action, key, 1, now_ms), deleted = 0;
+    int64_t *lids = NULL;
+    int rc = keyctx_args(db, action, key, 1, now_ms), nlids = 0, n = 0;
     char after[64];
-    if (rc)
+    if (rc || (rc = rls__rules_writable(db)))
         return rc;
-    if (db->opt.read_only)
-        return rls__error(db, RLS_EREADONLY, "'%s' is opened read-only", db->path);
     ctx = malloc(sizeof *ctx);
     if (!ctx)
         return rls__error(db, RLS_ENOMEM, "out of memory");
@@ -240,28 +285,14 @@ int rls_reset_at(rls_db *db, const char *action, const char *key, int64_t now_ms
     sqlite3_exec(db->sql, "PRAGMA synchronous = FULL", NULL, NULL, NULL);
     if ((rc = rls__begin(db, 1)) == RLS_OK) {
         rc = keyctx_load(db, ctx, action, key, 0, now_ms);
-        sqlite3_stmt *del = rc ? NULL : rls__astmt(db, ASTMT_STATE_DEL_KEY);
-        if (rc == RLS_OK && !del)
-            rc = rls__stmt_failed(db);
-        /* every limit of the action, whatever tier the key is in */
-        for (int t = -1; rc == RLS_OK && t < ctx->act->ntiers; t++) {
-            const rule_limit *ls = t < 0 ? ctx->act->limits : ctx->act->tiers[t].limits;
-            int n = t < 0 ? ctx->act->nlimits : ctx->act->tiers[t].nlimits;
-            for (int i = 0; rc == RLS_OK && i < n; i++) {
-                sqlite3_bind_int64(del, 1, ls[i].id);
-                sqlite3_bind_blob(del, 2, ctx->key, (int)ctx->keylen, SQLITE_STATIC);
-                int src = sqlite3_step(del);
-                sqlite3_reset(del);
-                if (src != SQLITE_DONE)
-                    rc = rls__sqlite_error(db, src, "cannot reset counters");
-                else
-                    deleted += sqlite3_changes(db->sql);
-            }
-        }
-        if (rc == RLS_OK && deleted == 0)
+        if (rc == RLS_OK && !(lids = action_lids(ctx->act, &nlids)))
+            rc = rls__error(db, RLS_ENOMEM, "out of memory");
+        if (rc == RLS_OK)
+            rc = key_rows(db, ctx, lids, nlids, !db->split, &n);
+        if (rc == RLS_OK && n == 0)
             rc = rls__error(db, RLS_ENOTFOUND, "key has no counters for action '%s'", action);
         if (rc == RLS_OK) {
-            snprintf(after, sizeof after, "%d counters cleared", deleted);
+            snprintf(after, sizeof after, "%d counters cleared", n);
             rc = rls__audit(db, now_ms, "reset", action, ctx->key, "", after, "");
         }
         if (rc == RLS_OK)
@@ -269,8 +300,22 @@ int rls_reset_at(rls_db *db, const char *action, const char *key, int64_t now_ms
         else
             rls__rollback(db);
     }
+    if (rc == RLS_OK && db->split) {
+        if ((rc = rls__begin(db, 1)) == RLS_OK &&
+            (rc = key_rows(db, ctx, lids, nlids, 1, &n)) == RLS_OK)
+            rc = rls__commit(db);
+        else if (db->in_tx)
+            rls__rollback(db);
+        if (rc != RLS_OK) {
+            char why[sizeof db->errmsg];
+            snprintf(why, sizeof why, "%s", db->errmsg);
+            rls__error(db, rc, "the reset is audited, but the counters stay: %s (run it "
+                       "again)", why);
+        }
+    }
     if (db->opt.durability != RLS_DURABILITY_FULL)
         sqlite3_exec(db->sql, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
+    free(lids);
     free(ctx);
     return rc;
 }

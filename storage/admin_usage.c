@@ -1,220 +1,293 @@
 /*
  * admin_usage.c - rls_usage_at(): keys with their most pressing limit, as a
- * check would see them now, sorted and paged, without looking at every key.
+ * check would see them now, sorted and paged; rls_usage_count_at(): how
+ * long that list is.  Neither looks at every key (usage.h explains the
+ * list's two parts; usage_src.c does the work of one action).
  *
- * The candidates of a page are, per action: the keys under pressure (the
- * rls_key_stats rows: denied, or at least half used when last seen), the
- * blocked keys, and the first keys in key order; each is peeked (the same
- * resolution and decision as a check, charging nothing).  Work is bounded
- * by offset + limit per action, not by the number of keys, so a page stays
- * cheap with a million tracked keys.  The order this allows:
- *   used    blocked first, then keys at 50 % or more by fraction used, then
- *           the others by key;
- *   denied  by denials counted in rls_key_stats, then by key;
- *   reset   blocked and keys at 50 % or more by soonest reset, then by key;
- *   key     by key (then action).
+ * A page at offset o of limit l:
+ *  - without an anchor: the heads of the actions with o + l candidates
+ *    each, merged in the order asked for; if they hold fewer than o + l
+ *    rows (then they are complete), the rest comes from the merged tails,
+ *    stepped from their start;
+ *  - with an anchor row (in the tail) at offset a: the tails are stepped
+ *    from the anchor, forward to o or backward to it; with an end anchor
+ *    (the list's length n), backward from the end.  The anchor is used
+ *    when it is closer than the start; a walk that reaches the start of
+ *    the tails before o falls back to the first way.
+ * Everything runs in one read transaction, ended before returning.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "admin.h"
-#include "keyctx.h"
+#include "keycount.h"
+#include "usage.h"
 
-#define HOT_PPM 500000
+#define OFFSET_MAX 1000000000
 
-typedef struct usage_row {
-    char action[RLS_NAME_MAX + 1];
-    char *key;
-    char tier[RLS_NAME_MAX + 1];
-    char rule[RLS_NAME_MAX + 1];
-    int64_t used, limit, remaining, ppm, reset_ms, block_until, denied;
-    int blocked;
-    const char *state;
-} usage_row;
+/* A row of the page: source and row index (and, to sort heads, the row
+ * and the order: qsort has no context argument). */
+typedef struct ref {
+    int src, row;
+    const usage_row *x;
+    int sort;
+} ref;
 
-typedef struct usage_set {
-    usage_row *rows;
+typedef struct page {
+    ref *r;
     int n, cap;
-} usage_set;
+} page;
 
-static int hot(const usage_row *u)
+static int page_add(usage_ctx *u, page *p, int src, int row)
 {
-    return u->blocked || u->ppm >= HOT_PPM;
+    if (p->n == p->cap) {
+        int cap = p->cap ? p->cap * 2 : 64;
+        ref *nr = realloc(p->r, sizeof *nr * (size_t)cap);
+        if (!nr)
+            return rls__error(u->db, RLS_ENOMEM, "out of memory");
+        p->r = nr;
+        p->cap = cap;
+    }
+    p->r[p->n].src = src;
+    p->r[p->n].row = row;
+    p->r[p->n].x = NULL;
+    p->r[p->n].sort = u->sort;
+    p->n++;
+    return RLS_OK;
 }
 
-static int by_key(const void *a, const void *b)
+static const usage_row *row_of(const usage_ctx *u, ref r)
 {
-    const usage_row *x = a, *y = b;
+    return &u->src[r.src].rows[r.row];
+}
+
+/* ---- orders -------------------------------------------------------------------- */
+
+static int by_key(const usage_row *x, const usage_row *y)
+{
     int c = strcmp(x->key, y->key);
     return c ? c : strcmp(x->action, y->action);
 }
 
-static int by_used(const void *a, const void *b)
+/* The head's order; blocked keys by key so that a bounded list of them
+ * (the first ones by key) pages consistently. */
+static int head_cmp(int sort, const usage_row *x, const usage_row *y)
 {
-    const usage_row *x = a, *y = b;
-    if (x->blocked != y->blocked)
-        return y->blocked - x->blocked;
-    int64_t px = x->ppm >= HOT_PPM ? x->ppm : -1, py = y->ppm >= HOT_PPM ? y->ppm : -1;
-    if (px != py)
-        return px > py ? -1 : 1;
-    return by_key(a, b);
+    if (sort == RLS_SORT_DENIED) {
+        if (x->denied != y->denied)
+            return x->denied > y->denied ? -1 : 1;
+    } else if (sort == RLS_SORT_RESET) {
+        if (x->reset_ms != y->reset_ms)
+            return x->reset_ms < y->reset_ms ? -1 : 1;
+    } else {
+        if (x->blocked != y->blocked)
+            return y->blocked - x->blocked;
+        if (!x->blocked && x->ppm != y->ppm)
+            return x->ppm > y->ppm ? -1 : 1;
+    }
+    return by_key(x, y);
 }
 
-static int by_denied(const void *a, const void *b)
+static int head_qsort(const void *a, const void *b)
 {
-    const usage_row *x = a, *y = b;
-    if (x->denied != y->denied)
-        return x->denied > y->denied ? -1 : 1;
-    return by_key(a, b);
+    const ref *x = a, *y = b;
+    return head_cmp(x->sort, x->x, y->x);
 }
 
-static int by_reset(const void *a, const void *b)
+/* ---- merged tails ----------------------------------------------------------------- */
+
+typedef struct merged {
+    tail_cur *c;
+    int *order;   /* cursors by keys, most first: they set the frontier */
+    int n, dir;
+} merged;
+
+static void merged_close(merged *m)
 {
-    const usage_row *x = a, *y = b;
-    if (hot(x) != hot(y))
-        return hot(y) - hot(x);
-    if (hot(x) && x->reset_ms != y->reset_ms)
-        return x->reset_ms < y->reset_ms ? -1 : 1;
-    return by_key(a, b);
+    for (int i = 0; m->c && i < m->n; i++)
+        tail_close(&m->c[i]);
+    free(m->c);
+    free(m->order);
+    m->c = NULL;
+    m->order = NULL;
 }
 
-static const char *state_of(const rls_result *res, const key_ctx *ctx, int64_t ppm)
+/*
+ * Opens every action's tail in direction dir at the position of the row
+ * (action, key): forward at it (included), backward before it; key NULL:
+ * the start (forward) or the end (backward).  (key, action) order: for an
+ * action after `action` the key itself comes after the position.
+ */
+static int merged_open(usage_ctx *u, merged *m, int dir, const char *key, const char *action)
 {
-    if (ctx->block.active || ctx->behaviour == TIER_BLOCKED)
-        return "blocked";
-    if (!res->allowed)
-        return "limited";
-    if (res->reason == RLS_REASON_SHADOW)
-        return "shadow";
-    return ppm >= 800000 ? "near" : "ok";
-}
-
-/* Appends the keys one candidate statement yields (bound as admin.h says). */
-static int collect(rls_db *db, int id, const char *action, const char *substr, int64_t now,
-                   int want, char ***keys, int *n, int *cap)
-{
-    sqlite3_stmt *st = rls__astmt(db, id);
-    int rc;
-    if (!st)
-        return rls__stmt_failed(db);
-    sqlite3_bind_text(st, 1, action, -1, SQLITE_STATIC);
-    if (substr)
-        sqlite3_bind_text(st, 2, substr, -1, SQLITE_STATIC);
-    else
-        sqlite3_bind_null(st, 2);
-    sqlite3_bind_int64(st, 3, now);
-    sqlite3_bind_int(st, 4, want);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *k = (const char *)sqlite3_column_text(st, 0);
-        if (*n == *cap) {
-            int ncap = *cap ? *cap * 2 : 64;
-            char **nk = realloc(*keys, sizeof *nk * (size_t)ncap);
-            if (!nk) { rc = SQLITE_NOMEM; break; }
-            *keys = nk;
-            *cap = ncap;
+    m->n = 0;
+    m->dir = dir;
+    m->c = calloc((size_t)u->nsrc + 1, sizeof *m->c);
+    m->order = calloc((size_t)u->nsrc + 1, sizeof *m->order);
+    if (!m->c || !m->order)
+        return rls__error(u->db, RLS_ENOMEM, "out of memory");
+    for (int i = 0; i < u->nsrc; i++) {
+        int after = key && strcmp(u->src[i].action, action ? action : "") >= 0;
+        /* forward: (k, a) >= (key, action); backward: (k, a) < (key, action) */
+        int incl = dir > 0 ? after : !after;
+        int rc = tail_open(u, &m->c[i], &u->src[i], dir, key, incl);
+        m->n = i + 1;
+        if (rc)
+            return rc;
+        int k = i;   /* insertion by keys, descending */
+        while (k > 0 && u->src[m->order[k - 1]].nkeys < u->src[i].nkeys) {
+            m->order[k] = m->order[k - 1];
+            k--;
         }
-        if (!((*keys)[*n] = strdup(k ? k : ""))) { rc = SQLITE_NOMEM; break; }
-        (*n)++;
+        m->order[k] = i;
     }
-    sqlite3_reset(st);
-    if (rc == SQLITE_NOMEM)
-        return rls__error(db, RLS_ENOMEM, "out of memory");
-    return rc == SQLITE_DONE ? RLS_OK : rls__sqlite_error(db, rc, "cannot list keys");
+    return RLS_OK;
 }
 
-static int cmp_str(const void *a, const void *b)
+/* Whether cursor i's key comes before cursor j's in the walk's order. */
+static int merged_before(const usage_ctx *u, const merged *m, int i, int j)
 {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    int c = strcmp(m->c[i].key, m->c[j].key);
+    if (c == 0)
+        c = strcmp(u->src[i].action, u->src[j].action);
+    return m->dir > 0 ? c < 0 : c > 0;
 }
 
-static int denials(rls_db *db, const char *action, const char *key, int64_t *d)
+/*
+ * The cursor whose key comes next, or -1 (*best).  A cursor without a
+ * current key reads on only as far as the cursor of the best key so far
+ * has read (its frontier): the denser actions go first and set it, and a
+ * sparse action then costs a query per batch of the dense one, not a scan
+ * up to its own next key.
+ */
+static int merged_pick(usage_ctx *u, merged *m, int *best)
 {
-    sqlite3_stmt *st = rls__astmt(db, ASTMT_USAGE_DENIALS);
-    *d = 0;
-    if (!st)
-        return rls__stmt_failed(db);
-    sqlite3_bind_text(st, 1, action, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        *d = sqlite3_column_int64(st, 0);
-    sqlite3_reset(st);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE ? RLS_OK
-                                                 : rls__sqlite_error(db, rc, "cannot read key stats");
-}
-
-/* Peeks one candidate and appends its row (keys a check would refuse,
- * such as a block row's key the action does not accept, are skipped). */
-static int add_row(rls_db *db, key_ctx *ctx, const char *action, char *key, int64_t now,
-                   usage_set *set)
-{
-    rls_result res;
-    int rc = rls__peek_key(db, ctx, action, key, 1, now, &res);
-    keyctx_release(ctx);
-    if (rc == RLS_EKEY)
-        return RLS_OK;
-    if (rc)
-        return rc;
-    if (set->n == set->cap) {
-        int ncap = set->cap ? set->cap * 2 : 64;
-        usage_row *nr = realloc(set->rows, sizeof *nr * (size_t)ncap);
-        if (!nr)
-            return rls__error(db, RLS_ENOMEM, "out of memory");
-        set->rows = nr;
-        set->cap = ncap;
-    }
-    usage_row *u = &set->rows[set->n];
-    memset(u, 0, sizeof *u);
-    if (!(u->key = strdup(key)))
-        return rls__error(db, RLS_ENOMEM, "out of memory");
-    set->n++;
-    snprintf(u->action, sizeof u->action, "%s", action);
-    snprintf(u->tier, sizeof u->tier, "%s", ctx->tier.tier);
-    snprintf(u->rule, sizeof u->rule, "%s", res.rule);
-    u->limit = res.limit;
-    u->remaining = res.remaining;
-    u->used = res.limit > res.remaining ? res.limit - res.remaining : 0;
-    u->ppm = res.limit > 0 ? (int64_t)((double)u->used * 1e6 / (double)res.limit) : 0;
-    u->reset_ms = res.reset_ms;
-    u->blocked = ctx->block.active || ctx->behaviour == TIER_BLOCKED;
-    u->block_until = ctx->block.active ? ctx->block.until_ms : 0;
-    u->state = state_of(&res, ctx, u->ppm);
-    return denials(db, action, key, &u->denied);
-}
-
-/* The candidates of one action for a page of `want` rows, peeked. */
-static int usage_action(rls_db *db, key_ctx *ctx, const char *action, const char *substr,
-                        int sort, int64_t now, int want, usage_set *set)
-{
-    char **keys = NULL;
-    int n = 0, cap = 0, nfirst, rc;
-
-    /* The first keys in key order; with sort=key, nothing beyond the last of
-     * them can belong on the page. */
-    rc = collect(db, ASTMT_USAGE_KEYS, action, substr, now, want, &keys, &n, &cap);
-    nfirst = n;
-    const char *bound = nfirst == want && n > 0 ? keys[n - 1] : NULL;
-    if (rc == RLS_OK)
-        rc = collect(db, ASTMT_USAGE_BLOCKED, action, substr, now, want, &keys, &n, &cap);
-    if (rc == RLS_OK && sort != RLS_SORT_KEY)
-        rc = collect(db, sort == RLS_SORT_DENIED ? ASTMT_USAGE_DENIED : ASTMT_USAGE_HOT,
-                     action, substr, now, want, &keys, &n, &cap);
-    if (rc == RLS_OK && n > 1)
-        qsort(keys, (size_t)n, sizeof *keys, cmp_str);
-    for (int i = 0; rc == RLS_OK && i < n; i++) {
-        if (i > 0 && strcmp(keys[i], keys[i - 1]) == 0)
-            continue;  /* a key can be a candidate several times */
-        if (sort == RLS_SORT_KEY && bound && strcmp(keys[i], bound) > 0)
+    int b = -1, rc;
+    for (int i = 0; i < m->n; i++)
+        if (m->c[i].key && (b < 0 || merged_before(u, m, i, b)))
+            b = i;
+    for (int k = 0; k < m->n; k++) {
+        int i = m->order[k];
+        tail_cur *c = &m->c[i];
+        if (c->key || tail_done(c) || (b >= 0 && tail_beyond(c, m->c[b].key)))
             continue;
-        rc = add_row(db, ctx, action, keys[i], now, set);
+        if ((rc = tail_next(u, c, b >= 0 ? tail_reach(&m->c[b]) : NULL)))
+            return rc;
+        if (c->key && (b < 0 || merged_before(u, m, i, b)))
+            b = i;
     }
-    for (int i = 0; i < n; i++)
-        free(keys[i]);
-    free(keys);
+    *best = b;
+    return RLS_OK;
+}
+
+/* Steps over `skip` tail rows, then appends up to `take` to p (in walking
+ * order); *stepped = rows walked in all. */
+static int merged_walk(usage_ctx *u, merged *m, long skip, long take, page *p, long *stepped)
+{
+    int rc = RLS_OK, i;
+    *stepped = 0;
+    while (rc == RLS_OK && *stepped < skip + take) {
+        if ((rc = merged_pick(u, m, &i)) || i < 0)
+            break;
+        tail_cur *c = &m->c[i];
+        if (*stepped >= skip) {
+            int row = c->row;
+            if (row < 0)
+                rc = usage_peek(u, c->s, c->key, &row);
+            if (rc == RLS_OK && !c->s->rows[row].skip)
+                rc = page_add(u, p, i, row);
+        }
+        (*stepped)++;
+        c->key = NULL;   /* taken: the next pick moves it on */
+    }
     return rc;
 }
 
-static rls_rows *usage_rows(const usage_row *u, int from, int to)
+/* ---- the page ----------------------------------------------------------------------- */
+
+/* Without an anchor: heads, then tails from their start. */
+static int page_from_start(usage_ctx *u, long off, long lim, page *out)
+{
+    page h = {NULL, 0, 0};
+    long want = off + lim;
+    int done = 1, rc = RLS_OK;
+    for (int i = 0; rc == RLS_OK && i < u->nsrc; i++) {
+        usage_src *s = &u->src[i];
+        rc = usage_head(u, s, want > INT_MAX ? INT_MAX : (int)want);
+        done &= s->head_done;
+        for (int k = 0; rc == RLS_OK && k < s->nhead; k++)
+            rc = page_add(u, &h, i, s->head[k]);
+    }
+    if (rc == RLS_OK && h.n > 1) {
+        for (int k = 0; k < h.n; k++)   /* rows move when more are peeked: now */
+            h.r[k].x = row_of(u, h.r[k]);
+        qsort(h.r, (size_t)h.n, sizeof *h.r, head_qsort);
+    }
+    for (long k = off; rc == RLS_OK && k < h.n && k < want; k++)
+        rc = page_add(u, out, h.r[k].src, h.r[k].row);
+    /* An incomplete head has at least `want` rows: the page is in it. */
+    if (rc == RLS_OK && done && h.n < want) {
+        merged m = {NULL, NULL, 0, 0};
+        long skip = off > h.n ? off - h.n : 0, stepped;
+        rc = merged_open(u, &m, 1, NULL, NULL);
+        if (rc == RLS_OK)
+            rc = merged_walk(u, &m, skip, want - (off > h.n ? off : h.n), out, &stepped);
+        merged_close(&m);
+    }
+    free(h.r);
+    return rc;
+}
+
+static void reverse(page *p, int from)
+{
+    for (int i = from, j = p->n - 1; i < j; i++, j--) {
+        ref t = p->r[i];
+        p->r[i] = p->r[j];
+        p->r[j] = t;
+    }
+}
+
+/*
+ * From an anchor: the row (action, key) at offset a, or with key NULL the
+ * end of a list of a rows.  *fell: the walk reached the start of the
+ * tails before off, so the anchor cannot place the page.
+ */
+static int page_from_anchor(usage_ctx *u, const char *key, const char *action, long a,
+                            long off, long lim, page *out, int *fell)
+{
+    merged m = {NULL, NULL, 0, 0};
+    long stepped;
+    int rc = RLS_OK;
+    *fell = 0;
+    if (!key && off >= a)
+        return RLS_OK;   /* past the end */
+    if (off < a) {
+        /* backward from the anchor: rows a-1, a-2, ... down to off */
+        long end = off + lim < a ? off + lim : a;
+        rc = merged_open(u, &m, -1, key, action);
+        if (rc == RLS_OK)
+            rc = merged_walk(u, &m, a - end, end - off, out, &stepped);
+        merged_close(&m);
+        if (rc == RLS_OK && stepped < a - off) {
+            *fell = 1;
+            return RLS_OK;
+        }
+        reverse(out, 0);
+    }
+    if (rc == RLS_OK && key && off + lim > a) {
+        long skip = off > a ? off - a : 0;
+        long take = off + lim - (off > a ? off : a);
+        rc = merged_open(u, &m, 1, key, action);
+        if (rc == RLS_OK)
+            rc = merged_walk(u, &m, skip, take, out, &stepped);
+        merged_close(&m);
+    }
+    return rc;
+}
+
+/* ---- the result ----------------------------------------------------------------------- */
+
+static rls_rows *page_rows(const usage_ctx *u, const page *p)
 {
     static const rows_col cols[] = {
         {"action", RLS_COL_TEXT},    {"key", RLS_COL_TEXT},         {"tier", RLS_COL_TEXT},
@@ -224,19 +297,20 @@ static rls_rows *usage_rows(const usage_row *u, int from, int to)
         {"state", RLS_COL_TEXT},     {"denied", RLS_COL_INT},
     };
     rls_rows *r = rows_new(cols, (int)(sizeof cols / sizeof cols[0]));
-    for (int i = from; r && i < to; i++) {
+    for (int i = 0; r && i < p->n; i++) {
+        const usage_row *x = row_of(u, p->r[i]);
         int row = rows_add(r);
-        if (row < 0 || rows_put_str(r, row, "action", u[i].action) ||
-            rows_put_str(r, row, "key", u[i].key) || rows_put_str(r, row, "tier", u[i].tier) ||
-            rows_put_str(r, row, "rule", u[i].rule) || rows_put_int(r, row, "used", u[i].used) ||
-            rows_put_int(r, row, "limit", u[i].limit) ||
-            rows_put_int(r, row, "remaining", u[i].remaining) ||
-            rows_put_int(r, row, "fraction_ppm", u[i].ppm) ||
-            rows_put_int(r, row, "reset_ms", u[i].reset_ms) ||
-            rows_put_int(r, row, "blocked", u[i].blocked) ||
-            rows_put_int(r, row, "block_until_ms", u[i].block_until) ||
-            rows_put_str(r, row, "state", u[i].state) ||
-            rows_put_int(r, row, "denied", u[i].denied)) {
+        if (row < 0 || rows_put_str(r, row, "action", x->action) ||
+            rows_put_str(r, row, "key", x->key) || rows_put_str(r, row, "tier", x->tier) ||
+            rows_put_str(r, row, "rule", x->rule) || rows_put_int(r, row, "used", x->used) ||
+            rows_put_int(r, row, "limit", x->limit) ||
+            rows_put_int(r, row, "remaining", x->remaining) ||
+            rows_put_int(r, row, "fraction_ppm", x->ppm) ||
+            rows_put_int(r, row, "reset_ms", x->reset_ms) ||
+            rows_put_int(r, row, "blocked", x->blocked) ||
+            rows_put_int(r, row, "block_until_ms", x->block_until) ||
+            rows_put_str(r, row, "state", x->state) ||
+            rows_put_int(r, row, "denied", x->denied)) {
             rls_rows_free(r);
             return NULL;
         }
@@ -244,62 +318,144 @@ static rls_rows *usage_rows(const usage_row *u, int from, int to)
     return r;
 }
 
-int rls_usage_at(rls_db *db, const rls_usage_query *q, int64_t now_ms, rls_rows **out)
+/* Validates q and opens the listing: a read transaction, the actions. */
+static int usage_begin(rls_db *db, const rls_usage_query *q, int64_t now_ms, usage_ctx *u)
 {
-    usage_set set = {NULL, 0, 0};
-    key_ctx *ctx;
     int rc;
-
-    if (!out || !q)
-        return db ? rls__error(db, RLS_EINVAL, "query or out is NULL") : RLS_EINVAL;
-    *out = NULL;
+    memset(u, 0, sizeof *u);
+    if (!q)
+        return db ? rls__error(db, RLS_EINVAL, "query is NULL") : RLS_EINVAL;
     if ((rc = rls__db_usable(db)))
         return rc;
     db->errmsg[0] = '\0';
-    if (q->size < sizeof *q || q->limit < 1 || q->limit > 100000 || q->offset < 0 ||
-        q->offset > 1000000 || q->sort < RLS_SORT_USED || q->sort > RLS_SORT_DENIED)
-        return rls__error(db, RLS_EINVAL, "usage query: size, limit (1..100000), offset "
-                          "(0..1000000) or sort is invalid");
+    if (q->size < sizeof *q || q->sort < RLS_SORT_USED ||
+        q->sort > RLS_SORT_DENIED)
+        return rls__error(db, RLS_EINVAL, "usage query: size or sort is invalid");
     if (now_ms < RLS_TIME_MIN || now_ms > RLS_TIME_MAX)
         return rls__error(db, RLS_ETIME, "time %lld ms is outside 1970..9999", (long long)now_ms);
-    ctx = malloc(sizeof *ctx);
-    if (!ctx)
+    u->db = db;
+    u->now = now_ms;
+    memset(u->inf, 0xff, sizeof u->inf);
+    u->sort = q->sort;
+    u->substr = q->key_substr && *q->key_substr ? q->key_substr : NULL;
+    if (!(u->kc = malloc(sizeof *u->kc)))
         return rls__error(db, RLS_ENOMEM, "out of memory");
-    ctx->n = 0;
-    const char *substr = q->key_substr && *q->key_substr ? q->key_substr : NULL;
-    int want = q->offset + q->limit;
-    if ((rc = rls__begin(db, 0)) == RLS_OK && (rc = rls__cache_refresh(db)) == RLS_OK) {
-        if (!db->rules)
-            rc = rls__error(db, RLS_ENORULES, "no rules applied to '%s' yet", db->path);
-        else if (q->action && *q->action && !ruleset_action(db->rules, q->action))
-            rc = rls__error(db, RLS_ENOACTION, "action '%s' is not defined", q->action);
-        for (int i = 0; rc == RLS_OK && i < db->rules->nactions; i++) {
-            const char *a = db->rules->actions[i].name;
-            if (q->action && *q->action && strcmp(a, q->action) != 0)
-                continue;
-            rc = usage_action(db, ctx, a, substr, q->sort, now_ms, want, &set);
-        }
+    u->kc->n = 0;
+    if ((rc = rls__begin(db, 0)) || (rc = rls__cache_refresh(db)))
+        return rc;
+    if (!db->rules)
+        return rls__error(db, RLS_ENORULES, "no rules applied to '%s' yet", db->path);
+    if (q->action && *q->action && !ruleset_action(db->rules, q->action))
+        return rls__error(db, RLS_ENOACTION, "action '%s' is not defined", q->action);
+    if (!(u->src = calloc((size_t)db->rules->nactions + 1, sizeof *u->src)))
+        return rls__error(db, RLS_ENOMEM, "out of memory");
+    int64_t all = 0;
+    if ((rc = rls__keycount_total(db, &all)))
+        return rc;
+    u->few_keys = all <= USAGE_EXACT_MAX;
+    for (int i = 0; rc == RLS_OK && i < db->rules->nactions; i++) {
+        const char *a = db->rules->actions[i].name;
+        if (q->action && *q->action && strcmp(a, q->action) != 0)
+            continue;
+        u->src[u->nsrc].action = a;
+        rc = rls__keycount_get(db, a, &u->src[u->nsrc].nkeys);
+        u->nsrc++;
     }
-    if (db->in_tx) {
+    return rc;
+}
+
+/* Ends the transaction (rc decides how) and frees the listing. */
+static int usage_end(usage_ctx *u, rls_db *db, int rc)
+{
+    usage_ctx_free(u);
+    free(u->kc);
+    u->kc = NULL;
+    if (db && db->in_tx) {
         if (rc == RLS_OK)
             rc = rls__commit(db);
         else
             rls__rollback(db);
     }
-    free(ctx);
-    if (rc == RLS_OK) {
-        int (*cmp)(const void *, const void *) =
-            q->sort == RLS_SORT_KEY ? by_key : q->sort == RLS_SORT_RESET ? by_reset
-            : q->sort == RLS_SORT_DENIED ? by_denied : by_used;
-        if (set.n > 1)
-            qsort(set.rows, (size_t)set.n, sizeof *set.rows, cmp);
-        int from = q->offset < set.n ? q->offset : set.n;
-        int to = set.n - from > q->limit ? from + q->limit : set.n;
-        if (!(*out = usage_rows(set.rows, from, to)))
-            rc = rls__error(db, RLS_ENOMEM, "out of memory");
+    return rc;
+}
+
+/* A page of q, from the anchor when it helps (anchor may be NULL). */
+static int usage_page(rls_db *db, const rls_usage_query *q, const rls_usage_anchor *anchor,
+                      int64_t now_ms, rls_rows **out)
+{
+    usage_ctx u;
+    page p = {NULL, 0, 0};
+    if (!out)
+        return db ? rls__error(db, RLS_EINVAL, "out is NULL") : RLS_EINVAL;
+    *out = NULL;
+    int rc = usage_begin(db, q, now_ms, &u);
+    if (rc == RLS_OK && (q->limit < 1 || q->limit > 100000 || q->offset < 0 ||
+                         q->offset > OFFSET_MAX))
+        rc = rls__error(db, RLS_EINVAL, "usage query: limit (1..100000) or offset "
+                        "(0..%d) is invalid", OFFSET_MAX);
+    if (rc == RLS_OK && anchor &&
+        (anchor->size < sizeof *anchor || anchor->offset < 0 || anchor->offset > OFFSET_MAX))
+        rc = rls__error(db, RLS_EINVAL, "usage anchor: size or offset (0..%d) is invalid",
+                        OFFSET_MAX);
+    if (rc == RLS_OK)
+        rc = usage_small(&u);
+    long off = rc == RLS_OK ? q->offset : 0, lim = rc == RLS_OK ? q->limit : 0;
+    const char *akey = anchor ? anchor->key : NULL;
+    const char *aaction = anchor && anchor->action ? anchor->action : "";
+    long aoff = anchor ? anchor->offset : 0;
+    /* an anchor helps when it is closer than the start */
+    int anchored = rc == RLS_OK && anchor && (akey || aoff > 0) &&
+                   (akey ? labs(off - aoff) : aoff - off) < off;
+    if (anchored && akey) {
+        int in = 0;
+        for (int i = 0; rc == RLS_OK && i < u.nsrc; i++)
+            if (strcmp(u.src[i].action, aaction) == 0)
+                rc = usage_in_head(&u, &u.src[i], akey, &in);
+        anchored = !in;
     }
-    for (int i = 0; i < set.n; i++)
-        free(set.rows[i].key);
-    free(set.rows);
+    if (rc == RLS_OK && anchored) {
+        int fell = 0;
+        rc = page_from_anchor(&u, akey, aaction, aoff, off, lim, &p, &fell);
+        if (rc == RLS_OK && fell) {
+            p.n = 0;
+            anchored = 0;
+        }
+    }
+    if (rc == RLS_OK && !anchored)
+        rc = page_from_start(&u, off, lim, &p);
+    if (rc == RLS_OK && !(*out = page_rows(&u, &p)))
+        rc = rls__error(db, RLS_ENOMEM, "out of memory");
+    free(p.r);
+    rc = usage_end(&u, db, rc);
+    if (rc != RLS_OK) {
+        rls_rows_free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+int rls_usage_at(rls_db *db, const rls_usage_query *q, int64_t now_ms, rls_rows **out)
+{
+    return usage_page(db, q, NULL, now_ms, out);
+}
+
+int rls_usage_near_at(rls_db *db, const rls_usage_query *q, const rls_usage_anchor *anchor,
+                      int64_t now_ms, rls_rows **out)
+{
+    return usage_page(db, q, anchor, now_ms, out);
+}
+
+int rls_usage_count_at(rls_db *db, const rls_usage_query *q, int64_t now_ms, int64_t *count)
+{
+    usage_ctx u;
+    if (!count)
+        return db ? rls__error(db, RLS_EINVAL, "count is NULL") : RLS_EINVAL;
+    *count = 0;
+    int rc = usage_begin(db, q, now_ms, &u);
+    if (rc == RLS_OK)
+        rc = usage_count(&u, count);
+    rc = usage_end(&u, db, rc);
+    if (rc != RLS_OK)
+        *count = 0;
     return rc;
 }

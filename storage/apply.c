@@ -110,8 +110,8 @@ int rls__rules_store(rls_db *db, const char *yaml, size_t len, const ruleset *rs
     int64_t v = 0;
     int rc;
 
-    if (db->opt.read_only)
-        return rls__error(db, RLS_EREADONLY, "'%s' is opened read-only", db->path);
+    if ((rc = rls__rules_writable(db)))
+        return rc;
     sqlite3_exec(db->sql, "PRAGMA synchronous = FULL", NULL, NULL, NULL);
     if ((rc = rls__begin(db, 1)) == RLS_OK) {
         if ((rc = rls__cache_refresh(db)) == RLS_OK && expect >= 0 &&

@@ -203,19 +203,26 @@ static int load_rules(rls_db *db, int64_t version, ruleset **out)
  * rely on it (only the check path tracks the rows it adds), and only in its
  * write transaction: BEGIN IMMEDIATE takes its snapshot at once, a deferred
  * BEGIN only at its first read.  Any other write transaction, a rollback, or
- * a version that moved for any reason ends the trust.
+ * a version that moved for any reason ends the trust.  A split handle
+ * (counters main, rules attached) trusts only while neither file's version
+ * moved: an admin change commits to the rules file alone.
  */
 static int same_version(rls_db *db)
 {
-    unsigned int dv;
+    unsigned int dv, rdv;
     return db->meta_dv_ok && db->rules_gen >= 0 &&
            sqlite3_file_control(db->sql, "main", SQLITE_FCNTL_DATA_VERSION, &dv) == SQLITE_OK &&
-           dv == db->meta_dv;
+           dv == db->meta_dv &&
+           /* split: an admin change commits to the rules file only */
+           (!db->split ||
+            (sqlite3_file_control(db->sql, "rules", SQLITE_FCNTL_DATA_VERSION, &rdv) ==
+                 SQLITE_OK && rdv == db->rules_meta_dv));
 }
 
 void rls__cache_validate(rls_db *db)
 {
     db->meta_dv = db->commit_dv;
+    db->rules_meta_dv = db->rules_commit_dv;
     db->meta_dv_ok = db->commit_dv_ok;
 }
 

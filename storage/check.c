@@ -14,7 +14,6 @@
 
 enum check_op { OP_CHECK = 0, OP_PEEK = 1, OP_RESERVE = 2 };
 
-#define GC_EVERY_WRITES 64    /* write transactions between GC steps */
 #define GC_STEP_ROWS 64       /* state rows examined per step */
 
 /* The failure policy for this call: the action's, else the rules', else
@@ -120,7 +119,7 @@ static int add_reservation(rls_db *db, key_ctx *ctx, int64_t cost, int64_t now,
  */
 static int housekeeping(rls_db *db, int64_t now)
 {
-    int gc = ++db->writes_since_gc >= GC_EVERY_WRITES;
+    int gc = ++db->writes_since_gc >= RLS_GC_EVERY_WRITES;
     int stats = (db->nstats > 0 || rls__keystat_pending(db)) &&
                 (now - db->stats_flushed_ms >= 1000 || now < db->stats_flushed_ms);
     int64_t real;
@@ -150,6 +149,24 @@ static int housekeeping(rls_db *db, int64_t now)
     rls__exec_simple(db, STMT_HK_RELEASE);
     db->errmsg[0] = '\0';
     return RLS_OK;
+}
+
+/* Does the key hold no reservation of this action?  Then none can expire
+ * and give units back to it before a denial's retry time: one made later
+ * only returns what it took later (deny.c).  0 on any doubt. */
+static int no_reservation_of_key(rls_db *db, const key_ctx *ctx)
+{
+    sqlite3_stmt *st;
+    if (rls__no_reservations(db))
+        return 1;
+    if (!(st = rls__stmt(db, STMT_RES_EXPIRED_KEY)))
+        return 0;
+    sqlite3_bind_blob(st, 1, ctx->key, (int)ctx->keylen, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, ctx->act->name, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, INT64_MAX);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE;
 }
 
 /* Refunds this key's reservations whose TTL has passed, before the check
@@ -240,13 +257,14 @@ static int check_tx_body(rls_db *db, key_ctx *ctx, const char *action, const cha
                          rls_result *res)
 {
     int charge = op != OP_PEEK;
-    decide_out dout;
+    decide_out dout, *decided = &dout;
     int rc;
 
     ctx->n = 0;
     if ((rc = rls__begin(db, charge)))
         return rc;
     db->in_check = charge;  /* may trust what it knew (cache.c) */
+    db->check_tx = charge;  /* commits no give-back (deny.c) */
     if ((rc = keyctx_load(db, ctx, action, key, 0, now)))
         goto fail;
     if (charge && (rc = refund_expired(db, ctx, now)))
@@ -255,6 +273,7 @@ static int check_tx_body(rls_db *db, key_ctx *ctx, const char *action, const cha
     if (ctx->block.active || ctx->behaviour == TIER_BLOCKED) {
         decide_blocked(res, now, ctx->block.active ? ctx->block.until_ms : 0,
                        ctx->block.active ? ctx->block.rule : "");
+        decided = NULL;
     } else {
         if ((rc = keyctx_read_states(db, ctx)))
             goto fail;
@@ -272,6 +291,8 @@ static int check_tx_body(rls_db *db, key_ctx *ctx, const char *action, const cha
         if (op == OP_RESERVE && res->allowed &&
             (rc = add_reservation(db, ctx, cost, dout.now, ttl, id)))
             goto fail;
+        ctx->deny_nores = charge && !res->allowed && ctx->deny_usable &&
+                          no_reservation_of_key(db, ctx);
     }
     if (charge) {
         rls__stats_count(db, ctx->act->name, now, res->allowed);
@@ -281,9 +302,12 @@ static int check_tx_body(rls_db *db, key_ctx *ctx, const char *action, const cha
     }
     db->in_check = 0;
     rc = rls__commit(db);
-    keyctx_release(ctx);
-    if (rc == RLS_OK && charge)
+    if (rc == RLS_OK && charge) {
         rls__cache_validate(db);
+        rls__deny_note(db, action, key, ctx->deny_fp, ctx->deny_gen, ctx->deny_usable, ctx,
+                       decided, cost, now, res);
+    }
+    keyctx_release(ctx);
     return rc;
 fail:
     db->in_check = 0;
@@ -296,7 +320,8 @@ static int check_common(rls_db *db, const char *action, const char *key, int64_t
                         int64_t now, int op, int64_t ttl, int64_t *id, rls_result *res)
 {
     key_ctx *ctx;
-    int rc;
+    uint64_t fp = 0, gen = 0;
+    int rc, usable = 0;
 
     if (!res)
         return db ? rls__error(db, RLS_EINVAL, "result is NULL") : RLS_EINVAL;
@@ -312,11 +337,17 @@ static int check_common(rls_db *db, const char *action, const char *key, int64_t
         decide_degraded(res, db && is_storage_failure(rc) && policy_allows(db, action));
         return rc;
     }
+    if (op != OP_PEEK && rls__deny_lookup(db, action, key, cost, now, res, &fp, &gen, &usable))
+        return RLS_OK;  /* a denial that cannot have changed (deny.c) */
     ctx = malloc(sizeof *ctx);
     if (!ctx) {
         decide_degraded(res, policy_allows(db, action));
         return rls__error(db, RLS_ENOMEM, "out of memory");
     }
+    ctx->deny_fp = fp;
+    ctx->deny_gen = gen;
+    ctx->deny_usable = usable;
+    ctx->deny_nores = 0;
     rc = check_tx(db, ctx, action, key, cost, now, op, ttl, id, res);
     free(ctx);
     if (rc != RLS_OK) {
@@ -496,6 +527,7 @@ int rls__refund_reservation(rls_db *db, int64_t id, int64_t now, int *found)
         rc = RLS_OK;
     }
     if (rc == RLS_OK) {
+        db->gave_back = 1;  /* units back: cached denials are stale (deny.c) */
         sqlite3_stmt *del = rls__stmt(db, STMT_RES_DEL);
         if (!del) {
             rc = rls__stmt_failed(db);

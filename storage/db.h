@@ -119,7 +119,75 @@
        "INSERT INTO rls_overrides(key, action, limit_name, lim, expires_ms, created_ms)" \
        " VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(key, action, limit_name) DO UPDATE SET" \
        " lim = excluded.lim, expires_ms = excluded.expires_ms, created_ms = excluded.created_ms") \
-    XX(OVERRIDE_DEL, "DELETE FROM rls_overrides WHERE key = ?1 AND action = ?2 AND limit_name = ?3")
+    XX(OVERRIDE_DEL, "DELETE FROM rls_overrides WHERE key = ?1 AND action = ?2 AND limit_name = ?3") \
+    /* split deployments only (policy.c, gc.c): the penalty of a key in the \
+     * counters file, and expired manual blocks in the rules file */       \
+    XX(PENALTY_GET_ONE, "SELECT until_ms, kind, reason FROM rls_blocks WHERE key = ?1 AND action = ?2") \
+    XX(PENALTY_DEL, "DELETE FROM rls_blocks WHERE key = ?1 AND action = ?2") \
+    XX(GC_RULES_BLOCKS, "DELETE FROM rls_blocks WHERE until_ms <> 0 AND until_ms <= ?1")
+
+/*
+ * Split deployment (rls_options.counters_path, docs/SECURITY.md): the
+ * connection's main database is the counters file and the rules file is
+ * attached as schema "rules".  Every statement is prepared from its text
+ * above, with the tables that live in the rules file (RLS_RULES_TABLES)
+ * qualified "rules." (stmt.c).  Two tables live in both files: rls_blocks
+ * (manual blocks in rules, penalties in counters) and rls_meta (rules
+ * generation and active version in rules, GC cursor and horizon in
+ * counters).  A statement that names either needs an entry here: the file
+ * its unqualified names mean (SPLIT_RULES, SPLIT_COUNTERS), or a text of its
+ * own (SPLIT_OWN); without one it does not prepare in a split handle.
+ */
+#define RLS_RULES_TABLES "rls_rulesets", "rls_limits", "rls_assignments", "rls_overrides", \
+                         "rls_audit"
+#define RLS_BOTH_TABLES "rls_blocks", "rls_meta", "rls_role"
+
+/* One block arm of KEY_POLICY in the file `schema`. */
+#define RLS__POLICY_BLOCKS(schema, where)                                     \
+    " SELECT 1, action, until_ms, kind, rule, level, forget_ms FROM " schema ".rls_blocks" \
+    " WHERE " where
+
+#define RLS_STMT_SPLIT_MAP(XX)                                                \
+    XX(META_GET, SPLIT_OWN,                                                   \
+       "SELECT r.rules_gen, c.gc_horizon, r.active_version"                   \
+       " FROM rules.rls_meta r, main.rls_meta c WHERE r.id = 1 AND c.id = 1") \
+    /* Manual blocks (rules) before penalties (counters) in each arm: the    \
+     * last row of the action's own pair is the penalty that escalates. */   \
+    XX(KEY_POLICY, SPLIT_OWN,                                                 \
+       RLS__POLICY_BLOCKS("rules", "key = ?1 AND action = ''") " UNION ALL"   \
+       RLS__POLICY_BLOCKS("main", "key = ?1 AND action = ''") " UNION ALL"    \
+       RLS__POLICY_BLOCKS("rules", "key = ?1 AND action = ?2") " UNION ALL"   \
+       RLS__POLICY_BLOCKS("main", "key = ?1 AND action = ?2") " UNION ALL"    \
+       RLS__POLICY_BLOCKS("rules", "key = ?3 AND action = '' AND ?3 <> ?1") " UNION ALL" \
+       RLS__POLICY_BLOCKS("main", "key = ?3 AND action = '' AND ?3 <> ?1")    \
+       " UNION ALL SELECT 2, action, expires_ms, 0, tier, 0, 0 FROM rules.rls_assignments" \
+       " WHERE pattern = ?1 AND action = '' AND kind = 0"                     \
+       " UNION ALL SELECT 2, action, expires_ms, 0, tier, 0, 0 FROM rules.rls_assignments" \
+       " WHERE pattern = ?1 AND action = ?2 AND kind = 0"                     \
+       " UNION ALL SELECT 2, action, expires_ms, 0, tier, 0, 0 FROM rules.rls_assignments" \
+       " WHERE pattern = ?3 AND action = '' AND kind = 0 AND ?3 <> ?1"        \
+       " UNION ALL SELECT 3, action, expires_ms, lim, limit_name, 0, 0 FROM rules.rls_overrides" \
+       " WHERE key = ?1 AND action = ?2")                                     \
+    XX(EMPTIES, SPLIT_OWN,                                                    \
+       "SELECT NOT EXISTS (SELECT 1 FROM rules.rls_blocks)"                   \
+       " AND NOT EXISTS (SELECT 1 FROM main.rls_blocks)"                      \
+       " AND NOT EXISTS (SELECT 1 FROM rules.rls_assignments WHERE kind = 0)" \
+       " AND NOT EXISTS (SELECT 1 FROM rules.rls_overrides),"                 \
+       " NOT EXISTS (SELECT 1 FROM main.rls_reservations)")                   \
+    XX(PENALTY_PUT, SPLIT_COUNTERS, NULL)                                     \
+    XX(GC_CURSOR, SPLIT_COUNTERS, NULL)                                       \
+    XX(GC_META_SET, SPLIT_COUNTERS, NULL)                                     \
+    XX(GC_BLOCKS, SPLIT_COUNTERS, NULL)                                       \
+    XX(META_ACTIVATE, SPLIT_RULES, NULL)                                      \
+    XX(META_BUMP, SPLIT_RULES, NULL)                                          \
+    XX(BLOCK_GET_ONE, SPLIT_RULES, NULL)                                      \
+    XX(BLOCK_SET, SPLIT_RULES, NULL)                                          \
+    XX(BLOCK_DEL, SPLIT_RULES, NULL)                                          \
+    XX(PENALTY_GET_ONE, SPLIT_COUNTERS, NULL)                                 \
+    XX(PENALTY_DEL, SPLIT_COUNTERS, NULL)                                     \
+    XX(GC_RULES_BLOCKS, SPLIT_RULES, NULL)
+
+enum rls_split_side { SPLIT_NONE = 0, SPLIT_RULES, SPLIT_COUNTERS, SPLIT_OWN };
 
 enum rls_stmt_id {
 #define RLS__STMT_ENUM(name, sql) STMT_##name,
@@ -142,6 +210,7 @@ struct rls_db {
     char tool[64];
     char os_user[64];
     pid_t pid;                     /* process that opened the connection */
+    unsigned long forks;           /* fork count of that process (open.c) */
     int created;                   /* rls_open created the file */
     sqlite3_stmt *stmt[STMT__COUNT];
     sqlite3_stmt *astmt[32];       /* admin statements (admin.h) */
@@ -186,6 +255,29 @@ struct rls_db {
     int ckpt_soft, ckpt_hard;      /* thresholds, in frames */
     int ckpt_fd;                   /* "<db>-ckpt", RLS_CKPT_FD_* when not open */
     int busy_cap_ms;               /* > 0: shorter busy wait than the option */
+    struct rls_busy *busy;         /* the writers' turn (busy.c) */
+
+    /* cache of denials that cannot change soon (deny.c, core/denycache.h) */
+    struct deny_cache *deny;
+    uint64_t *deny_gen;            /* shared generation in "<db>-ckpt", or NULL */
+    void *deny_map;                /* its mapping */
+    int deny_state;                /* 0 not tried, 1 mapped, -1 unavailable */
+    int check_tx;                  /* the open transaction is a charging check */
+    int gave_back;                 /* ... that refunded a reservation */
+    int64_t deny_tx_mono;          /* monotonic ms of the last check's transaction */
+    uint32_t deny_hits;            /* answers from the cache since the last GC step */
+
+    /* split deployment (open.c): main is the counters file, schema "rules"
+     * the attached rules file */
+    int split;                     /* counters_path was given */
+    int rules_rw;                  /* this handle may write the rules */
+    char *counters_path;           /* copy of the option */
+    unsigned int rules_commit_dv;  /* the rules file's data version ... */
+    unsigned int rules_meta_dv;    /* ... as commit_dv and meta_dv */
+    int rules_wal_frames;          /* as wal_frames, for the rules file */
+    int rules_ckpt_fd;             /* "<rules>-ckpt", RLS_CKPT_FD_* when not open */
+    int have_gid;                  /* file_group was given: ... */
+    gid_t gid;                     /* ... the group of files rls_open creates */
 };
 
 #define RLS_CKPT_FD_NONE (-1)         /* not opened yet */
@@ -193,6 +285,26 @@ struct rls_db {
 
 /* ---- open.c ---------------------------------------------------------- */
 int rls__db_usable(rls_db *db);               /* EINVAL/EMISUSE or OK; reopens after fork */
+/* Per-file steps of opening, on connection c (the handle's, or a helper
+ * connection on the rules file) and its database `schema`. */
+int rls__conn_error(rls_db *db, sqlite3 *c, int src, const char *what);
+void rls__conn_defaults(sqlite3 *c);
+int rls__file_check(rls_db *db, sqlite3 *c, const char *schema, const char *path,
+                    int64_t *ver, int64_t *nobj);
+int rls__file_upgrade(rls_db *db, sqlite3 *c, const char *path, int64_t ver, int64_t nobj);
+int rls__schema_check(rls_db *db, sqlite3 *c, const char *schema, const char *path);
+int rls__set_wal(rls_db *db, sqlite3 *c, const char *schema, const char *path);
+
+/* ---- split.c ---------------------------------------------------------- */
+/* RLS_OK if the handle may change the rules (admin changes), else
+ * EREADONLY with the reason recorded. */
+int rls__rules_writable(rls_db *db);
+char *rls__file_uri(const char *path, int read_only);  /* malloc'd; NULL: no memory */
+int rls__split_attach(rls_db *db);            /* attaches (and upgrades) the rules file */
+int rls__roles_check(rls_db *db);             /* each file plays its part */
+int rls__group_resolve(rls_db *db, const char *group);  /* file_group -> db->gid */
+int rls__file_group_set(rls_db *db, int fd, const char *path);  /* on a new file */
+void rls__share_side_files(rls_db *db);       /* -wal, -shm, -ckpt in the file's group */
 int rls__error(rls_db *db, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 int rls__sqlite_error(rls_db *db, int src, const char *what);
@@ -202,6 +314,9 @@ int rls__now(int64_t *now_ms);
 sqlite3_stmt *rls__stmt(rls_db *db, int id);  /* NULL: error recorded */
 int rls__stmt_failed(rls_db *db);             /* the code of that error */
 void rls__stmt_finalize_all(rls_db *db);
+/* Prepares statement `id` of the check table (admin 0) or of the admin
+ * table (admin 1, admin.h) from `sql`, in its split form in a split handle. */
+int rls__prepare(rls_db *db, int admin, int id, const char *sql, sqlite3_stmt **out);
 int rls__exec_simple(rls_db *db, int id);     /* step a no-result statement */
 int rls__begin(rls_db *db, int write);
 int rls__commit(rls_db *db);
@@ -246,6 +361,27 @@ void rls__keystat_free(rls_db *db);
 int rls__wal_setup(rls_db *db);               /* hook and limits, at connect */
 void rls__wal_after_commit(rls_db *db);       /* checkpoint if the WAL is long */
 void rls__wal_close(rls_db *db);              /* closes the side file */
+int rls__wal_side_fd(rls_db *db);             /* "<db>-ckpt", or -1 */
+
+/* ---- deny.c ----------------------------------------------------------- */
+/* Write transactions between GC steps (check.c), and denials answered from
+ * the cache between GC steps (deny.c): traffic of any kind keeps collecting
+ * expired state. */
+#define RLS_GC_EVERY_WRITES 64
+#define RLS_GC_EVERY_DENIALS 256
+
+struct key_ctx;
+/* 1 and *res filled (stats counted) when the denial cache answers this
+ * check; else 0, with what the check must remember for rls__deny_note. */
+int rls__deny_lookup(rls_db *db, const char *action, const char *key, int64_t cost,
+                     int64_t now, rls_result *res, uint64_t *fp, uint64_t *gen, int *usable);
+/* After a check's commit: caches its denial if it may be, forgets fp if not. */
+void rls__deny_note(rls_db *db, const char *action, const char *key, uint64_t fp,
+                    uint64_t gen, int usable, const struct key_ctx *ctx,
+                    const decide_out *out, int64_t cost, int64_t now, const rls_result *res);
+/* After a committed change that can admit a denied request sooner. */
+void rls__deny_bump(rls_db *db);
+void rls__deny_close(rls_db *db);
 
 /* ---- check.c --------------------------------------------------------- */
 int rls__refund_reservation(rls_db *db, int64_t id, int64_t now, int *found);

@@ -1,6 +1,8 @@
 /*
  * doctor.c - rls_doctor(): a health report of a database for operators
- * (rlctl doctor).  Every check is one row: check, status, detail.
+ * (rlctl doctor).  Every check is one row: check, status, detail.  A split
+ * deployment reports its rules file under the usual names, its counters
+ * file under counters_*, and whether readers can open the rules.
  */
 #include <libgen.h>
 #include <stdio.h>
@@ -40,10 +42,17 @@ static int pragma_text(rls_db *db, const char *sql, char *buf, size_t size)
     return rc == SQLITE_OK ? RLS_OK : rls__sqlite_error(db, rc, "doctor");
 }
 
-static void mode_check(rls_rows *r, const char *check, const char *path, int dir, int *bad)
+/*
+ * The mode of a file or directory.  group_ok: group write permission is
+ * what the deployment means (the counters of a split deployment, which the
+ * applications' group writes); otherwise it is a warning, and for the rules
+ * of a split deployment the warning says what is at stake.
+ */
+static void mode_check(rls_rows *r, const char *check, const char *path, int dir,
+                       int group_ok, int rules, int *bad)
 {
     struct stat sb;
-    char detail[512];
+    char detail[600];
     if (stat(path, &sb) != 0) {
         snprintf(detail, sizeof detail, "cannot stat '%s'", path);
         *bad |= add(r, check, "warn", detail);
@@ -53,11 +62,109 @@ static void mode_check(rls_rows *r, const char *check, const char *path, int dir
     int world_w = (m & 0002) && !(dir && (m & 01000));
     int group_w = (m & 0020) != 0;
     int world_r = !dir && (m & 0004);   /* the file holds IPs, e-mail addresses */
-    snprintf(detail, sizeof detail, "%s is mode %04o%s", path, m,
-             world_w ? ": writable by every user"
-             : group_w ? ": writable by its group (fine only for a shared deployment)"
-             : world_r ? ": readable by every user (keys may be personal data)" : "");
-    *bad |= add(r, check, world_w || group_w || world_r ? "warn" : "ok", detail);
+    const char *why = world_w ? ": writable by every user"
+                      : group_w && group_ok ? ", group-writable: shared with the "
+                                              "applications' group"
+                      : group_w && rules ? ": writable by its group, whose members can change "
+                                           "the rules and the audit log"
+                      : group_w ? ": writable by its group (fine only for a shared deployment)"
+                      : world_r ? ": readable by every user (keys may be personal data)" : "";
+    snprintf(detail, sizeof detail, "%s is mode %04o, group %lu%s", path, m,
+             (unsigned long)sb.st_gid, why);
+    *bad |= add(r, check, world_w || (group_w && !group_ok) || world_r ? "warn" : "ok",
+                detail);
+}
+
+static int pragma_check(rls_db *db, rls_rows *r, const char *schema, const char *prefix,
+                        int full, int *bad)
+{
+    char sql[96], buf[512], detail[600], name[64];
+    int rc;
+    snprintf(sql, sizeof sql, "PRAGMA %s.journal_mode", schema);
+    if ((rc = pragma_text(db, sql, buf, sizeof buf)))
+        return rc;
+    snprintf(detail, sizeof detail, "journal mode %s", buf);
+    snprintf(name, sizeof name, "%sjournal_mode", prefix);
+    *bad |= add(r, name, strcmp(buf, "wal") == 0 ? "ok" : "fail", detail);
+
+    snprintf(sql, sizeof sql, "PRAGMA %s.user_version", schema);
+    if ((rc = pragma_text(db, sql, buf, sizeof buf)))
+        return rc;
+    snprintf(detail, sizeof detail, "schema version %s (library knows %d)", buf,
+             rls__migration_count);
+    snprintf(name, sizeof name, "%sschema_version", prefix);
+    *bad |= add(r, name, atoi(buf) == rls__migration_count ? "ok" : "fail", detail);
+
+    snprintf(sql, sizeof sql, "PRAGMA %s.quick_check", schema);
+    if ((rc = pragma_text(db, sql, buf, sizeof buf)))
+        return rc;
+    snprintf(name, sizeof name, "%squick_check", prefix);
+    *bad |= add(r, name, strcmp(buf, "ok") == 0 ? "ok" : "fail", buf);
+    if (full) {
+        snprintf(sql, sizeof sql, "PRAGMA %s.integrity_check", schema);
+        if ((rc = pragma_text(db, sql, buf, sizeof buf)))
+            return rc;
+        snprintf(name, sizeof name, "%sintegrity_check", prefix);
+        *bad |= add(r, name, strcmp(buf, "ok") == 0 ? "ok" : "fail", buf);
+    }
+    return RLS_OK;
+}
+
+/* The file's mode, its directory's, and its WAL's size. */
+static void file_checks(rls_rows *r, const char *path, const char *prefix, int group_ok,
+                        int rules, int *bad)
+{
+    char p[4200], name[64], detail[600];
+    struct stat sb;
+    snprintf(name, sizeof name, "%sfile_mode", prefix);
+    mode_check(r, name, path, 0, group_ok, rules, bad);
+    snprintf(p, sizeof p, "%s", path);
+    snprintf(name, sizeof name, "%sdir_mode", prefix);
+    mode_check(r, name, dirname(p), 1, group_ok, rules, bad);
+    if (group_ok && stat(path, &sb) == 0 && (sb.st_mode & 020)) {
+        /* the counters' -wal and -shm come and go: the applications' group
+         * must be able to create them */
+        struct stat ds;
+        snprintf(p, sizeof p, "%s", path);
+        if (stat(dirname(p), &ds) == 0 && (ds.st_gid != sb.st_gid || !(ds.st_mode & 020)) &&
+            !(ds.st_mode & 002)) {
+            snprintf(detail, sizeof detail, "the directory of '%s' is not writable by its "
+                     "group %lu: its members cannot create the -wal and -shm files",
+                     path, (unsigned long)sb.st_gid);
+            snprintf(name, sizeof name, "%sdir_group", prefix);
+            *bad |= add(r, name, "warn", detail);
+        }
+    }
+    snprintf(p, sizeof p, "%s-wal", path);
+    long long wal = stat(p, &sb) == 0 ? (long long)sb.st_size : 0;
+    snprintf(detail, sizeof detail, "write-ahead log is %lld bytes", wal);
+    snprintf(name, sizeof name, "%swal_size", prefix);
+    *bad |= add(r, name, wal > WAL_WARN_BYTES ? "warn" : "ok", detail);
+}
+
+/* Split: readers that may not write the rules directory need its -wal and
+ * -shm, in the rules file's group and mode. */
+static void rules_side_check(rls_rows *r, const char *path, int *bad)
+{
+    static const char *const sides[] = {"-wal", "-shm"};
+    struct stat db, sb;
+    char p[4200], detail[9000] = "";
+    if (stat(path, &db) != 0)
+        return;
+    for (size_t i = 0; i < 2 && !*detail; i++) {
+        snprintf(p, sizeof p, "%s%s", path, sides[i]);
+        if (stat(p, &sb) != 0)
+            snprintf(detail, sizeof detail, "'%s' is missing: applications that may not "
+                     "write the directory cannot open the rules until an admin tool opens "
+                     "them", p);
+        else if (sb.st_gid != db.st_gid || (sb.st_mode & 0777) != (db.st_mode & 0777))
+            snprintf(detail, sizeof detail, "'%s' is mode %04o, group %lu, not the rules "
+                     "file's %04o, group %lu: give it the same (docs/SECURITY.md)", p,
+                     (unsigned)sb.st_mode & 0777, (unsigned long)sb.st_gid,
+                     (unsigned)db.st_mode & 0777, (unsigned long)db.st_gid);
+    }
+    *bad |= add(r, "rules_side_files", *detail ? "warn" : "ok",
+                *detail ? detail : "-wal and -shm are there, as the rules file");
 }
 
 int rls_doctor(rls_db *db, int full, rls_rows **out)
@@ -65,9 +172,8 @@ int rls_doctor(rls_db *db, int full, rls_rows **out)
     static const rows_col cols[] = {
         {"check", RLS_COL_TEXT}, {"status", RLS_COL_TEXT}, {"detail", RLS_COL_TEXT},
     };
-    char buf[512], detail[600], path[4200];
+    char buf[512], detail[600];
     int bad = 0, rc;
-    struct stat sb;
 
     if (!out)
         return db ? rls__error(db, RLS_EINVAL, "out is NULL") : RLS_EINVAL;
@@ -86,37 +192,27 @@ int rls_doctor(rls_db *db, int full, rls_rows **out)
     bad |= add(r, "sqlite_version",
                sqlite3_libversion_number() < SQLITE_SAFE_VERSION ? "warn" : "ok", detail);
 
-    if ((rc = pragma_text(db, "PRAGMA journal_mode", buf, sizeof buf)))
+    /* one file, or the rules file of a split deployment */
+    const char *schema = db->split ? "rules" : "main";
+    if ((rc = pragma_check(db, r, schema, "", full, &bad)))
         goto out;
-    snprintf(detail, sizeof detail, "journal mode %s", buf);
-    bad |= add(r, "journal_mode", strcmp(buf, "wal") == 0 ? "ok" : "fail", detail);
-
-    if ((rc = pragma_text(db, "PRAGMA user_version", buf, sizeof buf)))
-        goto out;
-    snprintf(detail, sizeof detail, "schema version %s (library knows %d)", buf,
-             rls__migration_count);
-    bad |= add(r, "schema_version", atoi(buf) == rls__migration_count ? "ok" : "fail", detail);
-
-    if ((rc = pragma_text(db, "PRAGMA quick_check", buf, sizeof buf)))
-        goto out;
-    bad |= add(r, "quick_check", strcmp(buf, "ok") == 0 ? "ok" : "fail", buf);
-    if (full) {
-        if ((rc = pragma_text(db, "PRAGMA integrity_check", buf, sizeof buf)))
+    file_checks(r, db->path, "", 0, db->split, &bad);
+    if (db->split) {
+        rules_side_check(r, db->path, &bad);
+        if ((rc = pragma_check(db, r, "main", "counters_", full, &bad)))
             goto out;
-        bad |= add(r, "integrity_check", strcmp(buf, "ok") == 0 ? "ok" : "fail", buf);
+        file_checks(r, db->counters_path, "counters_", 1, 0, &bad);
+        snprintf(detail, sizeof detail, "split deployment: rules database '%s'%s, counters "
+                 "database '%s'", db->path, db->rules_rw ? "" : " (read-only)",
+                 db->counters_path);
+    } else {
+        snprintf(detail, sizeof detail, "single-file database '%s'", db->path);
     }
+    bad |= add(r, "role", "ok", detail);
 
-    mode_check(r, "file_mode", db->path, 0, &bad);
-    snprintf(path, sizeof path, "%s", db->path);
-    mode_check(r, "dir_mode", dirname(path), 1, &bad);
-
-    snprintf(path, sizeof path, "%s-wal", db->path);
-    long long wal = stat(path, &sb) == 0 ? (long long)sb.st_size : 0;
-    snprintf(detail, sizeof detail, "write-ahead log is %lld bytes", wal);
-    bad |= add(r, "wal_size", wal > WAL_WARN_BYTES ? "warn" : "ok", detail);
-
-    if ((rc = pragma_text(db, "SELECT active_version FROM rls_meta WHERE id = 1", buf,
-                          sizeof buf)))
+    snprintf(detail, sizeof detail, "SELECT active_version FROM %s.rls_meta WHERE id = 1",
+             schema);
+    if ((rc = pragma_text(db, detail, buf, sizeof buf)))
         goto out;
     if (atoi(buf) > 0) {
         snprintf(detail, sizeof detail, "rule set version %s is active", buf);

@@ -6,7 +6,8 @@
  * whose exp_ms has passed; the latest deleted exp_ms raises gc_horizon, which
  * keeps clock safety for keys whose state is gone.  A step also refunds
  * expired reservations and, at most once a minute, removes expired blocks,
- * assignments, overrides and stats older than an hour.
+ * assignments, overrides and stats older than an hour (in a split
+ * deployment, those of the rules file only in handles that may write it).
  *
  * Stats are counted in process per action and second and written at most
  * once a second inside a check's own transaction.
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "db.h"
+#include "keycount.h"
 
 #define STATS_KEEP_MS (3600 * 1000LL)
 #define KEY_STATS_KEEP_MS (86400 * 1000LL)  /* keys under pressure, unseen for a day */
@@ -203,6 +205,8 @@ static int gc_states(rls_db *db, int64_t now, int max_rows, int64_t *deleted)
             rc = rls__sqlite_error(db, src, "cannot delete state");
             goto out;
         }
+        if ((rc = rls__keycount_deleted(db, NULL, v[i].lid, v[i].key, (size_t)v[i].len)))
+            goto out;
         if (v[i].exp > horizon)
             horizon = v[i].exp;
     }
@@ -239,9 +243,13 @@ int rls__gc_step(rls_db *db, int64_t now, int max_rows, int64_t *deleted)
     if ((rc = gc_states(db, now, max_rows, deleted)) || (rc = gc_reservations(db, now)))
         return rc;
     if (now - db->gc_misc_ms >= MISC_EVERY_MS || now < db->gc_misc_ms) {
+        /* split: rows of the rules file only where the handle may write
+         * it (admin handles, rlctl gc); expired ones decide nothing */
+        int rules = !db->split || db->rules_rw;
         if ((rc = exec_time(db, STMT_GC_BLOCKS, now)) ||
-            (rc = exec_time(db, STMT_GC_OVERRIDES, now)) ||
-            (rc = exec_time(db, STMT_GC_ASSIGN, now)) ||
+            (db->split && rules && (rc = exec_time(db, STMT_GC_RULES_BLOCKS, now))) ||
+            (rules && (rc = exec_time(db, STMT_GC_OVERRIDES, now))) ||
+            (rules && (rc = exec_time(db, STMT_GC_ASSIGN, now))) ||
             (rc = exec_time(db, STMT_GC_STATS, now / 1000 - STATS_KEEP_MS / 1000)) ||
             (rc = exec_time(db, STMT_GC_KEY_STATS, now - KEY_STATS_KEEP_MS)))
             return rc;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "keyctx.h"
+#include "keycount.h"
 
 int keyctx_args(rls_db *db, const char *action, const char *key,
                 int64_t cost, int64_t now)
@@ -172,6 +173,7 @@ int keyctx_read_states(rls_db *db, key_ctx *ctx)
     sqlite3_stmt *st = rls__stmt(db, STMT_STATE_GET);
     int rc = SQLITE_DONE;
     memset(ctx->st, 0, sizeof ctx->st[0] * (size_t)ctx->n);
+    ctx->nfound = 0;
     if (!st)
         return rls__stmt_failed(db);
     for (int i = 0; i < ctx->n; i++) {
@@ -182,6 +184,7 @@ int keyctx_read_states(rls_db *db, key_ctx *ctx)
         sqlite3_bind_int64(st, 1, def->id);
         sqlite3_bind_blob(st, 2, ctx->key, (int)ctx->keylen, SQLITE_STATIC);
         rc = sqlite3_step(st);
+        ctx->nfound += rc == SQLITE_ROW;
         /* A row written under another algorithm means nothing to this one. */
         if (rc == SQLITE_ROW && sqlite3_column_int(st, 0) == def->algorithm) {
             s->present = 1;
@@ -212,6 +215,9 @@ int keyctx_write_states(rls_db *db, key_ctx *ctx)
     sqlite3_stmt *st = rls__stmt(db, STMT_STATE_PUT);
     if (!st)
         return rls__stmt_failed(db);
+    int krc = rls__keycount_before_write(db, ctx);   /* a new key is counted (keycount.c) */
+    if (krc)
+        return krc;
     for (int i = 0; i < ctx->n; i++) {
         const algo_state *s = &ctx->st[i];
         if (!ctx->items[i].changed)

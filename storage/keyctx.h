@@ -42,6 +42,11 @@ typedef struct key_ctx {
     algo_state st[RESOLVE_MAX_LIMITS];
     decide_item items[RESOLVE_MAX_LIMITS];
     int n;
+    int nfound;                         /* rows keyctx_read_states found (keycount.c) */
+
+    uint64_t deny_fp, deny_gen;         /* for the denial cache (deny.c) */
+    int deny_usable;
+    int deny_nores;                     /* the key held no reservation */
 } key_ctx;
 
 /* Validates the arguments every per-key call shares. */

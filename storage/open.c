@@ -7,13 +7,15 @@
 #include <fcntl.h>
 #include <pwd.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include "db.h"
+#include "busy.h"
 
 #define RLS_APPLICATION_ID 0x524c5354  /* "RLST" */
 #define RLS_PAGE_SIZE_NEW "1024"         /* page size of a new file (see migrate) */
@@ -22,6 +24,31 @@ extern const char *const rls__migrations[];
 extern const int rls__migration_count;
 
 static _Thread_local char open_errmsg[512];
+
+/*
+ * Fork detection without a system call per check: every child increments
+ * fork_count (pthread_atfork), and a handle compares it with the count it
+ * was connected under; getpid() only when it moved.  Without the handler
+ * (registration failed) every call compares the pid, as before.
+ */
+static unsigned long fork_count;
+static int fork_hooked;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void fork_child(void)
+{
+    __atomic_add_fetch(&fork_count, 1, __ATOMIC_RELAXED);
+}
+
+static void fork_register(void)
+{
+    fork_hooked = pthread_atfork(NULL, NULL, fork_child) == 0;
+}
+
+static unsigned long forks_now(void)
+{
+    return __atomic_load_n(&fork_count, __ATOMIC_RELAXED);
+}
 
 int rls__now(int64_t *now_ms)
 {
@@ -75,12 +102,21 @@ const char *rls_errmsg(rls_db *db)
     return db ? db->errmsg : open_errmsg;
 }
 
-void rls_options_init(rls_options *opt)
+/*
+ * rls_options_init() writes the defaults into the caller's struct, so it
+ * must never write more than the program's sizeof(rls_options), which the
+ * library cannot see.  The struct grew (counters_path and what follows):
+ * programs built against the first header are bound to the symbol version
+ * RLSTORE_0 and get options_init_v0, which fills only the first layout;
+ * programs built since link rls_options_init@@RLSTORE_0.2 (librlstore.map,
+ * docs/ABI.md).  The next field appended needs the next version node.
+ */
+#define OPTIONS_V0_SIZE offsetof(rls_options, counters_path)
+
+static void options_defaults(rls_options *opt, size_t size)
 {
-    if (!opt)
-        return;
-    memset(opt, 0, sizeof *opt);
-    opt->size = sizeof *opt;
+    memset(opt, 0, size);
+    opt->size = size;
     opt->busy_timeout_ms = 5000;
     opt->durability = RLS_DURABILITY_NORMAL;
     opt->on_error = RLS_ON_ERROR_DENY;
@@ -91,10 +127,30 @@ void rls_options_init(rls_options *opt)
     opt->tool = "lib";
 }
 
+/* Exported only under their versioned names (the version script makes
+ * these names local). */
+__attribute__((visibility("default"))) void options_init_v0(rls_options *opt);
+__attribute__((visibility("default"))) void options_init_v2(rls_options *opt);
+
+void options_init_v0(rls_options *opt)
+{
+    if (opt)
+        options_defaults(opt, OPTIONS_V0_SIZE);
+}
+
+void options_init_v2(rls_options *opt)
+{
+    if (opt)
+        options_defaults(opt, sizeof *opt);
+}
+
+__asm__(".symver options_init_v0, rls_options_init@RLSTORE_0");
+__asm__(".symver options_init_v2, rls_options_init@@RLSTORE_0.2");
+
 /* Copies the fields the caller's struct has (it may be older and smaller). */
 static int options_take(rls_options *dst, const rls_options *src)
 {
-    rls_options_init(dst);
+    options_defaults(dst, sizeof *dst);
     if (!src)
         return RLS_OK;
     if (src->size < offsetof(rls_options, busy_timeout_ms) + sizeof(int) ||
@@ -115,33 +171,6 @@ static int options_take(rls_options *dst, const rls_options *src)
     return RLS_OK;
 }
 
-/*
- * Busy handler: short waits that grow from 20 us to 2 ms with jitter, until
- * the busy timeout.  SQLite's own handler sleeps in coarse steps, which under
- * contention makes the worst waits hundreds of milliseconds.
- */
-static int busy_wait(void *arg, int count)
-{
-    rls_db *db = arg;
-    int64_t waited_us = 0, step = 20;
-    for (int i = 0; i < count; i++) {
-        waited_us += step;
-        if (step < 2000)
-            step = step * 3 / 2 + 1;
-    }
-    int limit = db->opt.busy_timeout_ms;
-    if (db->busy_cap_ms > 0 && db->busy_cap_ms < limit)
-        limit = db->busy_cap_ms;
-    if (waited_us / 1000 >= limit)
-        return 0;
-    db->rng ^= db->rng << 13;
-    db->rng ^= db->rng >> 17;
-    db->rng ^= db->rng << 5;
-    struct timespec ts = {0, (long)(step * 1000 + db->rng % (uint32_t)(step * 500 + 1))};
-    nanosleep(&ts, NULL);
-    return 1;
-}
-
 static void who_am_i(rls_db *db)
 {
     struct passwd pw, *res = NULL;
@@ -152,16 +181,24 @@ static void who_am_i(rls_db *db)
         snprintf(db->os_user, sizeof db->os_user, "uid:%ld", (long)geteuid());
 }
 
-static int exec_sql(rls_db *db, const char *sql, const char *what)
+/* The error of connection c: the handle's own, or a helper connection. */
+int rls__conn_error(rls_db *db, sqlite3 *c, int src, const char *what)
 {
-    int rc = sqlite3_exec(db->sql, sql, NULL, NULL, NULL);
-    return rc == SQLITE_OK ? RLS_OK : rls__sqlite_error(db, rc, what);
+    if (!c || c == db->sql)
+        return rls__sqlite_error(db, src, what);
+    return rls__error(db, map_sqlite(src), "%s: %s", what, sqlite3_errmsg(c));
 }
 
-static int pragma_int(rls_db *db, const char *sql, int64_t *out)
+static int exec_sql(rls_db *db, sqlite3 *c, const char *sql, const char *what)
+{
+    int rc = sqlite3_exec(c, sql, NULL, NULL, NULL);
+    return rc == SQLITE_OK ? RLS_OK : rls__conn_error(db, c, rc, what);
+}
+
+static int pragma_int(rls_db *db, sqlite3 *c, const char *sql, int64_t *out)
 {
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(db->sql, sql, -1, &st, NULL);
+    int rc = sqlite3_prepare_v2(c, sql, -1, &st, NULL);
     if (rc == SQLITE_OK) {
         rc = sqlite3_step(st);
         if (rc == SQLITE_ROW) {
@@ -170,39 +207,43 @@ static int pragma_int(rls_db *db, const char *sql, int64_t *out)
         }
     }
     sqlite3_finalize(st);
-    return rc == SQLITE_OK ? RLS_OK : rls__sqlite_error(db, rc, "cannot read database header");
+    return rc == SQLITE_OK ? RLS_OK : rls__conn_error(db, c, rc, "cannot read database header");
 }
 
-#define SCHEMA_SQL "SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_schema " \
+#define SCHEMA_SQL "SELECT type, name, tbl_name, coalesce(sql, '') FROM %s.sqlite_schema " \
                    "WHERE name NOT IN ('sqlite_stat1', 'sqlite_stat4') ORDER BY name"
 
 /*
- * The file's schema must be exactly what rlstore's migrations create (built
+ * The schema of the file `schema` ("main", or "rules" when attached) on
+ * connection c must be exactly what rlstore's migrations create (built
  * afresh in memory to compare with): any other object, or one of ours with
  * another definition, is refused.  sqlite_stat1/4 (ANALYZE) are allowed.
  */
-static int check_foreign_objects(rls_db *db)
+int rls__schema_check(rls_db *db, sqlite3 *c, const char *schema, const char *path)
 {
     sqlite3 *ref = NULL;
     sqlite3_stmt *st = NULL, *rt = NULL;
+    char sql[256];
     int code = RLS_OK, rc;
     rc = sqlite3_open_v2(":memory:", &ref, SQLITE_OPEN_READWRITE, NULL);
     for (int v = 0; v < rls__migration_count && rc == SQLITE_OK; v++)
         rc = sqlite3_exec(ref, rls__migrations[v], NULL, NULL, NULL);
+    snprintf(sql, sizeof sql, SCHEMA_SQL, "main");
     if (rc == SQLITE_OK)
-        rc = sqlite3_prepare_v2(ref, SCHEMA_SQL, -1, &rt, NULL);
+        rc = sqlite3_prepare_v2(ref, sql, -1, &rt, NULL);
+    snprintf(sql, sizeof sql, SCHEMA_SQL, schema);
     if (rc != SQLITE_OK)
         code = (rc & 0xff) == SQLITE_NOMEM || !ref
                    ? rls__error(db, RLS_ENOMEM, "out of memory")
                    : rls__error(db, RLS_ESTORAGE, "cannot build the reference schema");
-    else if ((rc = sqlite3_prepare_v2(db->sql, SCHEMA_SQL, -1, &st, NULL)) != SQLITE_OK)
-        code = rls__sqlite_error(db, rc, "cannot read schema");
+    else if ((rc = sqlite3_prepare_v2(c, sql, -1, &st, NULL)) != SQLITE_OK)
+        code = rls__conn_error(db, c, rc, "cannot read schema");
     while (code == RLS_OK) {
         int a = sqlite3_step(st), b = sqlite3_step(rt);
         if (a == SQLITE_DONE && b == SQLITE_DONE)
             break;
         if (a != SQLITE_ROW && a != SQLITE_DONE) {
-            code = rls__sqlite_error(db, a, "cannot read schema");
+            code = rls__conn_error(db, c, a, "cannot read schema");
             break;
         }
         if (b != SQLITE_ROW && b != SQLITE_DONE) {
@@ -210,22 +251,22 @@ static int check_foreign_objects(rls_db *db)
             break;
         }
         const char *x[4] = {0}, *y[4] = {0};
-        for (int c = 0; c < 4; c++) {
-            x[c] = a == SQLITE_ROW ? (const char *)sqlite3_column_text(st, c) : "";
-            y[c] = b == SQLITE_ROW ? (const char *)sqlite3_column_text(rt, c) : "";
-            if (!x[c] || !y[c])
+        for (int k = 0; k < 4; k++) {
+            x[k] = a == SQLITE_ROW ? (const char *)sqlite3_column_text(st, k) : "";
+            y[k] = b == SQLITE_ROW ? (const char *)sqlite3_column_text(rt, k) : "";
+            if (!x[k] || !y[k])
                 code = rls__error(db, RLS_ENOMEM, "out of memory");
         }
         if (code != RLS_OK)
             break;
         int same = a == SQLITE_ROW && b == SQLITE_ROW;
-        for (int c = 0; same && c < 4; c++)
-            same = strcmp(x[c], y[c]) == 0;
+        for (int k = 0; same && k < 4; k++)
+            same = strcmp(x[k], y[k]) == 0;
         if (!same)
             code = a == SQLITE_ROW
                        ? rls__error(db, RLS_EUNSAFE, "'%s': %s '%s' was not created by rlstore",
-                                    db->path, x[0], x[1])
-                       : rls__error(db, RLS_EUNSAFE, "'%s': %s '%s' is missing", db->path, y[0],
+                                    path, x[0], x[1])
+                       : rls__error(db, RLS_EUNSAFE, "'%s': %s '%s' is missing", path, y[0],
                                     y[1]);
     }
     sqlite3_finalize(st);
@@ -235,128 +276,181 @@ static int check_foreign_objects(rls_db *db)
 }
 
 /*
- * Brings the schema to the library's version.  A database with another
- * application id or a newer schema is refused without being modified.
+ * The header of the file `schema` on connection c: a file of another
+ * application, a file cut inside a page or a schema newer than the library
+ * is refused without being modified.  *ver gets the schema version, *nobj
+ * the number of objects in the file.
  */
-static int migrate(rls_db *db)
+int rls__file_check(rls_db *db, sqlite3 *c, const char *schema, const char *path,
+                    int64_t *ver, int64_t *nobj)
 {
-    int64_t appid = 0, ver = 0, nobj = 0;
-    int rc;
-
-    int64_t page = 0;
+    int64_t appid = 0, page = 0;
     struct stat sb;
-    if ((rc = pragma_int(db, "PRAGMA application_id", &appid)) ||
-        (rc = pragma_int(db, "PRAGMA user_version", &ver)) ||
-        (rc = pragma_int(db, "SELECT count(*) FROM sqlite_schema", &nobj)) ||
-        (rc = pragma_int(db, "PRAGMA page_size", &page)))
+    char q[4][96];
+    int rc;
+    snprintf(q[0], sizeof q[0], "PRAGMA %s.application_id", schema);
+    snprintf(q[1], sizeof q[1], "PRAGMA %s.user_version", schema);
+    snprintf(q[2], sizeof q[2], "SELECT count(*) FROM %s.sqlite_schema", schema);
+    snprintf(q[3], sizeof q[3], "PRAGMA %s.page_size", schema);
+    *ver = *nobj = 0;
+    if ((rc = pragma_int(db, c, q[0], &appid)) || (rc = pragma_int(db, c, q[1], ver)) ||
+        (rc = pragma_int(db, c, q[2], nobj)) || (rc = pragma_int(db, c, q[3], &page)))
         return rc;
     /* SQLite reads a partial last page as zeros: a file cut inside it would
      * pass for intact */
-    if (page > 0 && stat(db->path, &sb) == 0 && sb.st_size > 1 && sb.st_size % page != 0)
+    if (page > 0 && stat(path, &sb) == 0 && sb.st_size > 1 && sb.st_size % page != 0)
         return rls__error(db, RLS_ECORRUPT, "'%s' is truncated: %lld bytes is not a whole "
-                          "number of %lld-byte pages", db->path, (long long)sb.st_size,
+                          "number of %lld-byte pages", path, (long long)sb.st_size,
                           (long long)page);
-    if (appid != RLS_APPLICATION_ID && (appid != 0 || nobj != 0 || ver != 0))
+    if (appid != RLS_APPLICATION_ID && (appid != 0 || *nobj != 0 || *ver != 0))
         return rls__error(db, RLS_ENOTDB, "'%s' is an SQLite database of another application",
-                          db->path);
-    if (ver > rls__migration_count)
+                          path);
+    if (*ver > rls__migration_count)
         return rls__error(db, RLS_ENEWER,
                           "'%s' has schema version %lld, this library knows up to %d",
-                          db->path, (long long)ver, rls__migration_count);
-    if (ver == rls__migration_count)
-        return RLS_OK;
-    if (db->opt.read_only)
-        return rls__error(db, RLS_EREADONLY, "'%s' needs a schema upgrade but is opened read-only",
-                          db->path);
+                          path, (long long)*ver, rls__migration_count);
+    return RLS_OK;
+}
 
+/*
+ * Brings the main database of connection c from schema version ver (as
+ * rls__file_check found it) to the library's, in one transaction.
+ */
+int rls__file_upgrade(rls_db *db, sqlite3 *c, const char *path, int64_t ver, int64_t nobj)
+{
+    int rc;
     /* A new file gets small pages: every commit appends each page it
      * changes to the WAL, and a check changes one row of a few dozen bytes,
      * so 1 KiB pages write (and later sync and checkpoint) a quarter of the
      * bytes 4 KiB pages would.  Ignored by SQLite once the file has content
      * (another process may have created it meanwhile). */
     if (nobj == 0 && ver == 0 &&
-        (rc = exec_sql(db, "PRAGMA page_size = " RLS_PAGE_SIZE_NEW, "cannot create database")))
+        (rc = exec_sql(db, c, "PRAGMA page_size = " RLS_PAGE_SIZE_NEW, "cannot create database")))
         return rc;
-    if ((rc = exec_sql(db, "BEGIN IMMEDIATE", "cannot start migration")))
+    if ((rc = exec_sql(db, c, "BEGIN IMMEDIATE", "cannot start migration")))
         return rc;
     /* Another process may have migrated while we waited for the lock. */
-    if ((rc = pragma_int(db, "PRAGMA user_version", &ver)))
+    if ((rc = pragma_int(db, c, "PRAGMA user_version", &ver)))
         goto fail;
     for (int64_t v = ver; v < rls__migration_count; v++) {
         char sql[64];
-        if ((rc = exec_sql(db, rls__migrations[v], "migration failed")))
+        if ((rc = exec_sql(db, c, rls__migrations[v], "migration failed")))
             goto fail;
         snprintf(sql, sizeof sql, "PRAGMA user_version = %lld", (long long)v + 1);
-        if ((rc = exec_sql(db, sql, "migration failed")))
+        if ((rc = exec_sql(db, c, sql, "migration failed")))
             goto fail;
     }
     {
         char sql[64];
         snprintf(sql, sizeof sql, "PRAGMA application_id = %d", RLS_APPLICATION_ID);
-        if ((rc = exec_sql(db, sql, "migration failed")))
+        if ((rc = exec_sql(db, c, sql, "migration failed")))
             goto fail;
     }
-    if ((rc = exec_sql(db, "COMMIT", "cannot commit migration")))
+    if ((rc = exec_sql(db, c, "COMMIT", "cannot commit migration")))
         goto fail;
     return RLS_OK;
 fail:
-    sqlite3_exec(db->sql, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_exec(c, "ROLLBACK", NULL, NULL, NULL);
+    (void)path;
     return rc;
 }
 
-/* Creates the file with the requested mode before SQLite sees it; the -wal
- * and -shm files then inherit that mode. */
-static int prepare_path(rls_db *db)
+/*
+ * Brings the schema of the handle's main database to the library's
+ * version.  A database with another application id or a newer schema is
+ * refused without being modified.
+ */
+static int migrate(rls_db *db, const char *path)
+{
+    int64_t ver = 0, nobj = 0;
+    int rc = rls__file_check(db, db->sql, "main", path, &ver, &nobj);
+    if (rc != RLS_OK || ver == rls__migration_count)
+        return rc;
+    if (db->opt.read_only)
+        return rls__error(db, RLS_EREADONLY, "'%s' needs a schema upgrade but is opened read-only",
+                          path);
+    return rls__file_upgrade(db, db->sql, path, ver, nobj);
+}
+
+/* Creates path with `mode` (and the handle's group) before SQLite sees it;
+ * the -wal and -shm files then inherit that mode.  *created is set when
+ * this call created it. */
+static int prepare_path(rls_db *db, const char *path, unsigned int mode, int may_create,
+                        int *created)
 {
     struct stat sb;
-    if (stat(db->path, &sb) == 0) {
+    *created = 0;
+    if (stat(path, &sb) == 0) {
         if (S_ISDIR(sb.st_mode))
-            return rls__error(db, RLS_EISDIR, "'%s' is a directory", db->path);
+            return rls__error(db, RLS_EISDIR, "'%s' is a directory", path);
         return RLS_OK;
     }
     if (errno != ENOENT)
-        return rls__error(db, RLS_ECANTOPEN, "cannot open '%s': %s", db->path, strerror(errno));
-    if (!db->opt.create || db->opt.read_only)
-        return rls__error(db, RLS_ECANTOPEN, "'%s' does not exist", db->path);
-    int fd = open(db->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, db->opt.file_mode);
-    if (fd >= 0)
-        db->created = 1;
+        return rls__error(db, RLS_ECANTOPEN, "cannot open '%s': %s", path, strerror(errno));
+    if (!db->opt.create || !may_create)
+        return rls__error(db, RLS_ECANTOPEN, "'%s' does not exist", path);
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode);
     if (fd < 0 && errno != EEXIST)
         return rls__error(db, errno == EACCES || errno == EROFS ? RLS_EREADONLY : RLS_ECANTOPEN,
-                          "cannot create '%s': %s", db->path, strerror(errno));
-    if (fd >= 0) {
-        if (fchmod(fd, db->opt.file_mode) != 0) { /* umask must not widen or narrow it */ }
-        close(fd);
-    }
-    return RLS_OK;
+                          "cannot create '%s': %s", path, strerror(errno));
+    if (fd < 0)
+        return RLS_OK;  /* another process created it meanwhile */
+    *created = 1;
+    if (fchmod(fd, mode) != 0) { /* umask must not widen or narrow it */ }
+    int rc = rls__file_group_set(db, fd, path);
+    close(fd);
+    return rc;
 }
 
-/* Switches to WAL and checks that it took (it does not on some
- * filesystems, and a rollback journal would break the concurrency model). */
-static int set_wal(rls_db *db)
+/* Switches the file `schema` of connection c to WAL and checks that it took
+ * (it does not on some filesystems, and a rollback journal would break the
+ * concurrency model). */
+int rls__set_wal(rls_db *db, sqlite3 *c, const char *schema, const char *path)
 {
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(db->sql, "PRAGMA journal_mode = WAL", -1, &st, NULL);
+    char sql[96];
+    snprintf(sql, sizeof sql, "PRAGMA %s.journal_mode = WAL", schema);
+    int rc = sqlite3_prepare_v2(c, sql, -1, &st, NULL);
     int code = RLS_OK;
     if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         const char *mode = (const char *)sqlite3_column_text(st, 0);
         if (!mode || strcmp(mode, "wal") != 0)
             code = rls__error(db, RLS_ESTORAGE, "'%s' cannot use WAL mode (journal mode "
-                              "stays '%s')", db->path, mode ? mode : "?");
+                              "stays '%s')", path, mode ? mode : "?");
         rc = SQLITE_OK;
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_OK)
-        return rls__sqlite_error(db, rc, "cannot switch to WAL mode");
+        return rls__conn_error(db, c, rc, "cannot switch to WAL mode");
     return code;
 }
 
-/* Opens the connection and brings it into service. */
+/* The settings of every connection the library opens to a database. */
+void rls__conn_defaults(sqlite3 *c)
+{
+    sqlite3_extended_result_codes(c, 1);
+    sqlite3_db_config(c, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
+    sqlite3_db_config(c, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
+    sqlite3_db_config(c, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, NULL);
+    sqlite3_db_config(c, SQLITE_DBCONFIG_ENABLE_VIEW, 0, NULL);
+}
+
+/* Opens the connection and brings it into service.  Split: the counters
+ * file is the main database, the rules file is attached (split.c). */
 static int connect_db(rls_db *db)
 {
+    const char *path = db->split ? db->counters_path : db->path;
+    char *uri = NULL;
     int flags = (db->opt.read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) |
                 SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE;
-    int rc = sqlite3_open_v2(db->path, &db->sql, flags, NULL);
+    if (db->split) {
+        /* URIs, so that the rules file can be attached read-only */
+        if (!(uri = rls__file_uri(path, 0)))
+            return rls__error(db, RLS_ENOMEM, "out of memory");
+        flags |= SQLITE_OPEN_URI;
+    }
+    int rc = sqlite3_open_v2(uri ? uri : path, &db->sql, flags, NULL);
+    free(uri);
     if (rc != SQLITE_OK) {
         if (!db->sql)
             return rls__error(db, RLS_ENOMEM, "out of memory");
@@ -367,25 +461,25 @@ static int connect_db(rls_db *db)
      * stay and keep the database read-only after the mode is fixed */
     if (!db->opt.read_only && sqlite3_db_readonly(db->sql, "main") == 1)
         return rls__error(db, RLS_EREADONLY, "'%s' is not writable by this user; open it "
-                          "read-only", db->path);
-    sqlite3_extended_result_codes(db->sql, 1);
-    sqlite3_busy_handler(db->sql, busy_wait, db);
-    sqlite3_db_config(db->sql, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
-    sqlite3_db_config(db->sql, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
-    sqlite3_db_config(db->sql, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, NULL);
-    sqlite3_db_config(db->sql, SQLITE_DBCONFIG_ENABLE_VIEW, 0, NULL);
+                          "read-only", path);
+    rls__busy_install(db);
+    rls__conn_defaults(db->sql);
 
-    if ((rc = migrate(db)))
+    if ((rc = migrate(db, path)))
         return rc;
-    if ((rc = check_foreign_objects(db)))
+    if ((rc = rls__schema_check(db, db->sql, "main", path)))
         return rc;
-    if (!db->opt.read_only && (rc = set_wal(db)))
+    if (!db->opt.read_only && (rc = rls__set_wal(db, db->sql, "main", path)))
         return rc;
-    rc = exec_sql(db, db->opt.durability == RLS_DURABILITY_FULL
-                          ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL",
+    if (db->split && (rc = rls__split_attach(db)))
+        return rc;
+    if ((rc = rls__roles_check(db)))
+        return rc;
+    rc = exec_sql(db, db->sql, db->opt.durability == RLS_DURABILITY_FULL
+                                   ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL",
                   "cannot configure database");
     if (rc == RLS_OK)
-        rc = exec_sql(db, "PRAGMA temp_store = MEMORY; PRAGMA foreign_keys = OFF",
+        rc = exec_sql(db, db->sql, "PRAGMA temp_store = MEMORY; PRAGMA foreign_keys = OFF",
                       "cannot configure database");
     if (rc == RLS_OK)
         rc = rls__wal_setup(db);
@@ -396,6 +490,8 @@ static int connect_db(rls_db *db)
     for (size_t i = 0; rc == RLS_OK && i < sizeof tx_stmts / sizeof tx_stmts[0]; i++)
         if (!rls__stmt(db, tx_stmts[i]))
             rc = rls__stmt_failed(db);
+    if (rc == RLS_OK)
+        rls__share_side_files(db);
     return rc;
 }
 
@@ -419,9 +515,50 @@ static void remove_created(const char *path)
     unlink(side);
 }
 
+/* The files of a handle and how they are created: the one file, or the
+ * rules file (never group- or world-writable: only its owner writes rules)
+ * and the counters file of a split deployment. */
+static int prepare_files(rls_db *db, int *created_rules, int *created_counters)
+{
+    unsigned int mode = db->opt.file_mode;
+    struct stat a, b;
+    int rc = prepare_path(db, db->path, db->split ? mode & ~022u : mode,
+                          db->split ? db->rules_rw : !db->opt.read_only, created_rules);
+    if (rc != RLS_OK || !db->split)
+        return rc;
+    if ((rc = prepare_path(db, db->counters_path, mode, !db->opt.read_only, created_counters)))
+        return rc;
+    if (stat(db->path, &a) == 0 && stat(db->counters_path, &b) == 0 && a.st_dev == b.st_dev &&
+        a.st_ino == b.st_ino)
+        return rls__error(db, RLS_EINVAL, "the rules database '%s' and the counters database "
+                          "'%s' are the same file", db->path, db->counters_path);
+    return RLS_OK;
+}
+
+/* Takes the options that point at the caller's memory. */
+static int options_own(rls_db *db)
+{
+    const char *counters = db->opt.counters_path, *group = db->opt.file_group;
+    db->opt.counters_path = NULL;
+    db->opt.file_group = NULL;   /* resolved here, not kept */
+    if (counters) {
+        if (!*counters)
+            return rls__error(db, RLS_EINVAL, "rls_open: counters_path is empty");
+        if (!(db->counters_path = strdup(counters)))
+            return rls__error(db, RLS_ENOMEM, "out of memory");
+        db->opt.counters_path = db->counters_path;
+        db->split = 1;
+    }
+    if (db->opt.rules_read_only && !db->split)
+        return rls__error(db, RLS_EINVAL, "rls_open: rules_read_only needs counters_path "
+                          "(a split deployment)");
+    db->rules_rw = !db->opt.read_only && !(db->split && db->opt.rules_read_only);
+    return group ? rls__group_resolve(db, group) : RLS_OK;
+}
+
 int rls_open(rls_db **out, const char *path, const rls_options *opt)
 {
-    int rc;
+    int rc, created_counters = 0;
     rls_db *db;
 
     open_errmsg[0] = '\0';
@@ -435,6 +572,7 @@ int rls_open(rls_db **out, const char *path, const rls_options *opt)
         return rls__error(NULL, RLS_ENOMEM, "out of memory");
     db->rules_gen = -1;
     db->ckpt_fd = RLS_CKPT_FD_NONE;
+    db->rules_ckpt_fd = RLS_CKPT_FD_NONE;
     if ((rc = options_take(&db->opt, opt))) {
         free(db);
         return rls__error(NULL, rc, "rls_open: invalid options");
@@ -447,16 +585,24 @@ int rls_open(rls_db **out, const char *path, const rls_options *opt)
         return rls__error(NULL, RLS_ENOMEM, "out of memory");
     }
     who_am_i(db);
+    pthread_once(&fork_once, fork_register);
+    db->forks = forks_now();
     db->pid = getpid();
     db->rng = (uint32_t)db->pid * 2654435761u + 1;
-    rc = prepare_path(db);
+    rc = options_own(db);
+    if (rc == RLS_OK)
+        rc = prepare_files(db, &db->created, &created_counters);
     if (rc == RLS_OK)
         rc = connect_db(db);
     if (rc != RLS_OK) {
         snprintf(open_errmsg, sizeof open_errmsg, "%s", db->errmsg);
         disconnect(db);
+        /* leave no empty file behind */
         if (db->created)
-            remove_created(db->path);  /* leave no empty file behind */
+            remove_created(db->path);
+        if (created_counters)
+            remove_created(db->counters_path);
+        free(db->counters_path);
         free(db->path);
         free(db);
         return rc;
@@ -473,6 +619,7 @@ void rls_close(rls_db *db)
         if (db->sql && !db->in_tx && (db->nstats > 0 || rls__keystat_pending(db))) {
             int64_t now;
             if (rls__now(&now) == RLS_OK && rls__begin(db, 1) == RLS_OK) {
+                db->check_tx = 1;  /* stats only: gives nothing back (deny.c) */
                 if (rls__stats_flush(db, now, 1) == RLS_OK)
                     rls__commit(db);
                 else
@@ -488,8 +635,10 @@ void rls_close(rls_db *db)
         rls__wal_close(db);
     }
     rls__cache_free(db);
+    rls__deny_close(db);
     rls__keystat_free(db);
     free(db->stats);
+    free(db->counters_path);
     free(db->path);
     free(db);
 }
@@ -502,6 +651,8 @@ int rls__db_usable(rls_db *db)
 {
     if (!db)
         return RLS_EINVAL;
+    if (fork_hooked && db->forks == forks_now() && db->sql)
+        return RLS_OK;  /* no fork since it connected */
     if (db->pid == getpid()) {
         if (!db->sql)
             return rls__error(db, RLS_EMISUSE, "handle has no open connection");
@@ -517,6 +668,7 @@ int rls__db_usable(rls_db *db)
     db->rules_gen = -1;
     db->meta_dv_ok = 0;
     db->pid = getpid();
+    db->forks = forks_now();
     int rc = connect_db(db);
     if (rc != RLS_OK) {
         disconnect(db);

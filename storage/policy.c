@@ -20,8 +20,8 @@ static int admin_tx(rls_db *db, int64_t now, admin_fn fn, void *arg)
     int rc;
     if (now < RLS_TIME_MIN || now > RLS_TIME_MAX)
         return rls__error(db, RLS_ETIME, "time %lld ms is outside 1970..9999", (long long)now);
-    if (db->opt.read_only)
-        return rls__error(db, RLS_EREADONLY, "'%s' is opened read-only", db->path);
+    if ((rc = rls__rules_writable(db)))
+        return rc;   /* the audit row at least goes to the rules */
     sqlite3_exec(db->sql, "PRAGMA synchronous = FULL", NULL, NULL, NULL);
     rc = rls__begin(db, 1);
     if (rc == RLS_OK) {
@@ -92,6 +92,8 @@ struct block_arg {
     const char *action, *key, *reason;
     int64_t until;
     int set;
+    int penalty;                        /* split: a penalty row to remove */
+    char nk[RLS_KEY_MAX_LIMIT + 64];    /* the key normalised for the action */
 };
 
 /* "forever" for 0, else the instant as ISO-8601 UTC: audit text. */
@@ -112,35 +114,54 @@ static void describe_block(char *buf, size_t size, int found, int64_t until,
         snprintf(buf, size, "blocked until %s (%s)", until_text(until, t, sizeof t), reason);
 }
 
-static int block_fn(rls_db *db, void *p, int64_t now)
+/* Reads the block row of (key, action) with `id` into before; *found. */
+static int block_get(rls_db *db, int id, const struct block_arg *a, char *before,
+                     size_t size, int *found)
 {
-    struct block_arg *a = p;
-    sqlite3_stmt *get = rls__stmt(db, STMT_BLOCK_GET_ONE);
-    sqlite3_stmt *put = rls__stmt(db, a->set ? STMT_BLOCK_SET : STMT_BLOCK_DEL);
-    char before[256], after[256], nk[RLS_KEY_MAX_LIMIT + 64];
-    int found = 0, rc;
-    int64_t until = 0;
-    if (!get || !put)
+    sqlite3_stmt *get = rls__stmt(db, id);
+    if (!get)
         return rls__stmt_failed(db);
-    if (a->action[0]) {
-        if ((rc = norm_key(db, a->action, a->key, nk, sizeof nk)))
-            return rc;
-        a->key = nk;
-    }
     sqlite3_bind_blob(get, 1, a->key, (int)strlen(a->key), SQLITE_STATIC);
     sqlite3_bind_text(get, 2, a->action, -1, SQLITE_STATIC);
-    rc = sqlite3_step(get);
-    if (rc == SQLITE_ROW) {
-        found = 1;
-        until = sqlite3_column_int64(get, 0);
-        describe_block(before, sizeof before, 1, until,
+    int rc = sqlite3_step(get);
+    *found = rc == SQLITE_ROW;
+    if (rc == SQLITE_ROW)
+        describe_block(before, size, 1, sqlite3_column_int64(get, 0),
                        (const char *)sqlite3_column_text(get, 2));
-    } else {
-        describe_block(before, sizeof before, 0, 0, "");
-    }
     sqlite3_reset(get);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE)
         return rls__sqlite_error(db, rc, "cannot read block");
+    return RLS_OK;
+}
+
+/*
+ * One file: the block row of (key, action) is the manual block or the
+ * penalty, which a manual block replaces.  Split: the manual block is in
+ * the rules file, the penalty in the counters file; this transaction
+ * changes the manual block and writes the audit row, and removes nothing
+ * from the counters file: block_change does that afterwards.
+ */
+static int block_fn(rls_db *db, void *p, int64_t now)
+{
+    struct block_arg *a = p;
+    sqlite3_stmt *put = rls__stmt(db, a->set ? STMT_BLOCK_SET : STMT_BLOCK_DEL);
+    char before[256], after[256];
+    int found = 0, rc;
+    if (!put)
+        return rls__stmt_failed(db);
+    if (a->action[0]) {
+        if ((rc = norm_key(db, a->action, a->key, a->nk, sizeof a->nk)))
+            return rc;
+        a->key = a->nk;
+    }
+    describe_block(before, sizeof before, 0, 0, "");
+    if ((rc = block_get(db, STMT_BLOCK_GET_ONE, a, before, sizeof before, &found)))
+        return rc;
+    a->penalty = 0;
+    if (db->split && (rc = block_get(db, STMT_PENALTY_GET_ONE, a, found ? after : before,
+                                     sizeof before, &a->penalty)))
+        return rc;
+    found |= a->penalty;
     if (!a->set && !found)
         return rls__error(db, RLS_ENOTFOUND, "key is not blocked%s%s",
                           a->action[0] ? " for action " : "", a->action);
@@ -161,6 +182,39 @@ static int block_fn(rls_db *db, void *p, int64_t now)
                       after, a->reason);
 }
 
+static int penalty_fn(rls_db *db, void *p, int64_t now)
+{
+    struct block_arg *a = p;
+    sqlite3_stmt *del = rls__stmt(db, STMT_PENALTY_DEL);
+    if (!del)
+        return rls__stmt_failed(db);
+    sqlite3_bind_blob(del, 1, a->key, (int)strlen(a->key), SQLITE_STATIC);
+    sqlite3_bind_text(del, 2, a->action, -1, SQLITE_STATIC);
+    return step_done(db, del, "cannot remove penalty block");
+}
+
+/*
+ * Sets or removes a block.  Split: the audited change of the rules file
+ * commits first, then the penalty row of the counters file goes in a
+ * transaction of its own (SQLite commits attached files one by one, so
+ * one transaction could not order them).  A crash in between leaves the
+ * key blocked by its penalty with the change audited: never a change
+ * without its audit row.  Running the command again finishes it.
+ */
+static int block_change(rls_db *db, struct block_arg *a, int64_t now)
+{
+    int rc = admin_tx(db, now, block_fn, a);
+    if (rc != RLS_OK || !db->split || !a->penalty)
+        return rc;
+    if ((rc = admin_tx(db, now, penalty_fn, a)) != RLS_OK) {
+        char why[sizeof db->errmsg];
+        snprintf(why, sizeof why, "%s", db->errmsg);
+        rls__error(db, rc, "the block change is audited, but the penalty block in the "
+                   "counters database stays: %s (run it again)", why);
+    }
+    return rc;
+}
+
 int rls_block_set_at(rls_db *db, const char *action, const char *key, int64_t until_ms,
                      const char *reason, int64_t now_ms)
 {
@@ -172,8 +226,8 @@ int rls_block_set_at(rls_db *db, const char *action, const char *key, int64_t un
         return rc;
     if (until_ms < 0 || until_ms > RLS_TIME_MAX)
         return rls__error(db, RLS_ETIME, "block end %lld is out of range", (long long)until_ms);
-    struct block_arg a = {action ? action : "", key, reason ? reason : "", until_ms, 1};
-    return admin_tx(db, now_ms, block_fn, &a);
+    struct block_arg a = {action ? action : "", key, reason ? reason : "", until_ms, 1, 0, ""};
+    return block_change(db, &a, now_ms);
 }
 
 int rls_block_unset_at(rls_db *db, const char *action, const char *key, int64_t now_ms)
@@ -184,8 +238,8 @@ int rls_block_unset_at(rls_db *db, const char *action, const char *key, int64_t 
     db->errmsg[0] = '\0';
     if ((rc = check_name(db, "action", action, 1)) || (rc = check_key(db, key)))
         return rc;
-    struct block_arg a = {action ? action : "", key, "", 0, 0};
-    return admin_tx(db, now_ms, block_fn, &a);
+    struct block_arg a = {action ? action : "", key, "", 0, 0, 0, ""};
+    return block_change(db, &a, now_ms);
 }
 
 /* ---- tier assignments -------------------------------------------------- */

@@ -2,9 +2,15 @@
  * stmt.c - the statement table: each statement is prepared once per
  * connection (SQLITE_PREPARE_PERSISTENT) on first use, reset after every
  * use, and finalized at close.  Also transactions and the audit row.
+ *
+ * In a split deployment the same tables are prepared in their split form
+ * (db.h, RLS_STMT_SPLIT_MAP): the text is rewritten once, at prepare time,
+ * so a one-file handle runs exactly the statements it always did.
  */
+#include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
-#include "db.h"
+#include "admin.h"
 
 static const char *const stmt_sql[STMT__COUNT] = {
 #define RLS__STMT_SQL(name, sql) sql,
@@ -12,17 +18,135 @@ static const char *const stmt_sql[STMT__COUNT] = {
 #undef RLS__STMT_SQL
 };
 
+/* The split form of each statement that needs one (db.h, admin.h). */
+typedef struct split_form {
+    int side;          /* enum rls_split_side; SPLIT_NONE: rules tables only */
+    const char *sql;   /* SPLIT_OWN: the text to prepare */
+} split_form;
+
+static const split_form stmt_split[STMT__COUNT] = {
+#define RLS__SPLIT_FORM(name, side, sql) [STMT_##name] = {side, sql},
+    RLS_STMT_SPLIT_MAP(RLS__SPLIT_FORM)
+};
+static const split_form astmt_split[ASTMT__COUNT] = {
+#define RLS__ASPLIT_FORM(name, side, sql) [ASTMT_##name] = {side, sql},
+    RLS_ADMIN_SPLIT_MAP(RLS__ASPLIT_FORM)
+#undef RLS__ASPLIT_FORM
+#undef RLS__SPLIT_FORM
+};
+
+static const char *const rules_tables[] = {RLS_RULES_TABLES};
+static const char *const both_tables[] = {RLS_BOTH_TABLES};
+
+static int word_in(const char *w, size_t n, const char *const *list, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        if (strlen(list[i]) == n && memcmp(list[i], w, n) == 0)
+            return 1;
+    return 0;
+}
+
+/*
+ * The split form of sql: every table of the rules file qualified "rules.",
+ * rls_blocks and rls_meta qualified by `side`.  Names already qualified and
+ * string literals are left alone.  NULL: out of memory (*bad NULL), or the
+ * statement names a table of both files without a side (*bad: its name).
+ */
+static char *split_text(const char *sql, int side, const char **bad, size_t *badlen)
+{
+    size_t len = strlen(sql), o = 0;
+    char prev = 0;  /* the last byte copied that is not a blank */
+    /* a qualified name grows by at most 6 bytes and is at least 8 long */
+    char *out = malloc(len * 2 + 1);
+    *bad = NULL;
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < len;) {
+        unsigned char c = (unsigned char)sql[i];
+        if (c == '\'') {                     /* 'text', '' inside */
+            size_t j = i + 1;
+            while (j < len && !(sql[j] == '\'' && sql[j + 1] != '\''))
+                j += sql[j] == '\'' ? 2 : 1;
+            j = j < len ? j + 1 : len;
+            memcpy(out + o, sql + i, j - i);
+            o += j - i;
+            prev = '\'';
+            i = j;
+            continue;
+        }
+        if (isalpha(c) || c == '_') {
+            size_t j = i;
+            while (j < len && (isalnum((unsigned char)sql[j]) || sql[j] == '_'))
+                j++;
+            const char *q = NULL;
+            if (prev != '.' && word_in(sql + i, j - i, rules_tables,
+                                       sizeof rules_tables / sizeof rules_tables[0]))
+                q = "rules.";
+            else if (prev != '.' && word_in(sql + i, j - i, both_tables,
+                                            sizeof both_tables / sizeof both_tables[0])) {
+                if (side != SPLIT_RULES && side != SPLIT_COUNTERS) {
+                    *bad = sql + i;
+                    *badlen = j - i;
+                    free(out);
+                    return NULL;
+                }
+                q = side == SPLIT_RULES ? "rules." : "main.";
+            }
+            if (q) {
+                memcpy(out + o, q, strlen(q));
+                o += strlen(q);
+            }
+            memcpy(out + o, sql + i, j - i);
+            o += j - i;
+            prev = sql[j - 1];
+            i = j;
+            continue;
+        }
+        out[o++] = (char)c;
+        if (!isspace(c))
+            prev = (char)c;
+        i++;
+    }
+    out[o] = '\0';
+    return out;
+}
+
+int rls__prepare(rls_db *db, int admin, int id, const char *sql, sqlite3_stmt **out)
+{
+    const char *text = sql;
+    char *rewritten = NULL;
+    *out = NULL;
+    if (db->split) {
+        const split_form *f = admin ? &astmt_split[id] : &stmt_split[id];
+        if (f->side == SPLIT_OWN) {
+            text = f->sql;
+        } else {
+            const char *bad;
+            size_t badlen = 0;
+            text = rewritten = split_text(sql, f->side, &bad, &badlen);
+            if (!text && bad)
+                return db->stmt_code = rls__error(db, RLS_ESTORAGE, "statement on '%.*s' has "
+                                                  "no split-deployment form", (int)badlen, bad);
+            if (!text)
+                return db->stmt_code = rls__error(db, RLS_ENOMEM, "out of memory");
+        }
+    }
+    int rc = sqlite3_prepare_v3(db->sql, text, -1, SQLITE_PREPARE_PERSISTENT, out, NULL);
+    free(rewritten);
+    if (rc != SQLITE_OK) {
+        *out = NULL;
+        return db->stmt_code = rls__sqlite_error(db, rc, "cannot prepare statement");
+    }
+    return RLS_OK;
+}
+
 sqlite3_stmt *rls__stmt(rls_db *db, int id)
 {
     sqlite3_stmt *st = db->stmt[id];
     if (st)
         return st;
-    int rc = sqlite3_prepare_v3(db->sql, stmt_sql[id], -1,
-                                SQLITE_PREPARE_PERSISTENT, &st, NULL);
-    if (rc != SQLITE_OK) {
-        db->stmt_code = rls__sqlite_error(db, rc, "cannot prepare statement");
+    if (rls__prepare(db, 0, id, stmt_sql[id], &st) != RLS_OK)
         return NULL;
-    }
     db->stmt[id] = st;
     return st;
 }
@@ -78,8 +202,17 @@ int rls__commit(rls_db *db)
     }
     db->commit_dv_ok = sqlite3_file_control(db->sql, "main", SQLITE_FCNTL_DATA_VERSION,
                                             &db->commit_dv) == SQLITE_OK;
-    if (db->tx_write || !db->commit_dv_ok || db->commit_dv != db->meta_dv)
+    /* a split handle knows what it knows of both files (cache.c) */
+    if (db->split && db->commit_dv_ok)
+        db->commit_dv_ok = sqlite3_file_control(db->sql, "rules", SQLITE_FCNTL_DATA_VERSION,
+                                                &db->rules_commit_dv) == SQLITE_OK;
+    if (db->tx_write || !db->commit_dv_ok || db->commit_dv != db->meta_dv ||
+        (db->split && db->rules_commit_dv != db->rules_meta_dv))
         db->meta_dv_ok = 0;
+    if (db->tx_write && (!db->check_tx || db->gave_back))
+        rls__deny_bump(db);  /* it may admit a cached denial sooner (deny.c) */
+    db->check_tx = 0;
+    db->gave_back = 0;
     db->in_tx = 0;
     db->tx_write = 0;
     db->tx_trusted = 0;
@@ -99,6 +232,8 @@ void rls__rollback(rls_db *db)
     db->tx_write = 0;
     db->tx_trusted = 0;
     db->meta_dv_ok = 0;
+    db->check_tx = 0;
+    db->gave_back = 0;
 }
 
 static void bind_text_or_null(sqlite3_stmt *st, int i, const char *s)

@@ -72,8 +72,8 @@ unsigned key_end(app *a)
         a->help_top = help_count();
         return RT_REDRAW;
     }
-    if (a->view == VIEW_KEYS && (a->m.total < 0 || a->m.total_capped)) {
-        a->want_end = 1;   /* count (further) first, then go there */
+    if (a->view == VIEW_KEYS && a->m.total < 0) {
+        a->want_end = 1;   /* count first, then go there */
         a->m.total = -1;
         a->m.total_ms = 0;
         return RT_SAMPLE | RT_REDRAW;

@@ -78,7 +78,7 @@ static void print_table(app *a)
     }
     free(cell);
     if (m->total > n)
-        printf("(%ld%s more; --rows N shows more)\n", m->total - n, m->total_capped ? "+" : "");
+        printf("(%ld more; --rows N shows more)\n", m->total - n);
     else if (m->total < 0 && m->nrows > n)
         printf("(more keys; --rows N shows more)\n");
 }
@@ -102,7 +102,7 @@ static void snapshot(app *a)
            m->allowed_rate, m->denied_rate, (long long)denied5, SPARK_SECONDS / 60,
            m->f_action[0] ? "; action " : "", m->f_action);
     if (m->tracked >= 0)
-        printf("keys: %ld%s tracked, ", m->tracked, m->tracked_capped ? "+" : "");
+        printf("keys: %ld tracked, ", m->tracked);
     else
         printf("keys: ? tracked, ");
     printf("%d blocked; db %s, wal %s\n\n", m->nblocked, fmt_bytes(m->db_bytes, b1, sizeof b1),

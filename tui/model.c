@@ -8,11 +8,14 @@
  *
  * The keys list asks the library for a window around what is on screen
  * (the visible page plus one page either side, so that scrolling a page is
- * instant), never for every key.  rls_usage_at() computes every key of the
- * selected actions before it sorts and slices, so its cost grows with the
- * number of tracked keys: the model measures it and samples the list less
- * often when it is slow (at most a fifth of the time), and counts the keys
- * (which needs the library's largest page) less often still.
+ * instant), never for every key.  A window far down the list is asked for
+ * next to a row of the previous window, or next to the end of the list
+ * (rls_usage_near_at): it then costs what the window costs, not its
+ * offset.  The list's length and the number of tracked keys come from
+ * counts the library keeps (rls_usage_count_at), so every refresh has
+ * them; only with a key filter does the length need a scan of every key,
+ * done seldom.  A refresh is the same work in batch mode as on a terminal
+ * (bench/ measures its CPU with rltop -b).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,8 +25,7 @@
 #include "rltop.h"
 #include "yamlite.h"
 
-#define COUNT_PAGE 10000       /* counting stops here ("10000+")        */
-#define COUNT_PAGE_END 100000  /* ... or here, when End asks for the end */
+#define WINDOW_MAX 10000       /* rows of one window, at most */
 
 int64_t now_ms(void)
 {
@@ -383,24 +385,45 @@ static void usage_query(const model *m, rls_usage_query *q, int substr)
     q->sort = m->sort;
 }
 
-/* Counts the rows of the list (substr = 1) or every tracked key of the
- * action filter (substr = 0), up to COUNT_PAGE. */
-static int count_rows(model *m, int substr, int page, long *out, int *capped)
+/* The list's length (substr = 1) or the keys of the action filter. */
+static int count_rows(model *m, int substr, long *out)
 {
     rls_usage_query q;
-    rls_rows *r = NULL;
+    int64_t n = 0;
     usage_query(m, &q, substr);
-    q.sort = RLS_SORT_KEY;
-    q.limit = page;
-    double t0 = mono_s();
-    int rc = rls_usage_at(m->db, &q, m->now_ms, &r);
-    m->count_cost_ms = (mono_s() - t0) * 1000.0;
-    if (rc == RLS_OK) {
-        *out = rls_rows_count(r);
-        *capped = *out >= page;
-    }
-    rls_rows_free(r);
+    int rc = rls_usage_count_at(m->db, &q, m->now_ms, &n);
+    if (rc == RLS_OK)
+        *out = n > 2000000000 ? 2000000000L : (long)n;
+    else if (rc == RLS_ENORULES)
+        *out = 0;
+    else
+        note_err(m, rc, "cannot count keys");
     return rc;
+}
+
+/* An anchor for the window at off: the row of the current window nearest
+ * to it, or the end of the list, whichever is closer; NULL if neither is
+ * known (the library takes the start when that is closer still). */
+static const rls_usage_anchor *window_anchor(const model *m, long off, rls_usage_anchor *an)
+{
+    long dist = -1;
+    memset(an, 0, sizeof *an);
+    an->size = sizeof *an;
+    if (m->nrows > 0 && m->rows_sort == m->sort && strcmp(m->rows_action, m->f_action) == 0 &&
+        strcmp(m->rows_substr, m->f_substr) == 0) {
+        long j = off - m->off;
+        j = j < 0 ? 0 : j >= m->nrows ? m->nrows - 1 : j;
+        an->key = m->rows[j].key;
+        an->action = m->rows[j].action;
+        an->offset = (int)(m->off + j);
+        dist = labs(off - an->offset);
+    }
+    if (m->total > 0 && m->total >= off && (dist < 0 || m->total - off < dist)) {
+        an->key = an->action = NULL;
+        an->offset = m->total > 2000000000 ? 2000000000 : (int)m->total;
+        dist = m->total - off;
+    }
+    return dist < 0 ? NULL : an;
 }
 
 /* Fetches the window [off, off + n) of the list. */
@@ -408,12 +431,13 @@ static int fetch_window(app *a, long off, int n)
 {
     model *m = &a->m;
     rls_usage_query q;
+    rls_usage_anchor an;
     rls_rows *r = NULL;
     usage_query(m, &q, 1);
-    q.offset = off > 0 ? (off < 2000000000L ? (int)off : 2000000000) : 0;
-    q.limit = n < 1 ? 1 : n > COUNT_PAGE ? COUNT_PAGE : n;
+    q.offset = off > 0 ? (off < 1000000000L ? (int)off : 1000000000) : 0;
+    q.limit = n < 1 ? 1 : n > WINDOW_MAX ? WINDOW_MAX : n;
     double t0 = mono_s();
-    int rc = rls_usage_at(m->db, &q, m->now_ms, &r);
+    int rc = rls_usage_near_at(m->db, &q, window_anchor(m, q.offset, &an), m->now_ms, &r);
     m->keys_cost_ms = (mono_s() - t0) * 1000.0;
     m->no_rules = rc == RLS_ENORULES;
     if (rc != RLS_OK) {
@@ -429,17 +453,14 @@ static int fetch_window(app *a, long off, int n)
     free_keys(m->rows, m->nrows);
     m->rows = copy_keys(r, &m->nrows);
     m->off = q.offset;
+    m->rows_sort = m->sort;
+    copy_name(m->rows_action, sizeof m->rows_action, m->f_action);
+    copy_name(m->rows_substr, sizeof m->rows_substr, m->f_substr);
     m->keys_ms = m->now_ms;
     m->stale = 0;
     if (m->nrows < q.limit && (m->nrows > 0 || q.offset == 0)) {
         m->total = q.offset + m->nrows;   /* the end is in the window */
-        m->total_capped = 0;
         m->total_ms = m->now_ms;
-        if (!m->f_substr[0]) {
-            m->tracked = m->total;
-            m->tracked_capped = 0;
-            m->tracked_ms = m->now_ms;
-        }
     } else if (m->nrows == 0 && q.offset > 0) {
         m->total = -1;   /* past the end: count again */
         m->total_ms = 0;
@@ -548,37 +569,31 @@ unsigned model_sample(app *a, int force)
     sample_stats(m);
     sample_blocks(m);
     sample_sizes(m);
-    if (a->view == VIEW_AUDIT || a->batch)
+    if (a->view == VIEW_AUDIT)
         sample_audit(m);
 
-    /* the keys window: when asked, or when due (slower if the library is slow) */
+    /* the counts: kept by the library, so every time; with a key filter
+     * the list's length is a scan of every key: seldom (and slower if slow) */
+    if (count_rows(m, 0, &m->tracked) == RLS_OK)
+        m->tracked_ms = m->now_ms;
+    double count_every = 5.0 * iv_ms > 20.0 * m->count_cost_ms ? 5.0 * iv_ms : 20.0 * m->count_cost_ms;
+    if (!m->f_substr[0]) {
+        m->total = m->tracked;
+        m->total_ms = m->tracked_ms;
+    } else if (!m->err[0] && (force || m->total < 0 ||
+                              (double)(m->now_ms - m->total_ms) >= count_every)) {
+        double t0 = mono_s();
+        if (count_rows(m, 1, &m->total) == RLS_OK)
+            m->total_ms = m->now_ms;
+        m->count_cost_ms = (mono_s() - t0) * 1000.0;
+    }
+    /* the keys window: when asked, or when due (slower if the library is slow);
+     * batch mode fetches what a terminal's first screen does: three pages */
     double keys_every = iv_ms > 5.0 * m->keys_cost_ms ? iv_ms : 5.0 * m->keys_cost_ms;
     if (force || m->stale || (double)(m->now_ms - m->keys_ms) >= keys_every - 50.0) {
-        long rows = a->list_rows > 0 ? a->list_rows : 20;
-        long off = a->top[VIEW_KEYS] - rows;
-        if (a->batch)
-            fetch_window(a, 0, a->batch_rows);
-        else
-            fetch_window(a, off < 0 ? 0 : off, (int)(rows * 3));
-    }
-    /* counting needs the largest page: seldom, and only if not known */
-    double count_every = 5.0 * iv_ms > 20.0 * m->count_cost_ms ? 5.0 * iv_ms : 20.0 * m->count_cost_ms;
-    if (!m->no_rules && !m->err[0] && m->total_ms != m->now_ms &&
-        (m->total < 0 || (double)(m->now_ms - m->total_ms) >= count_every)) {
-        if (count_rows(m, 1, a->want_end ? COUNT_PAGE_END : COUNT_PAGE, &m->total,
-                       &m->total_capped) == RLS_OK) {
-            m->total_ms = m->now_ms;
-            if (!m->f_substr[0]) {
-                m->tracked = m->total;
-                m->tracked_capped = m->total_capped;
-                m->tracked_ms = m->now_ms;
-            }
-        }
-    }
-    if (!m->no_rules && m->f_substr[0] &&
-        (m->tracked < 0 || (double)(m->now_ms - m->tracked_ms) >= 4.0 * count_every)) {
-        if (count_rows(m, 0, COUNT_PAGE, &m->tracked, &m->tracked_capped) == RLS_OK)
-            m->tracked_ms = m->now_ms;
+        long rows = a->batch ? a->batch_rows : a->list_rows > 0 ? a->list_rows : 20;
+        long off = a->batch ? 0 : a->top[VIEW_KEYS] - rows;
+        fetch_window(a, off < 0 ? 0 : off, (int)(rows * 3));
     }
     if (a->detail_open && m->det.valid) {
         char action[NAME_LEN], *key = xdup(m->det.key);

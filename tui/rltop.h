@@ -131,9 +131,8 @@ typedef struct model {
     int64_t spark[SPARK_SECONDS];       /* denials per second, oldest first */
     int64_t spark_end_s;                /* second after the last spark entry */
     long tracked;               /* (action, key) pairs, -1 unknown */
-    int tracked_capped;         /* tracked >= the library's page maximum */
     int64_t tracked_ms;         /* when it was counted */
-    double count_cost_ms;       /* how long counting took */
+    double count_cost_ms;       /* how long counting the filtered list took */
     int nblocked;
     int64_t db_bytes, wal_bytes;
 
@@ -143,8 +142,9 @@ typedef struct model {
     int sort;                   /* enum rls_usage_sort */
     key_row *rows;
     int nrows, off;
+    int rows_sort;              /* the list the rows are of: sort, filters */
+    char rows_action[NAME_LEN], rows_substr[256];
     long total;                 /* rows of the list, -1 unknown */
-    int total_capped;
     int64_t keys_ms;            /* when the window was sampled */
     double keys_cost_ms;        /* how long that took */
     int64_t total_ms;

@@ -57,10 +57,10 @@ void view_header(app *a, WINDOW *w)
     if (m->tracked < 0)
         snprintf(b1, sizeof b1, "?");
     else
-        snprintf(b1, sizeof b1, "%ld%s", m->tracked, m->tracked_capped ? "+" : "");
+        snprintf(b1, sizeof b1, "%ld", m->tracked);
     x = draw_textf(w, 2, 0, cols, "keys %s tracked", b1);
     if (m->f_substr[0] && m->total >= 0)
-        x += draw_textf(w, 2, x, cols - x, " (%ld%s shown)", m->total, m->total_capped ? "+" : "");
+        x += draw_textf(w, 2, x, cols - x, " (%ld shown)", m->total);
     draw_attr(w, m->nblocked ? C_BLOCKED : C_NORMAL, 1);
     x += draw_textf(w, 2, x, cols - x, "  %d blocked", m->nblocked);
     draw_attr(w, m->nblocked ? C_BLOCKED : C_NORMAL, 0);
@@ -99,7 +99,7 @@ void view_status(app *a, WINDOW *w)
     long n = view_count(a, a->view);
     if (n > 0)
         snprintf(pos, sizeof pos, " %ld/%ld%s", a->sel[a->view] + 1, n,
-                 a->view == VIEW_KEYS && (a->m.total < 0 || a->m.total_capped) ? "+" : "");
+                 a->view == VIEW_KEYS && a->m.total < 0 ? "+" : "");
     else if (a->view == VIEW_KEYS && a->m.total < 0)
         snprintf(pos, sizeof pos, " ...");
     int pw = (int)strlen(pos);

@@ -44,7 +44,7 @@ ndecl=$(wc -l <"$TMP/declared")
 
 nm -D --defined-only "$LIB" >"$TMP/nm" 2>&1 || fail "nm -D --defined-only $LIB: $(head -n 1 "$TMP/nm")"
 # Version nodes show up as absolute symbols (type A) named like the node.
-awk '$2 != "A" { print $3 }' "$TMP/nm" | sed 's/@.*//' | sort >"$TMP/exported"
+awk '$2 != "A" { print $3 }' "$TMP/nm" | sed 's/@.*//' | sort -u >"$TMP/exported"
 comm -13 "$TMP/declared" "$TMP/exported" >"$TMP/extra"
 comm -23 "$TMP/declared" "$TMP/exported" >"$TMP/missing"
 if [ -s "$TMP/extra" ]; then

@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include "itest.h"
 
+extern const int rls__migration_count;
+
 static const char *RULES =
     "version: 1\n"
     "actions:\n"
@@ -51,7 +53,7 @@ static void new_database_is_private_and_wal(void **state)
     struct stat sb;
     assert_int_equal(stat(t->path, &sb), 0);
     assert_int_equal(sb.st_mode & 0777, 0600);
-    assert_int_equal(it_sql_int(t->path, "PRAGMA user_version"), 1);
+    assert_int_equal(it_sql_int(t->path, "PRAGMA user_version"), rls__migration_count);
     it_check(t, "api", "k", 1, T0, NULL);
     char wal[4200];
     snprintf(wal, sizeof wal, "%s-wal", t->path);

@@ -31,6 +31,9 @@ class Options(ctypes.Structure):
         ("file_mode", ctypes.c_uint),
         ("max_key_len", ctypes.c_int),
         ("tool", ctypes.c_char_p),
+        ("counters_path", ctypes.c_char_p),
+        ("rules_read_only", ctypes.c_int),
+        ("file_group", ctypes.c_char_p),
     ]
 
 

@@ -1,0 +1,166 @@
+/*
+ * deny.c - the denied path without a write transaction.
+ *
+ * A check on a blocked key, or on a key over its limit until a known time,
+ * is answered from the handle's cache of denials (core/denycache.h) instead
+ * of a BEGIN IMMEDIATE transaction.  What keeps the answer exact:
+ *
+ *  - A shared generation number, 8 bytes of the side file "<db>-ckpt"
+ *    mapped by every handle, is bumped after every committed write
+ *    transaction that is not a plain check: refunds, cancelled and expired
+ *    reservations, rule changes, blocks, tiers, overrides, resets.  A cached
+ *    denial is trusted only under the generation read before the
+ *    transaction that made it, so capacity given back or any admin change
+ *    in any process is seen at the next check.  Plain checks only consume,
+ *    which cannot make a denied request admissible sooner.
+ *  - A cached denial is also trusted for at most DENYCACHE_TTL_MS of real
+ *    time: the bound for a writer killed between its commit and its bump,
+ *    and for changes made to the file by something else than the library.
+ *  - Only denials whose answer is fixed until their retry time are cached
+ *    (deny_cacheable), for the key exactly as given when normalising it
+ *    changes nothing, and limit denials only when the key held no
+ *    reservation (an unexpired one may expire and give units back).
+ *
+ * Stats and per-key denial counts of cached answers are counted as for any
+ * check.  A handle that has counted stats for a second of real time
+ * without a transaction, or answered RLS_GC_EVERY_DENIALS denials since its
+ * last GC step, goes to the database, whose transaction writes the stats or
+ * runs a GC step: denied traffic alone keeps collecting expired state.  Without the side file (it cannot be
+ * created or mapped), nothing is cached.
+ */
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "db.h"
+#include "denycache.h"
+#include "keyctx.h"
+
+#define SIDE_MAP_BYTES 4096
+#define GEN_OFFSET 64
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+        return -1;
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Maps the shared generation, once per handle. */
+static int map_gen(rls_db *db)
+{
+    struct stat sb;
+    if (db->deny_state)
+        return db->deny_state > 0;
+    db->deny_state = -1;
+    int fd = rls__wal_side_fd(db);
+    if (fd < 0 || fstat(fd, &sb) != 0)
+        return 0;
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || (fl & O_ACCMODE) != O_RDWR)
+        return 0;  /* a handle that could not bump it must not rely on it */
+    if (sb.st_size < SIDE_MAP_BYTES && ftruncate(fd, SIDE_MAP_BYTES) != 0)
+        return 0;
+    void *p = mmap(NULL, SIDE_MAP_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED)
+        return 0;
+    db->deny_map = p;
+    db->deny_gen = (uint64_t *)((unsigned char *)p + GEN_OFFSET);
+    db->deny_state = 1;
+    return 1;
+}
+
+static int ensure_cache(rls_db *db)
+{
+    unsigned char seed[16];
+    if (db->deny)
+        return 1;
+    if (getrandom(seed, sizeof seed, GRND_NONBLOCK) != (ssize_t)sizeof seed) {
+        /* no entropy yet: the monotonic clock and the handle's address
+         * still keep collisions out of a remote client's reach */
+        uint64_t a = (uint64_t)mono_ms() ^ (uint64_t)(uintptr_t)db;
+        uint64_t b = (uint64_t)getpid() * 0x9e3779b97f4a7c15ULL ^ (uint64_t)time(NULL);
+        memcpy(seed, &a, 8);
+        memcpy(seed + 8, &b, 8);
+    }
+    db->deny = denycache_new(seed);
+    return db->deny != NULL;
+}
+
+int rls__deny_lookup(rls_db *db, const char *action, const char *key, int64_t cost,
+                     int64_t now, rls_result *res, uint64_t *fp, uint64_t *gen, int *usable)
+{
+    int64_t mono;
+    *usable = 0;
+    *fp = 0;
+    if (db->opt.read_only || !map_gen(db) || (mono = mono_ms()) < 0)
+        return 0;
+    *gen = __atomic_load_n(db->deny_gen, __ATOMIC_ACQUIRE);
+    *usable = 1;
+    if (!db->deny)
+        return 0;  /* nothing denied yet */
+    size_t keylen = strlen(key);
+    *fp = denycache_fp(db->deny, action, key, keylen);
+    /* stats counted for a second without a transaction, or a GC step due:
+     * let a transaction do them */
+    if (db->nstats > 0 && mono - db->deny_tx_mono >= 1000)
+        return 0;
+    if (db->deny_hits >= RLS_GC_EVERY_DENIALS) {
+        db->deny_hits = 0;
+        db->writes_since_gc = RLS_GC_EVERY_WRITES;  /* this transaction runs it */
+        return 0;
+    }
+    if (!denycache_get(db->deny, *fp, cost, now, mono, *gen, res))
+        return 0;
+    db->deny_hits++;
+    rls__stats_count(db, action, now, 0);
+    rls__keystat_note(db, action, key, keylen, res, now);
+    return 1;
+}
+
+void rls__deny_note(rls_db *db, const char *action, const char *key, uint64_t fp,
+                    uint64_t gen, int usable, const key_ctx *ctx, const decide_out *out,
+                    int64_t cost, int64_t now, const rls_result *res)
+{
+    int64_t mono;
+    if (!usable)
+        return;
+    db->deny_tx_mono = mono_ms();
+    if (res->allowed) {
+        if (db->deny)
+            denycache_forget(db->deny, fp);
+        return;
+    }
+    size_t keylen = strlen(key);
+    if (!deny_cacheable(ctx->items, out ? ctx->n : 0, out, res, cost) ||
+        ctx->keylen != keylen || memcmp(ctx->key, key, keylen) != 0 ||
+        (res->reason != RLS_REASON_BLOCKED && !ctx->deny_nores) ||
+        (mono = db->deny_tx_mono) < 0 || !ensure_cache(db))
+        return;
+    if (!fp)
+        fp = denycache_fp(db->deny, action, key, keylen);
+    denycache_put(db->deny, fp, cost, now, mono, gen, res);
+}
+
+void rls__deny_bump(rls_db *db)
+{
+    if (db->deny)
+        denycache_clear(db->deny);
+    if (map_gen(db))
+        __atomic_add_fetch(db->deny_gen, 1, __ATOMIC_RELEASE);
+}
+
+void rls__deny_close(rls_db *db)
+{
+    if (db->deny_map)
+        munmap(db->deny_map, SIDE_MAP_BYTES);
+    db->deny_map = NULL;
+    db->deny_gen = NULL;
+    db->deny_state = 0;
+    denycache_free(db->deny);
+    db->deny = NULL;
+}
