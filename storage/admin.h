@@ -31,24 +31,6 @@
     XX(STATS_TOTALS, "SELECT action, allowed, denied FROM rls_stats_total ORDER BY action") \
     XX(STATE_DEL_KEY, "DELETE FROM rls_state WHERE lid = ?1 AND key = ?2")    \
     XX(STATE_SCAN_LID, "SELECT key, alg, a, b, c, last_ms, exp_ms, log FROM rls_state WHERE lid = ?1") \
-    /* usage candidates (admin_usage.c): ?1 action, ?2 key substring or
-     * NULL, ?3 now, ?4 how many */                                           \
-    XX(USAGE_HOT, "SELECT CAST(key AS TEXT) FROM rls_key_stats"              \
-       " WHERE action = ?1 AND seen_ms >= ?3 - 86400000"                      \
-       " AND (?2 IS NULL OR instr(key, CAST(?2 AS BLOB)) > 0)"                \
-       " ORDER BY ppm DESC LIMIT ?4")                                         \
-    XX(USAGE_DENIED, "SELECT CAST(key AS TEXT) FROM rls_key_stats"           \
-       " WHERE action = ?1 AND denied > 0"                                    \
-       " AND (?2 IS NULL OR instr(key, CAST(?2 AS BLOB)) > 0)"                \
-       " ORDER BY denied DESC LIMIT ?4")                                      \
-    XX(USAGE_BLOCKED, "SELECT CAST(key AS TEXT) FROM rls_blocks"             \
-       " WHERE action IN (?1, '') AND (until_ms = 0 OR until_ms > ?3)"        \
-       " AND (?2 IS NULL OR instr(key, CAST(?2 AS BLOB)) > 0) LIMIT ?4")      \
-    XX(USAGE_KEYS, "SELECT DISTINCT CAST(key AS TEXT) FROM rls_state"         \
-       " WHERE lid IN (SELECT lid FROM rls_limits WHERE action = ?1)"         \
-       " AND (?2 IS NULL OR instr(key, CAST(?2 AS BLOB)) > 0)"                \
-       " AND ?3 IS NOT NULL ORDER BY key LIMIT ?4")                           \
-    XX(USAGE_DENIALS, "SELECT denied FROM rls_key_stats WHERE action = ?1 AND key = CAST(?2 AS BLOB)") \
     XX(BLOCK_REASON, "SELECT reason FROM rls_blocks WHERE key = ?1 AND action IN (?2, '')" \
        " AND (until_ms = 0 OR until_ms > ?3) ORDER BY action DESC LIMIT 1")
 
@@ -64,10 +46,6 @@
        " CASE kind WHEN 0 THEN 'manual' ELSE 'penalty' END, level, rule, reason, os_user, created_ms" \
        " FROM " RLS__ALL_BLOCKS("*") " WHERE until_ms = 0 OR until_ms > ?1"    \
        " ORDER BY key, action, kind")                                          \
-    XX(USAGE_BLOCKED, SPLIT_OWN, "SELECT CAST(key AS TEXT) FROM "             \
-       RLS__ALL_BLOCKS("key, action, until_ms")                                \
-       " WHERE action IN (?1, '') AND (until_ms = 0 OR until_ms > ?3)"        \
-       " AND (?2 IS NULL OR instr(key, CAST(?2 AS BLOB)) > 0) LIMIT ?4")      \
     XX(BLOCK_REASON, SPLIT_OWN, "SELECT reason FROM "                         \
        RLS__ALL_BLOCKS("key, action, until_ms, kind, reason")                  \
        " WHERE key = ?1 AND action IN (?2, '')"                               \

@@ -94,7 +94,6 @@
 #define LOCK_POLL_FIRST_NS (20 * US) /* waits for SQLite's lock: first ... */
 #define LOCK_POLL_NS (500 * US)      /* ... doubling up to this */
 
-#define SIDE_BYTES 4096         /* mapped part of "<db>-ckpt" (deny.c maps it too) */
 #define TURN_OFFSET 1024        /* the turn's place in it (wal.c: 0-15, deny.c: 64-71) */
 #define TURN_MAGIC 0x524c5442u  /* "RLTB", layout 1 */
 #define RING 64                 /* slots of the latest tickets */
@@ -131,7 +130,7 @@ struct turn {
     struct slot ring[RING];
 };
 
-_Static_assert(TURN_OFFSET + sizeof(struct turn) <= SIDE_BYTES, "the turn fits the page");
+_Static_assert(TURN_OFFSET + sizeof(struct turn) <= RLS_SIDE_BYTES, "the turn fits the page");
 
 /* The handle's part (db->busy). */
 struct rls_busy {
@@ -210,10 +209,7 @@ static void futex_wake(uint32_t *word)
 /*
  * Maps the turn, once per connection, once it is in service (rls__wal_setup
  * ran: migrations at open do not take turns, and an open that fails leaves
- * no side file).  The side file's first page gets real storage first (a
- * store to a hole of a mapped file on a full filesystem would raise
- * SIGBUS); it is never shrunk.  Any failure: the busy handler only, for
- * this connection.
+ * no side file).  Any failure: the busy handler only, for this connection.
  */
 static struct turn *turn_map(rls_db *db, struct rls_busy *b)
 {
@@ -222,25 +218,13 @@ static struct turn *turn_map(rls_db *db, struct rls_busy *b)
     b->unavailable = 1;
     if (db->opt.read_only || db->opt.busy_timeout_ms == 0)
         return NULL;
-    struct stat sb;
-    int fd = rls__wal_side_fd(db);
-    if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))
-        return NULL;
-    int fl = fcntl(fd, F_GETFL);
-    if (fl < 0 || (fl & O_ACCMODE) != O_RDWR)
-        return NULL;
-    if (sb.st_size < SIDE_BYTES && ftruncate(fd, SIDE_BYTES) != 0)
-        return NULL;
-    if (syscall(SYS_fallocate, fd, 0, (off_t)0, (off_t)SIDE_BYTES) != 0 &&
-        errno != EOPNOTSUPP && errno != ENOSYS)
-        return NULL;
-    void *p = mmap(NULL, SIDE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED)
+    void *p = rls__wal_side_map(db);
+    if (!p)
         return NULL;
     struct turn *t = (struct turn *)((unsigned char *)p + TURN_OFFSET);
     uint32_t magic = 0;
     if (!CAS(&t->magic, &magic, TURN_MAGIC) && magic != TURN_MAGIC) {
-        munmap(p, SIDE_BYTES);  /* another layout: leave it alone */
+        munmap(p, RLS_SIDE_BYTES);  /* another layout: leave it alone */
         return NULL;
     }
     b->map = p;
@@ -632,7 +616,7 @@ void rls__busy_close(rls_db *db)
         pass_turn(b->turn, b, mono_ns());
 #endif
     if (b->map)
-        munmap(b->map, SIDE_BYTES);
+        munmap(b->map, RLS_SIDE_BYTES);
     free(b);
     db->busy = NULL;
 }

@@ -361,7 +361,8 @@ void rls__keystat_free(rls_db *db);
 int rls__wal_setup(rls_db *db);               /* hook and limits, at connect */
 void rls__wal_after_commit(rls_db *db);       /* checkpoint if the WAL is long */
 void rls__wal_close(rls_db *db);              /* closes the side file */
-int rls__wal_side_fd(rls_db *db);             /* "<db>-ckpt", or -1 */
+#define RLS_SIDE_BYTES 4096                   /* mapped part of "<db>-ckpt" */
+void *rls__wal_side_map(rls_db *db);          /* its first page, or NULL */
 
 /* ---- deny.c ----------------------------------------------------------- */
 /* Write transactions between GC steps (check.c), and denials answered from

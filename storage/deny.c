@@ -28,18 +28,15 @@
  * runs a GC step: denied traffic alone keeps collecting expired state.  Without the side file (it cannot be
  * created or mapped), nothing is cached.
  */
-#include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include "db.h"
 #include "denycache.h"
 #include "keyctx.h"
 
-#define SIDE_MAP_BYTES 4096
 #define GEN_OFFSET 64
 
 static int64_t mono_ms(void)
@@ -53,21 +50,12 @@ static int64_t mono_ms(void)
 /* Maps the shared generation, once per handle. */
 static int map_gen(rls_db *db)
 {
-    struct stat sb;
     if (db->deny_state)
         return db->deny_state > 0;
     db->deny_state = -1;
-    int fd = rls__wal_side_fd(db);
-    if (fd < 0 || fstat(fd, &sb) != 0)
-        return 0;
-    int fl = fcntl(fd, F_GETFL);
-    if (fl < 0 || (fl & O_ACCMODE) != O_RDWR)
+    void *p = rls__wal_side_map(db);
+    if (!p)
         return 0;  /* a handle that could not bump it must not rely on it */
-    if (sb.st_size < SIDE_MAP_BYTES && ftruncate(fd, SIDE_MAP_BYTES) != 0)
-        return 0;
-    void *p = mmap(NULL, SIDE_MAP_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED)
-        return 0;
     db->deny_map = p;
     db->deny_gen = (uint64_t *)((unsigned char *)p + GEN_OFFSET);
     db->deny_state = 1;
@@ -157,7 +145,7 @@ void rls__deny_bump(rls_db *db)
 void rls__deny_close(rls_db *db)
 {
     if (db->deny_map)
-        munmap(db->deny_map, SIDE_MAP_BYTES);
+        munmap(db->deny_map, RLS_SIDE_BYTES);
     db->deny_map = NULL;
     db->deny_gen = NULL;
     db->deny_state = 0;

@@ -53,6 +53,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "busy.h"
@@ -256,13 +258,31 @@ static void checkpoint(rls_db *db, int frames)
     flock(db->ckpt_fd, LOCK_UN);
 }
 
-/* The side file's descriptor (opened on first use), or -1.  Bytes 0-15
- * hold the checkpoint mark; bytes 64-71 the denial cache's generation
- * (deny.c), which maps the file; bytes 1024-4095 the writers' turn
- * (busy.c), which maps it too. */
-int rls__wal_side_fd(rls_db *db)
+/*
+ * Maps the first RLS_SIDE_BYTES of the side file shared and writable: bytes
+ * 0-15 hold the checkpoint mark (read with pread above), 64-71 the denial
+ * cache's generation (deny.c), 1024-4095 the writers' turn (busy.c).  The
+ * page gets real storage first: a store to a hole of a mapped file on a
+ * full filesystem would raise SIGBUS.  It is never shrunk.  NULL when the
+ * file cannot be opened read-write, grown or mapped; the caller unmaps.
+ */
+void *rls__wal_side_map(rls_db *db)
 {
-    return ckpt_open(db) ? db->ckpt_fd : -1;
+    struct stat sb;
+    if (!ckpt_open(db) || fstat(db->ckpt_fd, &sb) != 0 || !S_ISREG(sb.st_mode))
+        return NULL;
+    int fl = fcntl(db->ckpt_fd, F_GETFL);
+    if (fl < 0 || (fl & O_ACCMODE) != O_RDWR)
+        return NULL;
+    if (sb.st_size < RLS_SIDE_BYTES && ftruncate(db->ckpt_fd, RLS_SIDE_BYTES) != 0)
+        return NULL;
+#ifdef SYS_fallocate
+    if (syscall(SYS_fallocate, db->ckpt_fd, 0, (off_t)0, (off_t)RLS_SIDE_BYTES) != 0 &&
+        errno != EOPNOTSUPP && errno != ENOSYS)
+        return NULL;
+#endif
+    void *p = mmap(NULL, RLS_SIDE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, db->ckpt_fd, 0);
+    return p == MAP_FAILED ? NULL : p;
 }
 
 /*
