@@ -159,12 +159,16 @@ typedef struct rls_options {
 RLS_EXTERN void rls_options_init(rls_options *opt);
 
 /*
- * Opens (and if needed creates and migrates) the database at path.
+ * Opens (and if needed creates and migrates) the database at path: a
+ * SQLite file, or with a "postgresql://" or "postgres://" libpq URI a
+ * PostgreSQL database (the tables in the connection's current schema).
  * On success *db is a new handle; on failure *db is NULL and
- * rls_errmsg(NULL) gives the detail (per thread).  opt may be NULL for
- * defaults.
+ * rls_errmsg(NULL) gives the detail (per thread; a URI's password never
+ * appears in it).  opt may be NULL for defaults.
  * Errors: EINVAL, ENOMEM, ECANTOPEN, EISDIR, ENOTDB, ENEWER, EREADONLY,
- * EUNSAFE, EBUSY, EIO, ECORRUPT.  A failed open never modifies the file.
+ * EUNSAFE, EBUSY, EIO, ECORRUPT; ENOTFOUND for a PostgreSQL database
+ * without rlstore's schema when opt->create is 0.  A failed open never
+ * modifies the file or database.
  */
 RLS_EXTERN int rls_open(rls_db **db, const char *path, const rls_options *opt);
 

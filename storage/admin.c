@@ -11,12 +11,12 @@ static const char *const astmt_sql[ASTMT__COUNT] = {
 #undef RLS__ASTMT_SQL
 };
 
-_Static_assert(ASTMT__COUNT <= sizeof(((rls_db *)0)->astmt) / sizeof(sqlite3_stmt *),
+_Static_assert(ASTMT__COUNT <= sizeof(((rls_db *)0)->astmt) / sizeof(rls_stmt *),
                "rls_db.astmt is too small for the admin statement table");
 
-sqlite3_stmt *rls__astmt(rls_db *db, int id)
+rls_stmt *rls__astmt(rls_db *db, int id)
 {
-    sqlite3_stmt *st = db->astmt[id];
+    rls_stmt *st = db->astmt[id];
     if (st)
         return st;
     if (rls__prepare(db, 1, id, astmt_sql[id], &st) != RLS_OK)
@@ -25,41 +25,41 @@ sqlite3_stmt *rls__astmt(rls_db *db, int id)
     return st;
 }
 
-int rls__rows_from_stmt(rls_db *db, sqlite3_stmt *st, const rows_col *cols, int ncols,
+int rls__rows_from_stmt(rls_db *db, rls_stmt *st, const rows_col *cols, int ncols,
                         rls_rows **out)
 {
     rls_rows *r = rows_new(cols, ncols);
     int rc;
     *out = NULL;
     if (!r) {
-        sqlite3_reset(st);
+        sql_reset(st);
         return rls__error(db, RLS_ENOMEM, "out of memory");
     }
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = sql_step(st)) == SQL_ROW) {
         int row = rows_add(r);
         if (row < 0)
             goto oom;
         for (int c = 0; c < ncols; c++) {
-            if (sqlite3_column_type(st, c) == SQLITE_NULL)
+            if (sql_column_type(st, c) == SQL_NULL)
                 continue;
             if (cols[c].type == RLS_COL_INT) {
-                rows_set_int(r, row, c, sqlite3_column_int64(st, c));
+                rows_set_int(r, row, c, sql_column_int64(st, c));
             } else {
-                const char *t = (const char *)sqlite3_column_text(st, c);
-                if (t && rows_set_text(r, row, c, t, (size_t)sqlite3_column_bytes(st, c)) != 0)
+                const char *t = (const char *)sql_column_text(st, c);
+                if (t && rows_set_text(r, row, c, t, (size_t)sql_column_bytes(st, c)) != 0)
                     goto oom;
             }
         }
     }
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE) {
+    sql_reset(st);
+    if (rc != SQL_DONE) {
         rls_rows_free(r);
-        return rls__sqlite_error(db, rc, "cannot read listing");
+        return rls__sql_error(db, rc, "cannot read listing");
     }
     *out = r;
     return RLS_OK;
 oom:
-    sqlite3_reset(st);
+    sql_reset(st);
     rls_rows_free(r);
     return rls__error(db, RLS_ENOMEM, "out of memory");
 }

@@ -58,7 +58,7 @@ enum rls_admin_stmt_id {
     ASTMT__COUNT
 };
 
-sqlite3_stmt *rls__astmt(rls_db *db, int id);  /* NULL: error recorded */
+rls_stmt *rls__astmt(rls_db *db, int id);  /* NULL: error recorded */
 void rls__astmt_finalize_all(rls_db *db);
 
 /*
@@ -66,7 +66,7 @@ void rls__astmt_finalize_all(rls_db *db);
  * with the given columns: result column i fills column i (integers from
  * integers, text from text or blobs; SQL NULL stays NULL).  Resets st.
  */
-int rls__rows_from_stmt(rls_db *db, sqlite3_stmt *st, const rows_col *cols, int ncols,
+int rls__rows_from_stmt(rls_db *db, rls_stmt *st, const rows_col *cols, int ncols,
                         rls_rows **out);
 
 /* Inside a read transaction: loads (action, key) into ctx (key as given,

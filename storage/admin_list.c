@@ -11,7 +11,7 @@
 #include "keycount.h"
 
 /* Runs one listing statement (bound by bind) in a read transaction. */
-typedef void (*binder)(sqlite3_stmt *st, const void *arg);
+typedef void (*binder)(rls_stmt *st, const void *arg);
 
 static int listing(rls_db *db, int id, binder bind, const void *arg, const rows_col *cols,
                    int ncols, rls_rows **out)
@@ -22,7 +22,7 @@ static int listing(rls_db *db, int id, binder bind, const void *arg, const rows_
     int rc = rls__admin_begin_read(db);
     if (rc)
         return rc;
-    sqlite3_stmt *st = rls__astmt(db, id);
+    rls_stmt *st = rls__astmt(db, id);
     if (!st) {
         rls__rollback(db);
         return rls__stmt_failed(db);
@@ -32,7 +32,7 @@ static int listing(rls_db *db, int id, binder bind, const void *arg, const rows_
     rc = rls__cache_refresh(db);  /* listings that add the file's rows use it */
     if (rc == RLS_OK)
         rc = rls__rows_from_stmt(db, st, cols, ncols, out);
-    sqlite3_clear_bindings(st);
+    sql_clear_bindings(st);
     if (rc == RLS_OK)
         rc = rls__commit(db);
     else
@@ -44,9 +44,9 @@ static int listing(rls_db *db, int id, binder bind, const void *arg, const rows_
     return rc;
 }
 
-static void bind_now(sqlite3_stmt *st, const void *arg)
+static void bind_now(rls_stmt *st, const void *arg)
 {
-    sqlite3_bind_int64(st, 1, *(const int64_t *)arg);
+    sql_bind_int64(st, 1, *(const int64_t *)arg);
 }
 
 static int check_time(rls_db *db, int64_t now)
@@ -123,14 +123,14 @@ struct override_filter {
     const char *action, *key;
 };
 
-static void bind_override(sqlite3_stmt *st, const void *arg)
+static void bind_override(rls_stmt *st, const void *arg)
 {
     const struct override_filter *f = arg;
-    sqlite3_bind_int64(st, 1, f->now);
+    sql_bind_int64(st, 1, f->now);
     if (f->action)
-        sqlite3_bind_text(st, 2, f->action, -1, SQLITE_STATIC);
+        sql_bind_text(st, 2, f->action, -1, SQL_STATIC);
     if (f->key)
-        sqlite3_bind_text(st, 3, f->key, -1, SQLITE_STATIC);
+        sql_bind_text(st, 3, f->key, -1, SQL_STATIC);
 }
 
 int rls_override_list_at(rls_db *db, const char *action, const char *key, int64_t now_ms,
@@ -162,12 +162,12 @@ struct audit_filter {
     int limit;
 };
 
-static void bind_audit(sqlite3_stmt *st, const void *arg)
+static void bind_audit(rls_stmt *st, const void *arg)
 {
     const struct audit_filter *f = arg;
     if (f->key)
-        sqlite3_bind_text(st, 1, f->key, -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 2, f->limit);
+        sql_bind_text(st, 1, f->key, -1, SQL_STATIC);
+    sql_bind_int64(st, 2, f->limit);
 }
 
 int rls_audit_list(rls_db *db, const char *key, int limit, rls_rows **out)
@@ -188,11 +188,11 @@ struct stats_window {
     int64_t from, to;
 };
 
-static void bind_stats(sqlite3_stmt *st, const void *arg)
+static void bind_stats(rls_stmt *st, const void *arg)
 {
     const struct stats_window *w = arg;
-    sqlite3_bind_int64(st, 1, w->from);
-    sqlite3_bind_int64(st, 2, w->to);
+    sql_bind_int64(st, 1, w->from);
+    sql_bind_int64(st, 2, w->to);
 }
 
 int rls_stats_at(rls_db *db, int seconds, int64_t now_ms, rls_rows **recent, rls_rows **totals)
@@ -246,18 +246,18 @@ static int64_t *action_lids(const rule_action *act, int *n)
 static int key_rows(rls_db *db, const key_ctx *ctx, const int64_t *lids, int nlids, int del,
                     int *n)
 {
-    sqlite3_stmt *st = del ? rls__astmt(db, ASTMT_STATE_DEL_KEY) : rls__stmt(db, STMT_STATE_GET);
+    rls_stmt *st = del ? rls__astmt(db, ASTMT_STATE_DEL_KEY) : rls__stmt(db, STMT_STATE_GET);
     *n = 0;
     if (!st)
         return rls__stmt_failed(db);
     for (int i = 0; i < nlids; i++) {
-        sqlite3_bind_int64(st, 1, lids[i]);
-        sqlite3_bind_blob(st, 2, ctx->key, (int)ctx->keylen, SQLITE_STATIC);
-        int src = sqlite3_step(st);
-        sqlite3_reset(st);
-        if (src != SQLITE_DONE && src != SQLITE_ROW)
-            return rls__sqlite_error(db, src, "cannot reset counters");
-        *n += del ? sqlite3_changes(db->sql) : src == SQLITE_ROW;
+        sql_bind_int64(st, 1, lids[i]);
+        sql_bind_blob(st, 2, ctx->key, (int)ctx->keylen, SQL_STATIC);
+        int src = sql_step(st);
+        sql_reset(st);
+        if (src != SQL_DONE && src != SQL_ROW)
+            return rls__sql_error(db, src, "cannot reset counters");
+        *n += del ? sql_changes(db) : src == SQL_ROW;
     }
     return del && *n > 0 ? rls__keycount_deleted(db, ctx->act->name, 0, ctx->key, ctx->keylen)
                          : RLS_OK;
@@ -282,7 +282,7 @@ int rls_reset_at(rls_db *db, const char *action, const char *key, int64_t now_ms
     if (!ctx)
         return rls__error(db, RLS_ENOMEM, "out of memory");
     ctx->n = 0;
-    sqlite3_exec(db->sql, "PRAGMA synchronous = FULL", NULL, NULL, NULL);
+    sql_durable(db, 1);
     if ((rc = rls__begin(db, 1)) == RLS_OK) {
         rc = keyctx_load(db, ctx, action, key, 0, now_ms);
         if (rc == RLS_OK && !(lids = action_lids(ctx->act, &nlids)))
@@ -314,7 +314,7 @@ int rls_reset_at(rls_db *db, const char *action, const char *key, int64_t now_ms
         }
     }
     if (db->opt.durability != RLS_DURABILITY_FULL)
-        sqlite3_exec(db->sql, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
+        sql_durable(db, 0);
     free(lids);
     free(ctx);
     return rc;

@@ -25,7 +25,7 @@ int rls_rules_versions(rls_db *db, rls_rows **out)
     int rc = rls__admin_begin_read(db);
     if (rc)
         return rc;
-    sqlite3_stmt *st = rls__astmt(db, ASTMT_VERSIONS);
+    rls_stmt *st = rls__astmt(db, ASTMT_VERSIONS);
     rc = st ? rls__rows_from_stmt(db, st, cols, 8, out) : rls__stmt_failed(db);
     if (rc == RLS_OK)
         rc = rls__commit(db);
@@ -41,40 +41,40 @@ int rls_rules_versions(rls_db *db, rls_rows **out)
 /* Reads the YAML of version (0 = active) inside a transaction. */
 static int read_yaml(rls_db *db, int64_t version, char **yaml, size_t *len)
 {
-    sqlite3_stmt *st;
+    rls_stmt *st;
     int rc;
     if (version == 0) {
         st = rls__astmt(db, ASTMT_RULES_ACTIVE);
         if (!st)
             return rls__stmt_failed(db);
-        rc = sqlite3_step(st);
-        version = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-        sqlite3_reset(st);
-        if (rc != SQLITE_ROW)
-            return rls__sqlite_error(db, rc, "cannot read control row");
+        rc = sql_step(st);
+        version = rc == SQL_ROW ? sql_column_int64(st, 0) : 0;
+        sql_reset(st);
+        if (rc != SQL_ROW)
+            return rls__sql_error(db, rc, "cannot read control row");
         if (version == 0)
             return rls__error(db, RLS_ENORULES, "no rules applied to '%s' yet", db->path);
     }
     st = rls__stmt(db, STMT_RULES_GET);
     if (!st)
         return rls__stmt_failed(db);
-    sqlite3_bind_int64(st, 1, version);
-    rc = sqlite3_step(st);
-    if (rc != SQLITE_ROW) {
-        sqlite3_reset(st);
-        if (rc == SQLITE_DONE)
+    sql_bind_int64(st, 1, version);
+    rc = sql_step(st);
+    if (rc != SQL_ROW) {
+        sql_reset(st);
+        if (rc == SQL_DONE)
             return rls__error(db, RLS_ENOTFOUND, "rule set version %lld does not exist",
                               (long long)version);
-        return rls__sqlite_error(db, rc, "cannot read rules");
+        return rls__sql_error(db, rc, "cannot read rules");
     }
-    size_t n = (size_t)sqlite3_column_bytes(st, 0);
+    size_t n = (size_t)sql_column_bytes(st, 0);
     char *copy = malloc(n + 1);
     if (copy) {
         if (n)
-            memcpy(copy, sqlite3_column_text(st, 0), n);
+            memcpy(copy, sql_column_text(st, 0), n);
         copy[n] = '\0';
     }
-    sqlite3_reset(st);
+    sql_reset(st);
     if (!copy)
         return rls__error(db, RLS_ENOMEM, "out of memory");
     *yaml = copy;
@@ -177,37 +177,37 @@ static int scan_limit(rls_db *db, const char *action, const char *tier, const ru
                       const rule_limit *was, int64_t now, rls_rows *out)
 {
     int64_t lid = lookup_lid(db, action, l->name);
-    sqlite3_stmt *st = rls__astmt(db, ASTMT_STATE_SCAN_LID);
+    rls_stmt *st = rls__astmt(db, ASTMT_STATE_SCAN_LID);
     int rc;
     if (lid == 0)
         return RLS_OK;  /* a new name: nobody has used it yet */
     if (!st)
         return rls__stmt_failed(db);
-    sqlite3_bind_int64(st, 1, lid);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    sql_bind_int64(st, 1, lid);
+    while ((rc = sql_step(st)) == SQL_ROW) {
         algo_state s = {0};
         algo_params p = {l->algorithm, l->limit, l->burst > 0 ? l->burst : l->limit,
                          l->window.ms, l->anchor == ANCHOR_FIRST_HIT, l->count_denied};
         algo_window w;
         algo_meta m;
         unsigned char *logbuf = NULL;
-        if (sqlite3_column_int(st, 1) != l->algorithm)
+        if (sql_column_int(st, 1) != l->algorithm)
             continue;  /* another algorithm: the new rule starts it fresh */
         s.present = 1;
-        s.a = sqlite3_column_int64(st, 2);
-        s.b = sqlite3_column_int64(st, 3);
-        s.c = sqlite3_column_int64(st, 4);
-        s.last_ms = sqlite3_column_int64(st, 5);
-        s.expires_ms = sqlite3_column_int64(st, 6);
-        int bytes = sqlite3_column_bytes(st, 7);
+        s.a = sql_column_int64(st, 2);
+        s.b = sql_column_int64(st, 3);
+        s.c = sql_column_int64(st, 4);
+        s.last_ms = sql_column_int64(st, 5);
+        s.expires_ms = sql_column_int64(st, 6);
+        int bytes = sql_column_bytes(st, 7);
         if (l->algorithm == ALGO_SLIDING_LOG) {
             logbuf = malloc((size_t)bytes + ALGO_LOG_ENTRY);
             if (!logbuf) {
-                rc = SQLITE_NOMEM;
+                rc = SQL_NOMEM;
                 break;
             }
             if (bytes)
-                memcpy(logbuf, sqlite3_column_blob(st, 7), (size_t)bytes);
+                memcpy(logbuf, sql_column_blob(st, 7), (size_t)bytes);
             s.log = logbuf;
             s.log_len = (size_t)bytes;
             s.log_cap = (size_t)bytes + ALGO_LOG_ENTRY;
@@ -231,7 +231,7 @@ static int scan_limit(rls_db *db, const char *action, const char *tier, const ru
         if (!ok || m.allowed)
             continue;
         int row = rows_add(out);
-        const char *key = (const char *)sqlite3_column_text(st, 0);
+        const char *key = (const char *)sql_column_text(st, 0);
         if (row < 0 || rows_put_str(out, row, "action", action) ||
             rows_put_str(out, row, "tier", tier ? tier : "") ||
             rows_put_str(out, row, "key", key ? key : "") ||
@@ -241,14 +241,14 @@ static int scan_limit(rls_db *db, const char *action, const char *tier, const ru
                                                        was->burst ? was->burst : was->limit)
                                                     : 0) ||
             rows_put_int(out, row, "new_limit", m.capacity)) {
-            rc = SQLITE_NOMEM;
+            rc = SQL_NOMEM;
             break;
         }
     }
-    sqlite3_reset(st);
-    if (rc == SQLITE_NOMEM)
+    sql_reset(st);
+    if (rc == SQL_NOMEM)
         return rls__error(db, RLS_ENOMEM, "out of memory");
-    return rc == SQLITE_DONE ? RLS_OK : rls__sqlite_error(db, rc, "cannot scan counters");
+    return rc == SQL_DONE ? RLS_OK : rls__sql_error(db, rc, "cannot scan counters");
 }
 
 int rls_rules_dry_run_at(rls_db *db, const char *yaml, size_t len, const char *name,

@@ -49,19 +49,19 @@ int rls__peek_key(rls_db *db, key_ctx *ctx, const char *action, const char *key,
 
 static int block_reason(rls_db *db, const key_ctx *ctx, int64_t now, char *buf, size_t size)
 {
-    sqlite3_stmt *st = rls__astmt(db, ASTMT_BLOCK_REASON);
+    rls_stmt *st = rls__astmt(db, ASTMT_BLOCK_REASON);
     buf[0] = '\0';
     if (!st)
         return rls__stmt_failed(db);
-    sqlite3_bind_blob(st, 1, ctx->key, (int)ctx->keylen, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, ctx->act->name, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, now);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        snprintf(buf, size, "%s", (const char *)sqlite3_column_text(st, 0));
-    sqlite3_reset(st);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE ? RLS_OK
-                                                 : rls__sqlite_error(db, rc, "cannot read block");
+    sql_bind_blob(st, 1, ctx->key, (int)ctx->keylen, SQL_STATIC);
+    sql_bind_text(st, 2, ctx->act->name, -1, SQL_STATIC);
+    sql_bind_int64(st, 3, now);
+    int rc = sql_step(st);
+    if (rc == SQL_ROW)
+        snprintf(buf, size, "%s", (const char *)sql_column_text(st, 0));
+    sql_reset(st);
+    return rc == SQL_ROW || rc == SQL_DONE ? RLS_OK
+                                           : rls__sql_error(db, rc, "cannot read block");
 }
 
 static rls_rows *explain_info(rls_db *db, const key_ctx *ctx, const rls_result *res,

@@ -13,14 +13,14 @@
 
 static int register_limit(rls_db *db, const char *action, const char *name)
 {
-    sqlite3_stmt *st = rls__stmt(db, STMT_LIMIT_ADD);
+    rls_stmt *st = rls__stmt(db, STMT_LIMIT_ADD);
     if (!st)
         return rls__stmt_failed(db);
-    sqlite3_bind_text(st, 1, action, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? RLS_OK : rls__sqlite_error(db, rc, "cannot register limit");
+    sql_bind_text(st, 1, action, -1, SQL_STATIC);
+    sql_bind_text(st, 2, name, -1, SQL_STATIC);
+    int rc = sql_step(st);
+    sql_reset(st);
+    return rc == SQL_DONE ? RLS_OK : rls__sql_error(db, rc, "cannot register limit");
 }
 
 static int register_limits(rls_db *db, const ruleset *rs)
@@ -40,27 +40,28 @@ static int register_limits(rls_db *db, const ruleset *rs)
 static int store_version(rls_db *db, const char *yaml, size_t len, const char *name,
                          const char *comment, int64_t now, int64_t *version)
 {
-    sqlite3_stmt *st = rls__stmt(db, STMT_RULESET_ADD);
+    rls_stmt *st = rls__stmt(db, STMT_RULESET_ADD);
     if (!st)
         return rls__stmt_failed(db);
-    sqlite3_bind_int64(st, 1, now);
-    sqlite3_bind_text(st, 2, db->os_user, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, db->tool, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, name ? name : "", -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 5, comment ? comment : "", -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 6, yaml, (int)len, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE)
-        return rls__sqlite_error(db, rc, "cannot store rule set");
-    *version = sqlite3_last_insert_rowid(db->sql);
+    sql_bind_int64(st, 1, now);
+    sql_bind_text(st, 2, db->os_user, -1, SQL_STATIC);
+    sql_bind_text(st, 3, db->tool, -1, SQL_STATIC);
+    sql_bind_text(st, 4, name ? name : "", -1, SQL_STATIC);
+    sql_bind_text(st, 5, comment ? comment : "", -1, SQL_STATIC);
+    sql_bind_text(st, 6, yaml, (int)len, SQL_STATIC);
+    int rc = sql_step(st);
+    if (rc == SQL_ROW)
+        *version = sql_column_int64(st, 0);
+    sql_reset(st);
+    if (rc != SQL_ROW)
+        return rls__sql_error(db, rc, "cannot store rule set");
     st = rls__stmt(db, STMT_META_ACTIVATE);
     if (!st)
         return rls__stmt_failed(db);
-    sqlite3_bind_int64(st, 1, *version);
-    rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? RLS_OK : rls__sqlite_error(db, rc, "cannot activate rule set");
+    sql_bind_int64(st, 1, *version);
+    rc = sql_step(st);
+    sql_reset(st);
+    return rc == SQL_DONE ? RLS_OK : rls__sql_error(db, rc, "cannot activate rule set");
 }
 
 int rls__rules_parse(rls_db *db, const char *yaml, size_t len, const char *name,
@@ -112,9 +113,10 @@ int rls__rules_store(rls_db *db, const char *yaml, size_t len, const ruleset *rs
 
     if ((rc = rls__rules_writable(db)))
         return rc;
-    sqlite3_exec(db->sql, "PRAGMA synchronous = FULL", NULL, NULL, NULL);
+    sql_durable(db, 1);
     if ((rc = rls__begin(db, 1)) == RLS_OK) {
-        if ((rc = rls__cache_refresh(db)) == RLS_OK && expect >= 0 &&
+        if ((rc = rls__exec_simple(db, STMT_META_LOCK)) == RLS_OK &&
+            (rc = rls__cache_refresh(db)) == RLS_OK && expect >= 0 &&
             db->active_version != expect)
             rc = rls__error(db, RLS_ECONFLICT, "the active rules are version %lld, not %lld",
                             (long long)db->active_version, (long long)expect);
@@ -132,7 +134,7 @@ int rls__rules_store(rls_db *db, const char *yaml, size_t len, const ruleset *rs
             rls__rollback(db);
     }
     if (db->opt.durability != RLS_DURABILITY_FULL)
-        sqlite3_exec(db->sql, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
+        sql_durable(db, 0);
     if (rc == RLS_OK && version)
         *version = v;
     return rc;

@@ -26,14 +26,14 @@ void rls__cache_free(rls_db *db)
 /* Attaches rls_limits ids to every limit of rs (default and per tier). */
 static int attach_ids(rls_db *db, ruleset *rs)
 {
-    sqlite3_stmt *st = rls__stmt(db, STMT_LIMITS_ALL);
+    rls_stmt *st = rls__stmt(db, STMT_LIMITS_ALL);
     int rc;
     if (!st)
         return rls__stmt_failed(db);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t lid = sqlite3_column_int64(st, 0);
-        const char *an = (const char *)sqlite3_column_text(st, 1);
-        const char *ln = (const char *)sqlite3_column_text(st, 2);
+    while ((rc = sql_step(st)) == SQL_ROW) {
+        int64_t lid = sql_column_int64(st, 0);
+        const char *an = (const char *)sql_column_text(st, 1);
+        const char *ln = (const char *)sql_column_text(st, 2);
         rule_action *a = (rule_action *)ruleset_action(rs, an ? an : "");
         if (!a || !ln)
             continue;
@@ -45,9 +45,9 @@ static int attach_ids(rls_db *db, ruleset *rs)
                 if (strcmp(a->tiers[t].limits[i].name, ln) == 0)
                     a->tiers[t].limits[i].id = lid;
     }
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE)
-        return rls__sqlite_error(db, rc, "cannot read limit ids");
+    sql_reset(st);
+    if (rc != SQL_DONE)
+        return rls__sql_error(db, rc, "cannot read limit ids");
     for (int i = 0; i < rs->nactions; i++) {
         const rule_action *a = &rs->actions[i];
         for (int j = 0; j < a->nlimits; j++)
@@ -66,7 +66,7 @@ static int attach_ids(rls_db *db, ruleset *rs)
 /* YAML assignments (all kinds) plus the table's non-exact patterns. */
 static int load_patterns(rls_db *db, const ruleset *rs)
 {
-    sqlite3_stmt *st = rls__stmt(db, STMT_PATTERNS_ALL);
+    rls_stmt *st = rls__stmt(db, STMT_PATTERNS_ALL);
     int rc, n = 0, cap = rs->nassignments + 16;
     size_t tlen = 0, tcap = 1024;
     assign_cand *c = malloc(sizeof *c * (size_t)cap);
@@ -91,10 +91,10 @@ static int load_patterns(rls_db *db, const ruleset *rs)
         off[n * 3] = (size_t)-1;
         n++;
     }
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *pat = (const char *)sqlite3_column_text(st, 0);
-        const char *act = (const char *)sqlite3_column_text(st, 1);
-        const char *tier = (const char *)sqlite3_column_text(st, 2);
+    while ((rc = sql_step(st)) == SQL_ROW) {
+        const char *pat = (const char *)sql_column_text(st, 0);
+        const char *act = (const char *)sql_column_text(st, 1);
+        const char *tier = (const char *)sql_column_text(st, 2);
         const char *strs[3] = {pat ? pat : "", act ? act : "", tier ? tier : ""};
         const char *why;
         if (n == cap) {
@@ -103,7 +103,7 @@ static int load_patterns(rls_db *db, const ruleset *rs)
             size_t *no = nc ? realloc(off, sizeof *off * (size_t)cap * 3) : NULL;
             if (nc)
                 c = nc;
-            if (!no) { rc = SQLITE_NOMEM; break; }
+            if (!no) { rc = SQL_NOMEM; break; }
             off = no;
         }
         if (key_pattern_parse(strs[0], &c[n].pat, &why) != 0)
@@ -114,21 +114,21 @@ static int load_patterns(rls_db *db, const ruleset *rs)
                 while (tlen + l > tcap)
                     tcap *= 2;
                 char *nt = realloc(text, tcap);
-                if (!nt) { rc = SQLITE_NOMEM; goto out_loop; }
+                if (!nt) { rc = SQL_NOMEM; goto out_loop; }
                 text = nt;
             }
             memcpy(text + tlen, strs[k], l);
             off[n * 3 + (size_t)k] = tlen;
             tlen += l;
         }
-        c[n].expires_ms = sqlite3_column_int64(st, 3);
+        c[n].expires_ms = sql_column_int64(st, 3);
         c[n].dynamic = 1;
         n++;
     }
 out_loop:
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE) {
-        rc = rc == SQLITE_NOMEM ? RLS_ENOMEM : rls__sqlite_error(db, rc, "cannot read assignments");
+    sql_reset(st);
+    if (rc != SQL_DONE) {
+        rc = rc == SQL_NOMEM ? RLS_ENOMEM : rls__sql_error(db, rc, "cannot read assignments");
         goto fail;
     }
     for (int i = 0; i < n; i++) {
@@ -154,30 +154,30 @@ fail:
 
 static int load_rules(rls_db *db, int64_t version, ruleset **out)
 {
-    sqlite3_stmt *st = rls__stmt(db, STMT_RULES_GET);
+    rls_stmt *st = rls__stmt(db, STMT_RULES_GET);
     config_errors *errs;
     int rc;
     *out = NULL;
     if (!st)
         return rls__stmt_failed(db);
-    sqlite3_bind_int64(st, 1, version);
-    rc = sqlite3_step(st);
-    if (rc != SQLITE_ROW) {
-        sqlite3_reset(st);
-        if (rc == SQLITE_DONE)
+    sql_bind_int64(st, 1, version);
+    rc = sql_step(st);
+    if (rc != SQL_ROW) {
+        sql_reset(st);
+        if (rc == SQL_DONE)
             return rls__error(db, RLS_ECORRUPT, "active rule set %lld is missing",
                               (long long)version);
-        return rls__sqlite_error(db, rc, "cannot read rules");
+        return rls__sql_error(db, rc, "cannot read rules");
     }
     errs = malloc(sizeof *errs);
     if (!errs) {
-        sqlite3_reset(st);
+        sql_reset(st);
         return rls__error(db, RLS_ENOMEM, "out of memory");
     }
-    const char *yaml = (const char *)sqlite3_column_text(st, 0);
-    size_t len = (size_t)sqlite3_column_bytes(st, 0);
+    const char *yaml = (const char *)sql_column_text(st, 0);
+    size_t len = (size_t)sql_column_bytes(st, 0);
     int prc = yaml ? config_parse(yaml, len, out, errs) : -1;
-    sqlite3_reset(st);
+    sql_reset(st);
     if (prc == -2)
         rc = rls__error(db, RLS_ENOMEM, "out of memory");
     else if (prc != 0)
@@ -211,6 +211,7 @@ static int same_version(rls_db *db)
 {
     unsigned int dv, rdv;
     return db->meta_dv_ok && db->rules_gen >= 0 &&
+           db->sql &&
            sqlite3_file_control(db->sql, "main", SQLITE_FCNTL_DATA_VERSION, &dv) == SQLITE_OK &&
            dv == db->meta_dv &&
            /* split: an admin change commits to the rules file only */
@@ -234,36 +235,44 @@ int rls__cache_empties(rls_db *db)
 {
     if (!db->tx_trusted || db->empties_known)
         return RLS_OK;
-    sqlite3_stmt *st = rls__stmt(db, STMT_EMPTIES);
+    rls_stmt *st = rls__stmt(db, STMT_EMPTIES);
     if (!st)
         return rls__stmt_failed(db);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-        db->policy_none = sqlite3_column_int(st, 0);
-        db->res_none = sqlite3_column_int(st, 1);
+    int rc = sql_step(st);
+    if (rc == SQL_ROW) {
+        db->policy_none = sql_column_int(st, 0);
+        db->res_none = sql_column_int(st, 1);
         db->empties_known = 1;
     }
-    sqlite3_reset(st);
-    return rc == SQLITE_ROW ? RLS_OK : rls__sqlite_error(db, rc, "cannot read tables");
+    sql_reset(st);
+    return rc == SQL_ROW ? RLS_OK : rls__sql_error(db, rc, "cannot read tables");
 }
 
+/* SQLite: while the transaction is trusted; PostgreSQL: as read with the
+ * control row at the start of this transaction (rls__cache_refresh). */
 int rls__no_policy_rows(const rls_db *db)
 {
-    return db->tx_trusted && db->empties_known && db->policy_none;
+    return (db->tx_trusted || db->pg) && db->empties_known && db->policy_none;
 }
 
 int rls__no_reservations(const rls_db *db)
 {
-    return db->tx_trusted && db->empties_known && db->res_none;
+    return (db->tx_trusted || db->pg) && db->empties_known && db->res_none;
 }
 
 int rls__cache_refresh(rls_db *db)
 {
-    sqlite3_stmt *st;
+    rls_stmt *st;
     int64_t gen, version;
     ruleset *rs = NULL;
     int rc;
 
+    /* PostgreSQL's write transactions see each commit as it happens: the
+     * rules are read once per transaction, so that what a transaction
+     * resolved (and the pointers into it) stays valid to its end, as
+     * SQLite's snapshot gives. */
+    if (db->pg && db->in_tx && db->tx_refreshed)
+        return RLS_OK;
     int same = same_version(db);
     if (!same)
         db->empties_known = 0;
@@ -273,16 +282,22 @@ int rls__cache_refresh(rls_db *db)
     st = rls__stmt(db, STMT_META_GET);
     if (!st)
         return rls__stmt_failed(db);
-    rc = sqlite3_step(st);
-    if (rc != SQLITE_ROW) {
-        sqlite3_reset(st);
-        return rc == SQLITE_DONE ? rls__error(db, RLS_ECORRUPT, "control row missing")
-                                 : rls__sqlite_error(db, rc, "cannot read control row");
+    rc = sql_step(st);
+    if (rc != SQL_ROW) {
+        sql_reset(st);
+        return rc == SQL_DONE ? rls__error(db, RLS_ECORRUPT, "control row missing")
+                              : rls__sql_error(db, rc, "cannot read control row");
     }
-    gen = sqlite3_column_int64(st, 0);
-    db->gc_horizon = sqlite3_column_int64(st, 1);
-    version = sqlite3_column_int64(st, 2);
-    sqlite3_reset(st);
+    gen = sql_column_int64(st, 0);
+    db->gc_horizon = sql_column_int64(st, 1);
+    version = sql_column_int64(st, 2);
+    if (db->pg) {   /* PostgreSQL: known for this transaction (db.h) */
+        db->policy_none = sql_column_int(st, 3);
+        db->res_none = sql_column_int(st, 4);
+        db->empties_known = 1;
+        db->tx_refreshed = 1;
+    }
+    sql_reset(st);
     if (gen == db->rules_gen)
         return RLS_OK;
 

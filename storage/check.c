@@ -58,21 +58,21 @@ static int impose_penalty(rls_db *db, key_ctx *ctx, int idx, int64_t now,
     int64_t until = now + dur;
     int64_t forget = until + def->block_for[def->nblock_for - 1];
 
-    sqlite3_stmt *st = rls__stmt(db, STMT_PENALTY_PUT);
+    rls_stmt *st = rls__stmt(db, STMT_PENALTY_PUT);
     if (!st)
         return rls__stmt_failed(db);
     db->policy_none = 0;  /* no longer (cache.c) */
-    sqlite3_bind_blob(st, 1, ctx->key, (int)ctx->keylen, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, ctx->act->name, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, until);
-    sqlite3_bind_int(st, 4, level);
-    sqlite3_bind_int64(st, 5, forget);
-    sqlite3_bind_text(st, 6, def->name, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 7, now);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE)
-        return rls__sqlite_error(db, rc, "cannot write penalty block");
+    sql_bind_blob(st, 1, ctx->key, (int)ctx->keylen, SQL_STATIC);
+    sql_bind_text(st, 2, ctx->act->name, -1, SQL_STATIC);
+    sql_bind_int64(st, 3, until);
+    sql_bind_int64(st, 4, level);
+    sql_bind_int64(st, 5, forget);
+    sql_bind_text(st, 6, def->name, -1, SQL_STATIC);
+    sql_bind_int64(st, 7, now);
+    int rc = sql_step(st);
+    sql_reset(st);
+    if (rc != SQL_DONE)
+        return rls__sql_error(db, rc, "cannot write penalty block");
     if (res->retry_after_ms >= 0 && res->retry_after_ms < dur)
         res->retry_after_ms = dur;
     if (res->reset_ms < dur)
@@ -92,21 +92,22 @@ static int add_reservation(rls_db *db, key_ctx *ctx, int64_t cost, int64_t now,
         for (int b = 0; b < 8; b++)
             lids[n++] = (unsigned char)(v >> (8 * b));
     }
-    sqlite3_stmt *st = rls__stmt(db, STMT_RES_ADD);
+    rls_stmt *st = rls__stmt(db, STMT_RES_ADD);
     if (!st)
         return rls__stmt_failed(db);
     db->res_none = 0;  /* no longer (cache.c) */
-    sqlite3_bind_text(st, 1, ctx->act->name, -1, SQLITE_STATIC);
-    sqlite3_bind_blob(st, 2, ctx->key, (int)ctx->keylen, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, cost);
-    sqlite3_bind_int64(st, 4, now);
-    sqlite3_bind_int64(st, 5, now + ttl);
-    sqlite3_bind_blob(st, 6, lids, (int)n, SQLITE_TRANSIENT);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE)
-        return rls__sqlite_error(db, rc, "cannot write reservation");
-    *id = sqlite3_last_insert_rowid(db->sql);
+    sql_bind_text(st, 1, ctx->act->name, -1, SQL_STATIC);
+    sql_bind_blob(st, 2, ctx->key, (int)ctx->keylen, SQL_STATIC);
+    sql_bind_int64(st, 3, cost);
+    sql_bind_int64(st, 4, now);
+    sql_bind_int64(st, 5, now + ttl);
+    sql_bind_blob(st, 6, lids, (int)n, SQL_TRANSIENT);
+    int rc = sql_step(st);
+    if (rc == SQL_ROW)
+        *id = sql_column_int64(st, 0);
+    sql_reset(st);
+    if (rc != SQL_ROW)
+        return rls__sql_error(db, rc, "cannot write reservation");
     return RLS_OK;
 }
 
@@ -127,7 +128,7 @@ static int housekeeping(rls_db *db, int64_t now)
         return RLS_OK;
     int src = rls__exec_simple(db, STMT_HK_SAVE);
     if (src != RLS_OK)
-        return sqlite3_get_autocommit(db->sql) ? src : RLS_OK;
+        return !sql_in_tx(db) ? src : RLS_OK;
     int64_t horizon = db->gc_horizon;
     int rc = stats ? rls__stats_flush(db, now, 0) : RLS_OK;
     if (rc == RLS_OK && gc) {
@@ -136,7 +137,7 @@ static int housekeeping(rls_db *db, int64_t now)
             real = now;
         rc = rls__gc_step(db, real, GC_STEP_ROWS, NULL);
     }
-    if (rc != RLS_OK && sqlite3_get_autocommit(db->sql)) {
+    if (rc != RLS_OK && !sql_in_tx(db)) {
         /* SQLite rolled back the whole transaction (SQLITE_NOMEM, IOERR or
          * FULL in a statement): the check's own writes are gone too */
         db->gc_horizon = horizon;
@@ -156,17 +157,17 @@ static int housekeeping(rls_db *db, int64_t now)
  * only returns what it took later (deny.c).  0 on any doubt. */
 static int no_reservation_of_key(rls_db *db, const key_ctx *ctx)
 {
-    sqlite3_stmt *st;
+    rls_stmt *st;
     if (rls__no_reservations(db))
         return 1;
     if (!(st = rls__stmt(db, STMT_RES_EXPIRED_KEY)))
         return 0;
-    sqlite3_bind_blob(st, 1, ctx->key, (int)ctx->keylen, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, ctx->act->name, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, INT64_MAX);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE;
+    sql_bind_blob(st, 1, ctx->key, (int)ctx->keylen, SQL_STATIC);
+    sql_bind_text(st, 2, ctx->act->name, -1, SQL_STATIC);
+    sql_bind_int64(st, 3, INT64_MAX);
+    int rc = sql_step(st);
+    sql_reset(st);
+    return rc == SQL_DONE;
 }
 
 /* Refunds this key's reservations whose TTL has passed, before the check
@@ -174,21 +175,21 @@ static int no_reservation_of_key(rls_db *db, const key_ctx *ctx)
  * key's next check at the latest. */
 static int refund_expired(rls_db *db, const key_ctx *ctx, int64_t now)
 {
-    sqlite3_stmt *st;
+    rls_stmt *st;
     int64_t ids[16];
     int n = 0, rc, found;
     if (rls__no_reservations(db))
         return RLS_OK;   /* none at all (cache.c) */
     if (!(st = rls__stmt(db, STMT_RES_EXPIRED_KEY)))
         return rls__stmt_failed(db);
-    sqlite3_bind_blob(st, 1, ctx->key, (int)ctx->keylen, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, ctx->act->name, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, now);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < 16)
-        ids[n++] = sqlite3_column_int64(st, 0);
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE && rc != SQLITE_ROW)
-        return rls__sqlite_error(db, rc, "cannot read reservations");
+    sql_bind_blob(st, 1, ctx->key, (int)ctx->keylen, SQL_STATIC);
+    sql_bind_text(st, 2, ctx->act->name, -1, SQL_STATIC);
+    sql_bind_int64(st, 3, now);
+    while ((rc = sql_step(st)) == SQL_ROW && n < 16)
+        ids[n++] = sql_column_int64(st, 0);
+    sql_reset(st);
+    if (rc != SQL_DONE && rc != SQL_ROW)
+        return rls__sql_error(db, rc, "cannot read reservations");
     for (int i = 0; i < n; i++)
         if ((rc = rls__refund_reservation(db, ids[i], now, &found)))
             return rc;
@@ -227,11 +228,9 @@ static int wants_full_sync(rls_db *db, const char *action)
     return 0;
 }
 
-/* The pragma takes effect when it is compiled, so it runs afresh. */
 static void set_sync(rls_db *db, int full)
 {
-    sqlite3_exec(db->sql, full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL",
-                 NULL, NULL, NULL);
+    sql_durable(db, full);
 }
 
 static int check_tx_body(rls_db *db, key_ctx *ctx, const char *action, const char *key,
@@ -246,7 +245,10 @@ static int check_tx(rls_db *db, key_ctx *ctx, const char *action, const char *ke
     int full = op != OP_PEEK && wants_full_sync(db, action);
     if (full)
         set_sync(db, 1);
-    int rc = check_tx_body(db, ctx, action, key, cost, now, op, ttl, id, res);
+    int rc, attempt = 0;
+    do {
+        rc = check_tx_body(db, ctx, action, key, cost, now, op, ttl, id, res);
+    } while (rls__tx_retry(db, rc, &attempt));
     if (full)
         set_sync(db, 0);
     return rc;
@@ -480,7 +482,7 @@ int rls_refund(rls_db *db, const char *action, const char *key, int64_t cost)
  */
 int rls__refund_reservation(rls_db *db, int64_t id, int64_t now, int *found)
 {
-    sqlite3_stmt *st = rls__stmt(db, STMT_RES_GET);
+    rls_stmt *st = rls__stmt(db, STMT_RES_GET);
     char action[RLS_NAME_MAX + 1], *key = NULL;
     unsigned char *lids = NULL;
     size_t nlids = 0;
@@ -490,29 +492,28 @@ int rls__refund_reservation(rls_db *db, int64_t id, int64_t now, int *found)
     *found = 0;
     if (!st)
         return rls__stmt_failed(db);
-    sqlite3_bind_int64(st, 1, id);
-    rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
+    sql_bind_int64(st, 1, id);
+    rc = sql_step(st);
+    if (rc == SQL_ROW) {
         *found = 1;
-        snprintf(action, sizeof action, "%s", (const char *)sqlite3_column_text(st, 0));
-        int kb = sqlite3_column_bytes(st, 1);
+        snprintf(action, sizeof action, "%s", (const char *)sql_column_text(st, 0));
+        int kb = sql_column_bytes(st, 1);
         key = malloc((size_t)kb + 1);
-        nlids = (size_t)sqlite3_column_bytes(st, 5);
+        nlids = (size_t)sql_column_bytes(st, 5);
         lids = malloc(nlids + 1);
         if (key && lids) {
             if (kb)
-                memcpy(key, sqlite3_column_blob(st, 1), (size_t)kb);
+                memcpy(key, sql_column_blob(st, 1), (size_t)kb);
             key[kb] = '\0';
             if (nlids)
-                memcpy(lids, sqlite3_column_blob(st, 5), nlids);
+                memcpy(lids, sql_column_blob(st, 5), nlids);
         }
-        cost = sqlite3_column_int64(st, 2);
-        created = sqlite3_column_int64(st, 3);
+        cost = sql_column_int64(st, 2);
+        created = sql_column_int64(st, 3);
     }
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW) {
-        return rc == SQLITE_DONE ? RLS_OK
-                                 : rls__sqlite_error(db, rc, "cannot read reservation");
+    sql_reset(st);
+    if (rc != SQL_ROW) {
+        return rc == SQL_DONE ? RLS_OK : rls__sql_error(db, rc, "cannot read reservation");
     }
     if (!key || !lids) {
         rc = rls__error(db, RLS_ENOMEM, "out of memory");
@@ -528,16 +529,16 @@ int rls__refund_reservation(rls_db *db, int64_t id, int64_t now, int *found)
     }
     if (rc == RLS_OK) {
         db->gave_back = 1;  /* units back: cached denials are stale (deny.c) */
-        sqlite3_stmt *del = rls__stmt(db, STMT_RES_DEL);
+        rls_stmt *del = rls__stmt(db, STMT_RES_DEL);
         if (!del) {
             rc = rls__stmt_failed(db);
             goto out;
         }
-        sqlite3_bind_int64(del, 1, id);
-        int src = sqlite3_step(del);
-        sqlite3_reset(del);
-        if (src != SQLITE_DONE)
-            rc = rls__sqlite_error(db, src, "cannot delete reservation");
+        sql_bind_int64(del, 1, id);
+        int src = sql_step(del);
+        sql_reset(del);
+        if (src != SQL_DONE)
+            rc = rls__sql_error(db, src, "cannot delete reservation");
     }
 out:
     free(key);
@@ -559,21 +560,21 @@ static int resolve_reservation(rls_db *db, int64_t id, int64_t now, int refund)
     if ((rc = rls__begin(db, 1)))
         return rc;
 
-    sqlite3_stmt *st = rls__stmt(db, STMT_RES_GET);
+    rls_stmt *st = rls__stmt(db, STMT_RES_GET);
     int64_t expires = 0;
     if (!st) {
         rc = rls__stmt_failed(db);
         goto fail;
     }
-    sqlite3_bind_int64(st, 1, id);
-    int src = sqlite3_step(st);
-    if (src == SQLITE_ROW) {
+    sql_bind_int64(st, 1, id);
+    int src = sql_step(st);
+    if (src == SQL_ROW) {
         found = 1;
-        expires = sqlite3_column_int64(st, 4);
+        expires = sql_column_int64(st, 4);
     }
-    sqlite3_reset(st);
-    if (src != SQLITE_ROW && src != SQLITE_DONE) {
-        rc = rls__sqlite_error(db, src, "cannot read reservation");
+    sql_reset(st);
+    if (src != SQL_ROW && src != SQL_DONE) {
+        rc = rls__sql_error(db, src, "cannot read reservation");
         goto fail;
     }
     if (!found) {
@@ -592,16 +593,16 @@ static int resolve_reservation(rls_db *db, int64_t id, int64_t now, int refund)
                               (long long)id);
         }
     } else {
-        sqlite3_stmt *del = rls__stmt(db, STMT_RES_DEL);
+        rls_stmt *del = rls__stmt(db, STMT_RES_DEL);
         if (!del) {
             rc = rls__stmt_failed(db);
             goto fail;
         }
-        sqlite3_bind_int64(del, 1, id);
-        src = sqlite3_step(del);
-        sqlite3_reset(del);
-        if (src != SQLITE_DONE) {
-            rc = rls__sqlite_error(db, src, "cannot delete reservation");
+        sql_bind_int64(del, 1, id);
+        src = sql_step(del);
+        sql_reset(del);
+        if (src != SQL_DONE) {
+            rc = rls__sql_error(db, src, "cannot delete reservation");
             goto fail;
         }
     }

@@ -14,6 +14,11 @@
 #include "decide.h"
 #include "resolve.h"
 #include "rules.h"
+#include "sql.h"
+
+#define RLS__STATE_INSERT                                                     \
+    "INSERT INTO rls_state(lid, key, alg, a, b, c, last_ms, exp_ms, log)"      \
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
 
 /* Every statement the library runs, prepared once per connection on first
  * use and reset after every use. */
@@ -54,11 +59,18 @@
        " AND NOT EXISTS (SELECT 1 FROM rls_overrides),"                       \
        " NOT EXISTS (SELECT 1 FROM rls_reservations)")                        \
     XX(STATE_GET, "SELECT alg, a, b, c, last_ms, exp_ms, log FROM rls_state WHERE lid = ?1 AND key = ?2") \
-    XX(STATE_PUT,                                                             \
-       "INSERT INTO rls_state(lid, key, alg, a, b, c, last_ms, exp_ms, log)"  \
-       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT(key, lid) DO UPDATE SET" \
+    /* the same in a read transaction (a peek): locks nothing on PostgreSQL */ \
+    XX(STATE_READ, "SELECT alg, a, b, c, last_ms, exp_ms, log FROM rls_state WHERE lid = ?1 AND key = ?2") \
+    XX(STATE_PUT, RLS__STATE_INSERT " ON CONFLICT(key, lid) DO UPDATE SET"     \
        " alg = excluded.alg, a = excluded.a, b = excluded.b, c = excluded.c," \
        " last_ms = excluded.last_ms, exp_ms = excluded.exp_ms, log = excluded.log") \
+    /* the state of a key that had none (keyctx.c); under SQLite's write lock \
+     * the same upsert, on PostgreSQL see RLS_STMT_PG_MAP */                  \
+    XX(STATE_NEW, RLS__STATE_INSERT " ON CONFLICT(key, lid) DO UPDATE SET"     \
+       " alg = excluded.alg, a = excluded.a, b = excluded.b, c = excluded.c," \
+       " last_ms = excluded.last_ms, exp_ms = excluded.exp_ms, log = excluded.log") \
+    /* serialises rule-set changes (apply.c): a no-op under SQLite's lock */ \
+    XX(META_LOCK, "SELECT 1")                                                 \
     XX(STATE_DEL, "DELETE FROM rls_state WHERE lid = ?1 AND key = ?2")       \
     XX(PENALTY_PUT,                                                           \
        "INSERT INTO rls_blocks(key, action, until_ms, kind, level, forget_ms, rule, reason, created_ms)" \
@@ -68,12 +80,12 @@
        " created_ms = excluded.created_ms")                                   \
     XX(STATS_ADD,                                                             \
        "INSERT INTO rls_stats(action, sec, allowed, denied) VALUES (?1, ?2, ?3, ?4)" \
-       " ON CONFLICT(action, sec) DO UPDATE SET allowed = allowed + excluded.allowed," \
-       " denied = denied + excluded.denied")                                  \
+       " ON CONFLICT(action, sec) DO UPDATE SET allowed = rls_stats.allowed + excluded.allowed," \
+       " denied = rls_stats.denied + excluded.denied")                                  \
     XX(STATS_TOTAL_ADD,                                                       \
        "INSERT INTO rls_stats_total(action, allowed, denied) VALUES (?1, ?2, ?3)" \
-       " ON CONFLICT(action) DO UPDATE SET allowed = allowed + excluded.allowed," \
-       " denied = denied + excluded.denied")                                  \
+       " ON CONFLICT(action) DO UPDATE SET allowed = rls_stats_total.allowed + excluded.allowed," \
+       " denied = rls_stats_total.denied + excluded.denied")                                  \
     XX(GC_SCAN, "SELECT lid, key, exp_ms FROM rls_state WHERE (key, lid) > (?2, ?1) ORDER BY key, lid LIMIT ?3") \
     XX(GC_CURSOR, "SELECT gc_lid, gc_key FROM rls_meta WHERE id = 1")        \
     XX(GC_META_SET, "UPDATE rls_meta SET gc_lid = ?1, gc_key = ?2, gc_horizon = max(gc_horizon, ?3) WHERE id = 1") \
@@ -82,9 +94,9 @@
     XX(KEY_STATS_ADD,                                                         \
        "INSERT INTO rls_key_stats(action, key, denied, last_denied_ms, ppm, seen_ms)" \
        " VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(action, key) DO UPDATE SET" \
-       " denied = denied + excluded.denied,"                                  \
-       " last_denied_ms = max(last_denied_ms, excluded.last_denied_ms),"     \
-       " ppm = excluded.ppm, seen_ms = max(seen_ms, excluded.seen_ms)")      \
+       " denied = rls_key_stats.denied + excluded.denied,"                    \
+       " last_denied_ms = max(rls_key_stats.last_denied_ms, excluded.last_denied_ms)," \
+       " ppm = excluded.ppm, seen_ms = max(rls_key_stats.seen_ms, excluded.seen_ms)")      \
     XX(GC_BLOCKS, "DELETE FROM rls_blocks WHERE until_ms <> 0 AND until_ms <= ?1 AND forget_ms <= ?1") \
     XX(GC_ASSIGN, "DELETE FROM rls_assignments WHERE kind = 0 AND expires_ms <> 0 AND expires_ms <= ?1") \
     XX(GC_OVERRIDES, "DELETE FROM rls_overrides WHERE expires_ms <> 0 AND expires_ms <= ?1") \
@@ -93,10 +105,12 @@
     XX(HK_SAVE, "SAVEPOINT rls_housekeeping")                                 \
     XX(HK_RELEASE, "RELEASE rls_housekeeping")                                \
     XX(HK_UNDO, "ROLLBACK TO rls_housekeeping")                               \
-    XX(RES_ADD, "INSERT INTO rls_reservations(action, key, cost, created_ms, expires_ms, lids) VALUES (?1, ?2, ?3, ?4, ?5, ?6)") \
+    XX(RES_ADD, "INSERT INTO rls_reservations(action, key, cost, created_ms, expires_ms, lids)" \
+       " VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id") \
     XX(RES_GET, "SELECT action, key, cost, created_ms, expires_ms, lids FROM rls_reservations WHERE id = ?1") \
     XX(RES_DEL, "DELETE FROM rls_reservations WHERE id = ?1")                \
-    XX(RULESET_ADD, "INSERT INTO rls_rulesets(created_ms, os_user, tool, source, comment, yaml) VALUES (?1, ?2, ?3, ?4, ?5, ?6)") \
+    XX(RULESET_ADD, "INSERT INTO rls_rulesets(created_ms, os_user, tool, source, comment, yaml)" \
+       " VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING version") \
     XX(META_ACTIVATE, "UPDATE rls_meta SET active_version = ?1, rules_gen = rules_gen + 1 WHERE id = 1") \
     XX(META_BUMP, "UPDATE rls_meta SET rules_gen = rules_gen + 1 WHERE id = 1") \
     XX(AUDIT_ADD, "INSERT INTO rls_audit(ts_ms, os_user, tool, op, action, key, before, after, reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)") \
@@ -187,6 +201,36 @@
     XX(PENALTY_DEL, SPLIT_COUNTERS, NULL)                                     \
     XX(GC_RULES_BLOCKS, SPLIT_RULES, NULL)
 
+/*
+ * PostgreSQL (pg.c): a check's transaction is READ COMMITTED, where nothing
+ * stops two hosts from reading the same counter and both writing it back.
+ * So the states a check reads are locked (FOR UPDATE: a second check of
+ * the key waits for the first to commit, then reads its result), and a
+ * state created by a check is inserted only if no other check created it
+ * meanwhile: when one did, the insert changes nothing, and the check runs
+ * again (keyctx.c).  A reservation is locked before it is refunded or
+ * confirmed, and a rule-set change locks rls_meta before it compares the
+ * active version.  Everything else is the text above, translated.
+ */
+#define RLS_STMT_PG_MAP(XX)                                                   \
+    /* a read transaction sees one snapshot, as on SQLite: a listing is     \
+     * consistent, and the rules cannot change under it */                  \
+    XX(BEGIN_READ, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")         \
+    /* no data version to trust between transactions: the emptiness of the  \
+     * policy and reservation tables comes with the control row, so a check \
+     * of a key without any skips those reads (cache.c) */                  \
+    XX(META_GET, "SELECT rules_gen, gc_horizon, active_version,"              \
+       " NOT EXISTS (SELECT 1 FROM rls_blocks)"                               \
+       " AND NOT EXISTS (SELECT 1 FROM rls_assignments WHERE kind = 0)"       \
+       " AND NOT EXISTS (SELECT 1 FROM rls_overrides),"                       \
+       " NOT EXISTS (SELECT 1 FROM rls_reservations) FROM rls_meta WHERE id = 1") \
+    XX(STATE_GET, "SELECT alg, a, b, c, last_ms, exp_ms, log FROM rls_state"  \
+       " WHERE lid = ?1 AND key = ?2 FOR UPDATE")                             \
+    XX(STATE_NEW, RLS__STATE_INSERT " ON CONFLICT(key, lid) DO NOTHING")     \
+    XX(RES_GET, "SELECT action, key, cost, created_ms, expires_ms, lids FROM rls_reservations" \
+       " WHERE id = ?1 FOR UPDATE")                                           \
+    XX(META_LOCK, "SELECT 1 FROM rls_meta WHERE id = 1 FOR UPDATE")
+
 enum rls_split_side { SPLIT_NONE = 0, SPLIT_RULES, SPLIT_COUNTERS, SPLIT_OWN };
 
 enum rls_stmt_id {
@@ -204,7 +248,9 @@ typedef struct stat_acc {
 } stat_acc;
 
 struct rls_db {
-    sqlite3 *sql;
+    const sql_driver *drv;         /* lite.c or pg.c (sql.h) */
+    sqlite3 *sql;                  /* the SQLite connection, or NULL */
+    struct pg_conn *pg;            /* the PostgreSQL connection (pg.c), or NULL */
     char *path;
     rls_options opt;
     char tool[64];
@@ -212,8 +258,8 @@ struct rls_db {
     pid_t pid;                     /* process that opened the connection */
     unsigned long forks;           /* fork count of that process (open.c) */
     int created;                   /* rls_open created the file */
-    sqlite3_stmt *stmt[STMT__COUNT];
-    sqlite3_stmt *astmt[32];       /* admin statements (admin.h) */
+    rls_stmt *stmt[STMT__COUNT];
+    rls_stmt *astmt[32];       /* admin statements (admin.h) */
     char errmsg[512];
     int in_tx;
     int stmt_code;                 /* rlstore code of the last failed prepare */
@@ -231,6 +277,7 @@ struct rls_db {
     /* What the handle knew right after its last check's commit, trusted while
      * nothing has been committed since (cache.c) */
     int tx_write;                  /* the open transaction is BEGIN IMMEDIATE */
+    int tx_refreshed;              /* PostgreSQL: the rules were read in it (cache.c) */
     int in_check;                  /* ... of a charging check */
     int tx_trusted;                /* ... and nothing was committed since */
     unsigned int commit_dv;        /* data version right after the last commit */
@@ -280,6 +327,16 @@ struct rls_db {
     gid_t gid;                     /* ... the group of files rls_open creates */
 };
 
+/* Handle-level driver calls (sql.h). */
+static inline int sql_prepare(rls_db *db, const char *sql, rls_stmt **out)
+{
+    return db->drv->prepare(db, sql, out);
+}
+static inline int sql_exec(rls_db *db, const char *sql) { return db->drv->exec(db, sql); }
+static inline int64_t sql_changes(rls_db *db) { return db->drv->changes(db); }
+static inline int sql_in_tx(rls_db *db) { return db->drv->in_tx(db); }
+static inline int sql_durable(rls_db *db, int full) { return db->drv->durable(db, full); }
+
 #define RLS_CKPT_FD_NONE (-1)         /* not opened yet */
 #define RLS_CKPT_FD_UNAVAILABLE (-2)  /* cannot be opened: never checkpoint */
 
@@ -295,6 +352,23 @@ int rls__file_upgrade(rls_db *db, sqlite3 *c, const char *path, int64_t ver, int
 int rls__schema_check(rls_db *db, sqlite3 *c, const char *schema, const char *path);
 int rls__set_wal(rls_db *db, sqlite3 *c, const char *schema, const char *path);
 
+/* ---- pg.c ------------------------------------------------------------ */
+int rls__pg_uri(const char *path);            /* a libpq URI: postgresql:// or postgres:// */
+/* Takes the URI: db->path becomes it without its password. */
+int rls__pg_init(rls_db *db, const char *uri);
+int rls__pg_connect(rls_db *db);              /* connects, migrates, checks the schema */
+void rls__pg_disconnect(rls_db *db);          /* NULL connection: no-op */
+void rls__pg_abandon(rls_db *db);             /* after fork: forget, never close */
+void rls__pg_tx_start(rls_db *db);            /* a transaction begins */
+/* A write that found another transaction's row: EBUSY, retryable. */
+int rls__pg_conflict(rls_db *db, const char *what);
+/* 1 when the transaction that failed with rc may be run again (a
+ * serialization failure, a deadlock, a lost connection before COMMIT):
+ * waits a randomised, growing time first; 0 after PG_RETRIES attempts or
+ * for any other failure, and always on SQLite. */
+int rls__tx_retry(rls_db *db, int rc, int *attempt);
+static inline int rls__connected(const rls_db *db) { return db->sql || db->pg; }
+
 /* ---- split.c ---------------------------------------------------------- */
 /* RLS_OK if the handle may change the rules (admin changes), else
  * EREADONLY with the reason recorded. */
@@ -308,15 +382,16 @@ void rls__share_side_files(rls_db *db);       /* -wal, -shm, -ckpt in the file's
 int rls__error(rls_db *db, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 int rls__sqlite_error(rls_db *db, int src, const char *what);
+int rls__sql_error(rls_db *db, int src, const char *what);  /* any driver's failure */
 int rls__now(int64_t *now_ms);
 
 /* ---- stmt.c ---------------------------------------------------------- */
-sqlite3_stmt *rls__stmt(rls_db *db, int id);  /* NULL: error recorded */
+rls_stmt *rls__stmt(rls_db *db, int id);  /* NULL: error recorded */
 int rls__stmt_failed(rls_db *db);             /* the code of that error */
 void rls__stmt_finalize_all(rls_db *db);
 /* Prepares statement `id` of the check table (admin 0) or of the admin
  * table (admin 1, admin.h) from `sql`, in its split form in a split handle. */
-int rls__prepare(rls_db *db, int admin, int id, const char *sql, sqlite3_stmt **out);
+int rls__prepare(rls_db *db, int admin, int id, const char *sql, rls_stmt **out);
 int rls__exec_simple(rls_db *db, int id);     /* step a no-result statement */
 int rls__begin(rls_db *db, int write);
 int rls__commit(rls_db *db);

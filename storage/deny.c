@@ -53,7 +53,9 @@ static int map_gen(rls_db *db)
     if (db->deny_state)
         return db->deny_state > 0;
     db->deny_state = -1;
-    void *p = rls__wal_side_map(db);
+    /* PostgreSQL: other hosts change counters where no shared page can
+     * announce it, so every check asks the database */
+    void *p = db->sql ? rls__wal_side_map(db) : NULL;
     if (!p)
         return 0;  /* a handle that could not bump it must not rely on it */
     db->deny_map = p;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <libpq-fe.h>
 #include "admin.h"
 
 #define SQLITE_SAFE_VERSION 3051003   /* the WAL-reset race is fixed here */
@@ -28,18 +29,18 @@ static int add(rls_rows *r, const char *check, const char *status, const char *d
 /* First column of a one-row pragma as text into buf. */
 static int pragma_text(rls_db *db, const char *sql, char *buf, size_t size)
 {
-    sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(db->sql, sql, -1, &st, NULL);
+    rls_stmt *st = NULL;
+    int rc = sql_prepare(db, sql, &st);
     buf[0] = '\0';
-    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const unsigned char *t = sqlite3_column_text(st, 0);
+    if (rc == SQL_OK && (rc = sql_step(st)) == SQL_ROW) {
+        const unsigned char *t = sql_column_text(st, 0);
         snprintf(buf, size, "%s", t ? (const char *)t : "");
-        rc = SQLITE_OK;
-    } else if (rc == SQLITE_DONE) {
-        rc = SQLITE_OK;
+        rc = SQL_OK;
+    } else if (rc == SQL_DONE) {
+        rc = SQL_OK;
     }
-    sqlite3_finalize(st);
-    return rc == SQLITE_OK ? RLS_OK : rls__sqlite_error(db, rc, "doctor");
+    sql_finalize(st);
+    return rc == SQL_OK ? RLS_OK : rls__sql_error(db, rc, "doctor");
 }
 
 /*
@@ -167,6 +168,33 @@ static void rules_side_check(rls_rows *r, const char *path, int *bad)
                 *detail ? detail : "-wal and -shm are there, as the rules file");
 }
 
+/* A PostgreSQL database: the server, the schema, the session's safety. */
+static int pg_checks(rls_db *db, rls_rows *r, int *bad)
+{
+    char buf[512], detail[700];
+    int rc;
+    if ((rc = pragma_text(db, "SELECT current_setting('server_version')", buf, sizeof buf)))
+        return rc;
+    snprintf(detail, sizeof detail, "PostgreSQL %s (libpq %d)", buf, PQlibVersion());
+    *bad |= add(r, "server_version", "ok", detail);
+    if ((rc = pragma_text(db, "SELECT current_schema() || ', schema version ' ||"
+                          " (SELECT version FROM rls_schema WHERE id = 1)", buf, sizeof buf)))
+        return rc;
+    snprintf(detail, sizeof detail, "PostgreSQL database '%s', schema %s", db->path, buf);
+    *bad |= add(r, "role", "ok", detail);
+    /* unencrypted is fine on this host, not across a network */
+    if ((rc = pragma_text(db, "SELECT CASE WHEN s.ssl THEN 'tls' WHEN inet_server_addr() IS NULL"
+                          " OR inet_server_addr() <<= inet '127.0.0.0/8'"
+                          " OR inet_server_addr() = inet '::1' THEN 'local' ELSE 'plain' END"
+                          " FROM pg_stat_ssl s WHERE s.pid = pg_backend_pid()", buf, sizeof buf)))
+        return rc;
+    *bad |= add(r, "connection", strcmp(buf, "plain") == 0 ? "warn" : "ok",
+                strcmp(buf, "tls") == 0 ? "encrypted (TLS)"
+                : strcmp(buf, "local") == 0 ? "on this host, not encrypted"
+                : "not encrypted across the network: set sslmode=require (or verify-full)");
+    return RLS_OK;
+}
+
 int rls_doctor(rls_db *db, int full, rls_rows **out)
 {
     static const rows_col cols[] = {
@@ -184,6 +212,11 @@ int rls_doctor(rls_db *db, int full, rls_rows **out)
     if (!r)
         return rls__error(db, RLS_ENOMEM, "out of memory");
 
+    if (db->pg) {
+        if ((rc = pg_checks(db, r, &bad)))
+            goto out;
+        goto rules;
+    }
     snprintf(detail, sizeof detail, "SQLite %s%s", sqlite3_libversion(),
              sqlite3_libversion_number() < SQLITE_SAFE_VERSION
                  ? " has the rare WAL-reset race between concurrent checkpoints "
@@ -210,8 +243,9 @@ int rls_doctor(rls_db *db, int full, rls_rows **out)
     }
     bad |= add(r, "role", "ok", detail);
 
+rules:
     snprintf(detail, sizeof detail, "SELECT active_version FROM %s.rls_meta WHERE id = 1",
-             schema);
+             db->split ? "rules" : "main");
     if ((rc = pragma_text(db, detail, buf, sizeof buf)))
         goto out;
     if (atoi(buf) > 0) {

@@ -58,27 +58,27 @@ int rls__stats_flush(rls_db *db, int64_t now, int force)
     int krc = rls__keystat_flush(db);
     if (krc)
         return krc;
-    sqlite3_stmt *add = rls__stmt(db, STMT_STATS_ADD);
-    sqlite3_stmt *tot = rls__stmt(db, STMT_STATS_TOTAL_ADD);
+    rls_stmt *add = rls__stmt(db, STMT_STATS_ADD);
+    rls_stmt *tot = rls__stmt(db, STMT_STATS_TOTAL_ADD);
     if (!add || !tot)
         return rls__stmt_failed(db);
     for (int i = 0; i < db->nstats; i++) {
         const stat_acc *s = &db->stats[i];
-        sqlite3_bind_text(add, 1, s->action, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(add, 2, s->sec);
-        sqlite3_bind_int64(add, 3, s->allowed);
-        sqlite3_bind_int64(add, 4, s->denied);
-        int rc = sqlite3_step(add);
-        sqlite3_reset(add);
-        if (rc != SQLITE_DONE)
-            return rls__sqlite_error(db, rc, "cannot write stats");
-        sqlite3_bind_text(tot, 1, s->action, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(tot, 2, s->allowed);
-        sqlite3_bind_int64(tot, 3, s->denied);
-        rc = sqlite3_step(tot);
-        sqlite3_reset(tot);
-        if (rc != SQLITE_DONE)
-            return rls__sqlite_error(db, rc, "cannot write stats");
+        sql_bind_text(add, 1, s->action, -1, SQL_STATIC);
+        sql_bind_int64(add, 2, s->sec);
+        sql_bind_int64(add, 3, s->allowed);
+        sql_bind_int64(add, 4, s->denied);
+        int rc = sql_step(add);
+        sql_reset(add);
+        if (rc != SQL_DONE)
+            return rls__sql_error(db, rc, "cannot write stats");
+        sql_bind_text(tot, 1, s->action, -1, SQL_STATIC);
+        sql_bind_int64(tot, 2, s->allowed);
+        sql_bind_int64(tot, 3, s->denied);
+        rc = sql_step(tot);
+        sql_reset(tot);
+        if (rc != SQL_DONE)
+            return rls__sql_error(db, rc, "cannot write stats");
     }
     /* Cleared only at commit time in spirit: a rolled-back transaction loses
      * these stats, which the contract allows (stats may lose a second). */
@@ -89,29 +89,29 @@ int rls__stats_flush(rls_db *db, int64_t now, int force)
 
 static int exec_time(rls_db *db, int id, int64_t now)
 {
-    sqlite3_stmt *st = rls__stmt(db, id);
+    rls_stmt *st = rls__stmt(db, id);
     if (!st)
         return rls__stmt_failed(db);
-    sqlite3_bind_int64(st, 1, now);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? RLS_OK : rls__sqlite_error(db, rc, "garbage collection failed");
+    sql_bind_int64(st, 1, now);
+    int rc = sql_step(st);
+    sql_reset(st);
+    return rc == SQL_DONE ? RLS_OK : rls__sql_error(db, rc, "garbage collection failed");
 }
 
 static int gc_reservations(rls_db *db, int64_t now)
 {
-    sqlite3_stmt *st = rls__stmt(db, STMT_RES_EXPIRED);
+    rls_stmt *st = rls__stmt(db, STMT_RES_EXPIRED);
     int64_t ids[RESERVATIONS_PER_STEP];
     int n = 0, rc;
     if (!st)
         return rls__stmt_failed(db);
-    sqlite3_bind_int64(st, 1, now);
-    sqlite3_bind_int(st, 2, RESERVATIONS_PER_STEP);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < RESERVATIONS_PER_STEP)
-        ids[n++] = sqlite3_column_int64(st, 0);
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE && rc != SQLITE_ROW)
-        return rls__sqlite_error(db, rc, "cannot read reservations");
+    sql_bind_int64(st, 1, now);
+    sql_bind_int64(st, 2, RESERVATIONS_PER_STEP);
+    while ((rc = sql_step(st)) == SQL_ROW && n < RESERVATIONS_PER_STEP)
+        ids[n++] = sql_column_int64(st, 0);
+    sql_reset(st);
+    if (rc != SQL_DONE && rc != SQL_ROW)
+        return rls__sql_error(db, rc, "cannot read reservations");
     for (int i = 0; i < n; i++) {
         int found;
         if ((rc = rls__refund_reservation(db, ids[i], now, &found)))
@@ -123,10 +123,10 @@ static int gc_reservations(rls_db *db, int64_t now)
 /* One bounded sweep of rls_state from the cursor. */
 static int gc_states(rls_db *db, int64_t now, int max_rows, int64_t *deleted)
 {
-    sqlite3_stmt *cur = rls__stmt(db, STMT_GC_CURSOR);
-    sqlite3_stmt *scan = rls__stmt(db, STMT_GC_SCAN);
-    sqlite3_stmt *del = rls__stmt(db, STMT_STATE_DEL);
-    sqlite3_stmt *set = rls__stmt(db, STMT_GC_META_SET);
+    rls_stmt *cur = rls__stmt(db, STMT_GC_CURSOR);
+    rls_stmt *scan = rls__stmt(db, STMT_GC_SCAN);
+    rls_stmt *del = rls__stmt(db, STMT_STATE_DEL);
+    rls_stmt *set = rls__stmt(db, STMT_GC_META_SET);
     unsigned char *key = NULL;
     size_t keycap = 0, keylen = 0;
     int64_t lid = 0, horizon = 0, seen = 0;
@@ -134,44 +134,44 @@ static int gc_states(rls_db *db, int64_t now, int max_rows, int64_t *deleted)
 
     if (!cur || !scan || !del || !set)
         return rls__stmt_failed(db);
-    rc = sqlite3_step(cur);
-    if (rc == SQLITE_ROW) {
-        lid = sqlite3_column_int64(cur, 0);
-        keylen = (size_t)sqlite3_column_bytes(cur, 1);
+    rc = sql_step(cur);
+    if (rc == SQL_ROW) {
+        lid = sql_column_int64(cur, 0);
+        keylen = (size_t)sql_column_bytes(cur, 1);
         key = malloc(keylen + 1);
         if (key && keylen)
-            memcpy(key, sqlite3_column_blob(cur, 1), keylen);
+            memcpy(key, sql_column_blob(cur, 1), keylen);
         keycap = keylen + 1;
     }
-    sqlite3_reset(cur);
-    if (rc != SQLITE_ROW)
-        return rls__sqlite_error(db, rc, "cannot read GC cursor");
+    sql_reset(cur);
+    if (rc != SQL_ROW)
+        return rls__sql_error(db, rc, "cannot read GC cursor");
     if (!key)
         return rls__error(db, RLS_ENOMEM, "out of memory");
 
-    sqlite3_bind_int64(scan, 1, lid);
-    sqlite3_bind_blob(scan, 2, key, (int)keylen, SQLITE_TRANSIENT);
-    sqlite3_bind_int(scan, 3, max_rows);
+    sql_bind_int64(scan, 1, lid);
+    sql_bind_blob(scan, 2, key, (int)keylen, SQL_TRANSIENT);
+    sql_bind_int64(scan, 3, max_rows);
     /* Collect the expired rows first: deleting while scanning the same
      * b-tree is allowed in SQLite but harder to reason about. */
     struct victim { int64_t lid; unsigned char *key; int len; int64_t exp; } *v;
     int nv = 0;
     v = calloc((size_t)max_rows, sizeof *v);
     if (!v) {
-        sqlite3_reset(scan);
+        sql_reset(scan);
         free(key);
         return rls__error(db, RLS_ENOMEM, "out of memory");
     }
-    while ((rc = sqlite3_step(scan)) == SQLITE_ROW) {
-        int64_t l = sqlite3_column_int64(scan, 0);
-        int len = sqlite3_column_bytes(scan, 1);
-        const void *k = sqlite3_column_blob(scan, 1);
-        int64_t exp = sqlite3_column_int64(scan, 2);
+    while ((rc = sql_step(scan)) == SQL_ROW) {
+        int64_t l = sql_column_int64(scan, 0);
+        int len = sql_column_bytes(scan, 1);
+        const void *k = sql_column_blob(scan, 1);
+        int64_t exp = sql_column_int64(scan, 2);
         seen++;
         lid = l;
         if ((size_t)len + 1 > keycap) {
             unsigned char *nk = realloc(key, (size_t)len + 1);
-            if (!nk) { rc = SQLITE_NOMEM; break; }
+            if (!nk) { rc = SQL_NOMEM; break; }
             key = nk;
             keycap = (size_t)len + 1;
         }
@@ -180,7 +180,7 @@ static int gc_states(rls_db *db, int64_t now, int max_rows, int64_t *deleted)
         keylen = (size_t)len;
         if (exp < now) {
             v[nv].key = malloc((size_t)len + 1);
-            if (!v[nv].key) { rc = SQLITE_NOMEM; break; }
+            if (!v[nv].key) { rc = SQL_NOMEM; break; }
             if (len)
                 memcpy(v[nv].key, k, (size_t)len);
             v[nv].len = len;
@@ -189,20 +189,20 @@ static int gc_states(rls_db *db, int64_t now, int max_rows, int64_t *deleted)
             nv++;
         }
     }
-    sqlite3_reset(scan);
-    if (rc != SQLITE_DONE) {
-        rc = rc == SQLITE_NOMEM ? rls__error(db, RLS_ENOMEM, "out of memory")
-                                : rls__sqlite_error(db, rc, "cannot scan states");
+    sql_reset(scan);
+    if (rc != SQL_DONE) {
+        rc = rc == SQL_NOMEM ? rls__error(db, RLS_ENOMEM, "out of memory")
+                             : rls__sql_error(db, rc, "cannot scan states");
         goto out;
     }
     rc = RLS_OK;
     for (int i = 0; i < nv; i++) {
-        sqlite3_bind_int64(del, 1, v[i].lid);
-        sqlite3_bind_blob(del, 2, v[i].key, v[i].len, SQLITE_STATIC);
-        int src = sqlite3_step(del);
-        sqlite3_reset(del);
-        if (src != SQLITE_DONE) {
-            rc = rls__sqlite_error(db, src, "cannot delete state");
+        sql_bind_int64(del, 1, v[i].lid);
+        sql_bind_blob(del, 2, v[i].key, v[i].len, SQL_STATIC);
+        int src = sql_step(del);
+        sql_reset(del);
+        if (src != SQL_DONE) {
+            rc = rls__sql_error(db, src, "cannot delete state");
             goto out;
         }
         if ((rc = rls__keycount_deleted(db, NULL, v[i].lid, v[i].key, (size_t)v[i].len)))
@@ -214,13 +214,13 @@ static int gc_states(rls_db *db, int64_t now, int max_rows, int64_t *deleted)
         lid = 0;
         keylen = 0;
     }
-    sqlite3_bind_int64(set, 1, lid);
-    sqlite3_bind_blob(set, 2, key, (int)keylen, SQLITE_STATIC);
-    sqlite3_bind_int64(set, 3, horizon);
-    int src = sqlite3_step(set);
-    sqlite3_reset(set);
-    if (src != SQLITE_DONE)
-        rc = rls__sqlite_error(db, src, "cannot save GC cursor");
+    sql_bind_int64(set, 1, lid);
+    sql_bind_blob(set, 2, key, (int)keylen, SQL_STATIC);
+    sql_bind_int64(set, 3, horizon);
+    int src = sql_step(set);
+    sql_reset(set);
+    if (src != SQL_DONE)
+        rc = rls__sql_error(db, src, "cannot save GC cursor");
     else {
         if (horizon > db->gc_horizon)
             db->gc_horizon = horizon;

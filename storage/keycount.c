@@ -20,9 +20,9 @@
 #include "keycount.h"
 
 enum { KC_COUNT, KC_GET, KC_TOTAL, KC__COUNT };
-#define KC_SLOT(id) ((int)(sizeof((rls_db *)0)->astmt / sizeof(sqlite3_stmt *)) - 1 - (id))
+#define KC_SLOT(id) ((int)(sizeof((rls_db *)0)->astmt / sizeof(rls_stmt *)) - 1 - (id))
 
-_Static_assert(ASTMT__COUNT <= (int)(sizeof((rls_db *)0)->astmt / sizeof(sqlite3_stmt *)) -
+_Static_assert(ASTMT__COUNT <= (int)(sizeof((rls_db *)0)->astmt / sizeof(rls_stmt *)) -
                                    KC__COUNT,
                "admin.h's statement table reaches the slots of keycount.c");
 
@@ -35,19 +35,19 @@ static const char *const kc_sql[KC__COUNT] = {
                  " WHERE lid = ?3)) AS act) kc"
                  " WHERE kc.act IS NOT NULL AND NOT EXISTS (SELECT 1 FROM main.rls_state s"
                  " JOIN @R.rls_limits l ON l.lid = s.lid WHERE s.key = ?1 AND l.action = kc.act)"
-                 " ON CONFLICT(action) DO UPDATE SET keys = keys + excluded.keys",
+                 " ON CONFLICT(action) DO UPDATE SET keys = rls_key_counts.keys + excluded.keys",
     [KC_GET] = "SELECT max(keys, 0) FROM main.rls_key_counts WHERE action = ?2",
     [KC_TOTAL] = "SELECT total(max(keys, 0)) FROM main.rls_key_counts",
 };
 
 const char *rls__rules_schema(rls_db *db)
 {
-    return sqlite3_db_filename(db->sql, "rules") ? "rules" : "main";
+    return db->split ? "rules" : "main";
 }
 
-static sqlite3_stmt *kc_stmt(rls_db *db, int id)
+static rls_stmt *kc_stmt(rls_db *db, int id)
 {
-    sqlite3_stmt **slot = &db->astmt[KC_SLOT(id)];
+    rls_stmt **slot = &db->astmt[KC_SLOT(id)];
     char sql[1024];
     const char *src = kc_sql[id], *schema = rls__rules_schema(db);
     size_t o = 0;
@@ -62,10 +62,10 @@ static sqlite3_stmt *kc_stmt(rls_db *db, int id)
         }
     }
     sql[o] = '\0';
-    int rc = sqlite3_prepare_v3(db->sql, sql, -1, SQLITE_PREPARE_PERSISTENT, slot, NULL);
-    if (rc != SQLITE_OK) {
+    int rc = sql_prepare(db, sql, slot);
+    if (rc != SQL_OK) {
         *slot = NULL;
-        db->stmt_code = rls__sqlite_error(db, rc, "cannot prepare statement");
+        db->stmt_code = rls__sql_error(db, rc, "cannot prepare statement");
     }
     return *slot;
 }
@@ -75,19 +75,19 @@ static sqlite3_stmt *kc_stmt(rls_db *db, int id)
 static int count_unless_rows(rls_db *db, const char *action, int64_t lid, const void *key,
                              size_t keylen, int delta)
 {
-    sqlite3_stmt *st = kc_stmt(db, KC_COUNT);
+    rls_stmt *st = kc_stmt(db, KC_COUNT);
     if (!st)
         return rls__stmt_failed(db);
-    sqlite3_bind_blob(st, 1, keylen ? key : "", (int)keylen, SQLITE_STATIC);
+    sql_bind_blob(st, 1, keylen ? key : "", (int)keylen, SQL_STATIC);
     if (action)
-        sqlite3_bind_text(st, 2, action, -1, SQLITE_STATIC);
+        sql_bind_text(st, 2, action, -1, SQL_STATIC);
     else
-        sqlite3_bind_null(st, 2);
-    sqlite3_bind_int64(st, 3, lid);
-    sqlite3_bind_int(st, 4, delta);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? RLS_OK : rls__sqlite_error(db, rc, "cannot count keys");
+        sql_bind_null(st, 2);
+    sql_bind_int64(st, 3, lid);
+    sql_bind_int64(st, 4, delta);
+    int rc = sql_step(st);
+    sql_reset(st);
+    return rc == SQL_DONE ? RLS_OK : rls__sql_error(db, rc, "cannot count keys");
 }
 
 int rls__keycount_before_write(rls_db *db, const key_ctx *ctx)
@@ -112,28 +112,28 @@ int rls__keycount_deleted(rls_db *db, const char *action, int64_t lid, const voi
 
 int rls__keycount_get(rls_db *db, const char *action, int64_t *n)
 {
-    sqlite3_stmt *st = kc_stmt(db, KC_GET);
+    rls_stmt *st = kc_stmt(db, KC_GET);
     *n = 0;
     if (!st)
         return rls__stmt_failed(db);
-    sqlite3_bind_text(st, 2, action, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        *n = sqlite3_column_int64(st, 0);
-    sqlite3_reset(st);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE ? RLS_OK
-                                                 : rls__sqlite_error(db, rc, "cannot count keys");
+    sql_bind_text(st, 2, action, -1, SQL_STATIC);
+    int rc = sql_step(st);
+    if (rc == SQL_ROW)
+        *n = sql_column_int64(st, 0);
+    sql_reset(st);
+    return rc == SQL_ROW || rc == SQL_DONE ? RLS_OK
+                                           : rls__sql_error(db, rc, "cannot count keys");
 }
 
 int rls__keycount_total(rls_db *db, int64_t *n)
 {
-    sqlite3_stmt *st = kc_stmt(db, KC_TOTAL);
+    rls_stmt *st = kc_stmt(db, KC_TOTAL);
     *n = 0;
     if (!st)
         return rls__stmt_failed(db);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        *n = (int64_t)sqlite3_column_double(st, 0);
-    sqlite3_reset(st);
-    return rc == SQLITE_ROW ? RLS_OK : rls__sqlite_error(db, rc, "cannot count keys");
+    int rc = sql_step(st);
+    if (rc == SQL_ROW)
+        *n = (int64_t)sql_column_double(st, 0);
+    sql_reset(st);
+    return rc == SQL_ROW ? RLS_OK : rls__sql_error(db, rc, "cannot count keys");
 }

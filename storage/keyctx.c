@@ -40,7 +40,7 @@ static void copy_name(char *dst, const unsigned char *src)
 /* One pass over the key's policy rows. */
 static int read_policy(rls_db *db, key_ctx *ctx, int64_t now)
 {
-    sqlite3_stmt *st;
+    rls_stmt *st;
     int rc;
     if (rls__no_policy_rows(db))
         return RLS_OK;   /* no key has any (cache.c) */
@@ -48,24 +48,24 @@ static int read_policy(rls_db *db, key_ctx *ctx, int64_t now)
         return rls__stmt_failed(db);
     /* Rows for this action match the normalised key; rows for every action
      * were stored as the operator wrote the key, so they match either. */
-    sqlite3_bind_blob(st, 1, ctx->key, (int)ctx->keylen, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, ctx->act->name, -1, SQLITE_STATIC);
-    sqlite3_bind_blob(st, 3, ctx->raw, (int)strlen(ctx->raw), SQLITE_STATIC);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int type = sqlite3_column_int(st, 0);
-        const unsigned char *act = sqlite3_column_text(st, 1);
-        int64_t t = sqlite3_column_int64(st, 2);
-        int64_t num = sqlite3_column_int64(st, 3);
-        const unsigned char *text = sqlite3_column_text(st, 4);
+    sql_bind_blob(st, 1, ctx->key, (int)ctx->keylen, SQL_STATIC);
+    sql_bind_text(st, 2, ctx->act->name, -1, SQL_STATIC);
+    sql_bind_blob(st, 3, ctx->raw, (int)strlen(ctx->raw), SQL_STATIC);
+    while ((rc = sql_step(st)) == SQL_ROW) {
+        int type = sql_column_int(st, 0);
+        const unsigned char *act = sql_column_text(st, 1);
+        int64_t t = sql_column_int64(st, 2);
+        int64_t num = sql_column_int64(st, 3);
+        const unsigned char *text = sql_column_text(st, 4);
         int own = act && act[0] != '\0';
         if (type == 1) {
             int active = t == 0 || t > now;
             if (own) {
                 ctx->pen_found = 1;
                 ctx->pen_kind = (int)num;
-                ctx->pen_level = sqlite3_column_int(st, 5);
+                ctx->pen_level = sql_column_int(st, 5);
                 ctx->pen_until = t;
-                ctx->pen_forget = sqlite3_column_int64(st, 6);
+                ctx->pen_forget = sql_column_int64(st, 6);
             }
             if (active && (!ctx->block.active || t == 0 ||
                            (ctx->block.until_ms != 0 && t > ctx->block.until_ms))) {
@@ -93,8 +93,8 @@ static int read_policy(rls_db *db, key_ctx *ctx, int64_t now)
             ctx->ov[i].expires_ms = t;
         }
     }
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? RLS_OK : rls__sqlite_error(db, rc, "cannot read key policy");
+    sql_reset(st);
+    return rc == SQL_DONE ? RLS_OK : rls__sql_error(db, rc, "cannot read key policy");
 }
 
 int keyctx_load(rls_db *db, key_ctx *ctx, const char *action, const char *key,
@@ -170,8 +170,8 @@ static int take_log(rls_db *db, algo_state *s, const void *blob, int bytes)
 
 int keyctx_read_states(rls_db *db, key_ctx *ctx)
 {
-    sqlite3_stmt *st = rls__stmt(db, STMT_STATE_GET);
-    int rc = SQLITE_DONE;
+    rls_stmt *st = rls__stmt(db, db->tx_write ? STMT_STATE_GET : STMT_STATE_READ);
+    int rc = SQL_DONE;
     memset(ctx->st, 0, sizeof ctx->st[0] * (size_t)ctx->n);
     ctx->nfound = 0;
     if (!st)
@@ -181,39 +181,40 @@ int keyctx_read_states(rls_db *db, key_ctx *ctx)
         const rule_limit *def = ctx->rl[i].def;
         ctx->items[i].rl = &ctx->rl[i];
         ctx->items[i].st = s;
-        sqlite3_bind_int64(st, 1, def->id);
-        sqlite3_bind_blob(st, 2, ctx->key, (int)ctx->keylen, SQLITE_STATIC);
-        rc = sqlite3_step(st);
-        ctx->nfound += rc == SQLITE_ROW;
+        sql_bind_int64(st, 1, def->id);
+        sql_bind_blob(st, 2, ctx->key, (int)ctx->keylen, SQL_STATIC);
+        rc = sql_step(st);
+        ctx->nfound += rc == SQL_ROW;
+        ctx->row[i] = rc == SQL_ROW;
         /* A row written under another algorithm means nothing to this one. */
-        if (rc == SQLITE_ROW && sqlite3_column_int(st, 0) == def->algorithm) {
+        if (rc == SQL_ROW && sql_column_int(st, 0) == def->algorithm) {
             s->present = 1;
-            s->a = sqlite3_column_int64(st, 1);
-            s->b = sqlite3_column_int64(st, 2);
-            s->c = sqlite3_column_int64(st, 3);
-            s->last_ms = sqlite3_column_int64(st, 4);
-            s->expires_ms = sqlite3_column_int64(st, 5);
+            s->a = sql_column_int64(st, 1);
+            s->b = sql_column_int64(st, 2);
+            s->c = sql_column_int64(st, 3);
+            s->last_ms = sql_column_int64(st, 4);
+            s->expires_ms = sql_column_int64(st, 5);
         }
         if (def->algorithm == ALGO_SLIDING_LOG) {
-            const void *blob = s->present ? sqlite3_column_blob(st, 6) : NULL;
-            int bytes = s->present ? sqlite3_column_bytes(st, 6) : 0;
+            const void *blob = s->present ? sql_column_blob(st, 6) : NULL;
+            int bytes = s->present ? sql_column_bytes(st, 6) : 0;
             int lrc = take_log(db, s, blob, bytes);
             if (lrc) {
-                sqlite3_reset(st);
+                sql_reset(st);
                 return lrc;
             }
         }
-        sqlite3_reset(st);
-        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-            return rls__sqlite_error(db, rc, "cannot read counter state");
+        sql_reset(st);
+        if (rc != SQL_ROW && rc != SQL_DONE)
+            return rls__sql_error(db, rc, "cannot read counter state");
     }
     return RLS_OK;
 }
 
 int keyctx_write_states(rls_db *db, key_ctx *ctx)
 {
-    sqlite3_stmt *st = rls__stmt(db, STMT_STATE_PUT);
-    if (!st)
+    rls_stmt *put = rls__stmt(db, STMT_STATE_PUT), *add = rls__stmt(db, STMT_STATE_NEW);
+    if (!put || !add)
         return rls__stmt_failed(db);
     int krc = rls__keycount_before_write(db, ctx);   /* a new key is counted (keycount.c) */
     if (krc)
@@ -222,22 +223,27 @@ int keyctx_write_states(rls_db *db, key_ctx *ctx)
         const algo_state *s = &ctx->st[i];
         if (!ctx->items[i].changed)
             continue;
-        sqlite3_bind_int64(st, 1, ctx->rl[i].def->id);
-        sqlite3_bind_blob(st, 2, ctx->key, (int)ctx->keylen, SQLITE_STATIC);
-        sqlite3_bind_int(st, 3, ctx->rl[i].def->algorithm);
-        sqlite3_bind_int64(st, 4, s->a);
-        sqlite3_bind_int64(st, 5, s->b);
-        sqlite3_bind_int64(st, 6, s->c);
-        sqlite3_bind_int64(st, 7, s->last_ms);
-        sqlite3_bind_int64(st, 8, s->expires_ms);
+        rls_stmt *st = ctx->row[i] ? put : add;
+        sql_bind_int64(st, 1, ctx->rl[i].def->id);
+        sql_bind_blob(st, 2, ctx->key, (int)ctx->keylen, SQL_STATIC);
+        sql_bind_int64(st, 3, ctx->rl[i].def->algorithm);
+        sql_bind_int64(st, 4, s->a);
+        sql_bind_int64(st, 5, s->b);
+        sql_bind_int64(st, 6, s->c);
+        sql_bind_int64(st, 7, s->last_ms);
+        sql_bind_int64(st, 8, s->expires_ms);
         if (s->log && s->log_len)
-            sqlite3_bind_blob(st, 9, s->log, (int)s->log_len, SQLITE_STATIC);
+            sql_bind_blob(st, 9, s->log, (int)s->log_len, SQL_STATIC);
         else
-            sqlite3_bind_null(st, 9);
-        int rc = sqlite3_step(st);
-        sqlite3_reset(st);
-        if (rc != SQLITE_DONE)
-            return rls__sqlite_error(db, rc, "cannot write counter state");
+            sql_bind_null(st, 9);
+        /* an existing state's upsert may travel with the next statement
+         * (PostgreSQL, pg_pipe.c); a new one's outcome is read at once */
+        int rc = st == put ? sql_step_deferred(st) : sql_step(st);
+        sql_reset(st);
+        if (rc != SQL_DONE)
+            return rls__sql_error(db, rc, "cannot write counter state");
+        if (st == add && sql_changes(db) != 1)   /* another check created it */
+            return rls__pg_conflict(db, "counter state was created by a concurrent check");
     }
     return RLS_OK;
 }

@@ -43,6 +43,7 @@ typedef struct key_ctx {
     decide_item items[RESOLVE_MAX_LIMITS];
     int n;
     int nfound;                         /* rows keyctx_read_states found (keycount.c) */
+    unsigned char row[RESOLVE_MAX_LIMITS];  /* limit i has a stored row */
 
     uint64_t deny_fp, deny_gen;         /* for the denial cache (deny.c) */
     int deny_usable;

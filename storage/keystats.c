@@ -96,23 +96,23 @@ int rls__keystat_flush(rls_db *db)
 {
     if (db->nkacc == 0)
         return RLS_OK;
-    sqlite3_stmt *st = rls__stmt(db, STMT_KEY_STATS_ADD);
+    rls_stmt *st = rls__stmt(db, STMT_KEY_STATS_ADD);
     if (!st)
         return rls__stmt_failed(db);
     for (int i = 0; i < KACC_SLOTS; i++) {
         const struct key_acc *e = &db->kacc[i];
         if (!e->key)
             continue;
-        sqlite3_bind_text(st, 1, e->action, -1, SQLITE_STATIC);
-        sqlite3_bind_blob(st, 2, e->key, (int)e->keylen, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 3, e->denied);
-        sqlite3_bind_int64(st, 4, e->last_denied);
-        sqlite3_bind_int64(st, 5, e->ppm);
-        sqlite3_bind_int64(st, 6, e->seen);
-        int rc = sqlite3_step(st);
-        sqlite3_reset(st);
-        if (rc != SQLITE_DONE)
-            return rls__sqlite_error(db, rc, "cannot write key stats");
+        sql_bind_text(st, 1, e->action, -1, SQL_STATIC);
+        sql_bind_blob(st, 2, e->key, (int)e->keylen, SQL_STATIC);
+        sql_bind_int64(st, 3, e->denied);
+        sql_bind_int64(st, 4, e->last_denied);
+        sql_bind_int64(st, 5, e->ppm);
+        sql_bind_int64(st, 6, e->seen);
+        int rc = sql_step(st);
+        sql_reset(st);
+        if (rc != SQL_DONE)
+            return rls__sql_error(db, rc, "cannot write key stats");
     }
     /* Cleared once written: a rolled-back transaction loses them, which the
      * contract allows (they are statistics). */

@@ -97,6 +97,13 @@ int rls__sqlite_error(rls_db *db, int src, const char *what)
     return rls__error(db, code, "%s: %s", what, detail);
 }
 
+int rls__sql_error(rls_db *db, int src, const char *what)
+{
+    if (db && db->drv && db->drv != &rls__lite_driver)
+        return rls__error(db, map_sqlite(src), "%s: %s", what, db->drv->errmsg(db));
+    return rls__sqlite_error(db, src, what);
+}
+
 const char *rls_errmsg(rls_db *db)
 {
     return db ? db->errmsg : open_errmsg;
@@ -439,6 +446,8 @@ void rls__conn_defaults(sqlite3 *c)
  * file is the main database, the rules file is attached (split.c). */
 static int connect_db(rls_db *db)
 {
+    if (db->drv == &rls__pg_driver)
+        return rls__pg_connect(db);
     const char *path = db->split ? db->counters_path : db->path;
     char *uri = NULL;
     int flags = (db->opt.read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) |
@@ -497,6 +506,7 @@ static int connect_db(rls_db *db)
 
 static void disconnect(rls_db *db)
 {
+    rls__pg_disconnect(db);
     rls__stmt_finalize_all(db);
     if (db->sql)
         sqlite3_close_v2(db->sql);
@@ -579,8 +589,9 @@ int rls_open(rls_db **out, const char *path, const rls_options *opt)
     }
     snprintf(db->tool, sizeof db->tool, "%s", db->opt.tool);
     db->opt.tool = db->tool;
-    db->path = strdup(path);
-    if (!db->path) {
+    if (rls__pg_uri(path) ? rls__pg_init(db, path) != RLS_OK : !(db->path = strdup(path))) {
+        rls__pg_disconnect(db);
+        free(db->path);
         free(db);
         return rls__error(NULL, RLS_ENOMEM, "out of memory");
     }
@@ -589,8 +600,12 @@ int rls_open(rls_db **out, const char *path, const rls_options *opt)
     db->forks = forks_now();
     db->pid = getpid();
     db->rng = (uint32_t)db->pid * 2654435761u + 1;
+    db->drv = db->pg ? &rls__pg_driver : &rls__lite_driver;
     rc = options_own(db);
-    if (rc == RLS_OK)
+    if (rc == RLS_OK && db->drv == &rls__pg_driver && (db->split || db->have_gid))
+        rc = rls__error(db, RLS_EINVAL, "rls_open: counters_path and file_group are for "
+                        "SQLite files, not a PostgreSQL database");
+    if (rc == RLS_OK && db->drv == &rls__lite_driver)
         rc = prepare_files(db, &db->created, &created_counters);
     if (rc == RLS_OK)
         rc = connect_db(db);
@@ -616,7 +631,7 @@ void rls_close(rls_db *db)
     if (!db)
         return;
     if (db->pid == getpid()) {
-        if (db->sql && !db->in_tx && (db->nstats > 0 || rls__keystat_pending(db))) {
+        if (rls__connected(db) && !db->in_tx && (db->nstats > 0 || rls__keystat_pending(db))) {
             int64_t now;
             if (rls__now(&now) == RLS_OK && rls__begin(db, 1) == RLS_OK) {
                 db->check_tx = 1;  /* stats only: gives nothing back (deny.c) */
@@ -651,14 +666,15 @@ int rls__db_usable(rls_db *db)
 {
     if (!db)
         return RLS_EINVAL;
-    if (fork_hooked && db->forks == forks_now() && db->sql)
+    if (fork_hooked && db->forks == forks_now() && rls__connected(db))
         return RLS_OK;  /* no fork since it connected */
     if (db->pid == getpid()) {
-        if (!db->sql)
+        if (!rls__connected(db))
             return rls__error(db, RLS_EMISUSE, "handle has no open connection");
         return RLS_OK;
     }
     db->sql = NULL;  /* abandoned, never closed: it is the parent's */
+    rls__pg_abandon(db);
     memset(db->stmt, 0, sizeof db->stmt);
     memset(db->astmt, 0, sizeof db->astmt);
     rls__wal_close(db);  /* the inherited descriptor shares the parent's lock */

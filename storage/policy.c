@@ -22,7 +22,7 @@ static int admin_tx(rls_db *db, int64_t now, admin_fn fn, void *arg)
         return rls__error(db, RLS_ETIME, "time %lld ms is outside 1970..9999", (long long)now);
     if ((rc = rls__rules_writable(db)))
         return rc;   /* the audit row at least goes to the rules */
-    sqlite3_exec(db->sql, "PRAGMA synchronous = FULL", NULL, NULL, NULL);
+    sql_durable(db, 1);
     rc = rls__begin(db, 1);
     if (rc == RLS_OK) {
         rc = fn(db, arg, now);
@@ -32,7 +32,7 @@ static int admin_tx(rls_db *db, int64_t now, admin_fn fn, void *arg)
             rls__rollback(db);
     }
     if (db->opt.durability != RLS_DURABILITY_FULL)
-        sqlite3_exec(db->sql, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
+        sql_durable(db, 0);
     return rc;
 }
 
@@ -57,11 +57,11 @@ static int check_key(rls_db *db, const char *key)
     return RLS_OK;
 }
 
-static int step_done(rls_db *db, sqlite3_stmt *st, const char *what)
+static int step_done(rls_db *db, rls_stmt *st, const char *what)
 {
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? RLS_OK : rls__sqlite_error(db, rc, what);
+    int rc = sql_step(st);
+    sql_reset(st);
+    return rc == SQL_DONE ? RLS_OK : rls__sql_error(db, rc, what);
 }
 
 /*
@@ -118,19 +118,19 @@ static void describe_block(char *buf, size_t size, int found, int64_t until,
 static int block_get(rls_db *db, int id, const struct block_arg *a, char *before,
                      size_t size, int *found)
 {
-    sqlite3_stmt *get = rls__stmt(db, id);
+    rls_stmt *get = rls__stmt(db, id);
     if (!get)
         return rls__stmt_failed(db);
-    sqlite3_bind_blob(get, 1, a->key, (int)strlen(a->key), SQLITE_STATIC);
-    sqlite3_bind_text(get, 2, a->action, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(get);
-    *found = rc == SQLITE_ROW;
-    if (rc == SQLITE_ROW)
-        describe_block(before, size, 1, sqlite3_column_int64(get, 0),
-                       (const char *)sqlite3_column_text(get, 2));
-    sqlite3_reset(get);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-        return rls__sqlite_error(db, rc, "cannot read block");
+    sql_bind_blob(get, 1, a->key, (int)strlen(a->key), SQL_STATIC);
+    sql_bind_text(get, 2, a->action, -1, SQL_STATIC);
+    int rc = sql_step(get);
+    *found = rc == SQL_ROW;
+    if (rc == SQL_ROW)
+        describe_block(before, size, 1, sql_column_int64(get, 0),
+                       (const char *)sql_column_text(get, 2));
+    sql_reset(get);
+    if (rc != SQL_ROW && rc != SQL_DONE)
+        return rls__sql_error(db, rc, "cannot read block");
     return RLS_OK;
 }
 
@@ -144,7 +144,7 @@ static int block_get(rls_db *db, int id, const struct block_arg *a, char *before
 static int block_fn(rls_db *db, void *p, int64_t now)
 {
     struct block_arg *a = p;
-    sqlite3_stmt *put = rls__stmt(db, a->set ? STMT_BLOCK_SET : STMT_BLOCK_DEL);
+    rls_stmt *put = rls__stmt(db, a->set ? STMT_BLOCK_SET : STMT_BLOCK_DEL);
     char before[256], after[256];
     int found = 0, rc;
     if (!put)
@@ -165,13 +165,13 @@ static int block_fn(rls_db *db, void *p, int64_t now)
     if (!a->set && !found)
         return rls__error(db, RLS_ENOTFOUND, "key is not blocked%s%s",
                           a->action[0] ? " for action " : "", a->action);
-    sqlite3_bind_blob(put, 1, a->key, (int)strlen(a->key), SQLITE_STATIC);
-    sqlite3_bind_text(put, 2, a->action, -1, SQLITE_STATIC);
+    sql_bind_blob(put, 1, a->key, (int)strlen(a->key), SQL_STATIC);
+    sql_bind_text(put, 2, a->action, -1, SQL_STATIC);
     if (a->set) {
-        sqlite3_bind_int64(put, 3, a->until);
-        sqlite3_bind_text(put, 4, a->reason, -1, SQLITE_STATIC);
-        sqlite3_bind_text(put, 5, db->os_user, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(put, 6, now);
+        sql_bind_int64(put, 3, a->until);
+        sql_bind_text(put, 4, a->reason, -1, SQL_STATIC);
+        sql_bind_text(put, 5, db->os_user, -1, SQL_STATIC);
+        sql_bind_int64(put, 6, now);
         describe_block(after, sizeof after, 1, a->until, a->reason);
     } else {
         describe_block(after, sizeof after, 0, 0, "");
@@ -185,11 +185,11 @@ static int block_fn(rls_db *db, void *p, int64_t now)
 static int penalty_fn(rls_db *db, void *p, int64_t now)
 {
     struct block_arg *a = p;
-    sqlite3_stmt *del = rls__stmt(db, STMT_PENALTY_DEL);
+    rls_stmt *del = rls__stmt(db, STMT_PENALTY_DEL);
     if (!del)
         return rls__stmt_failed(db);
-    sqlite3_bind_blob(del, 1, a->key, (int)strlen(a->key), SQLITE_STATIC);
-    sqlite3_bind_text(del, 2, a->action, -1, SQLITE_STATIC);
+    sql_bind_blob(del, 1, a->key, (int)strlen(a->key), SQL_STATIC);
+    sql_bind_text(del, 2, a->action, -1, SQL_STATIC);
     return step_done(db, del, "cannot remove penalty block");
 }
 
@@ -253,8 +253,8 @@ struct tier_arg {
 static int tier_fn(rls_db *db, void *p, int64_t now)
 {
     struct tier_arg *a = p;
-    sqlite3_stmt *get = rls__stmt(db, STMT_ASSIGN_GET_ONE);
-    sqlite3_stmt *put = rls__stmt(db, a->tier ? STMT_ASSIGN_SET : STMT_ASSIGN_DEL);
+    rls_stmt *get = rls__stmt(db, STMT_ASSIGN_GET_ONE);
+    rls_stmt *put = rls__stmt(db, a->tier ? STMT_ASSIGN_SET : STMT_ASSIGN_DEL);
     char before[128] = "none", after[128] = "none", nk[RLS_KEY_MAX_LIMIT + 64];
     int rc, found = 0;
     if (!get || !put)
@@ -270,18 +270,18 @@ static int tier_fn(rls_db *db, void *p, int64_t now)
     } else if (rc) {
         return rc;
     }
-    sqlite3_bind_blob(get, 1, a->key, (int)strlen(a->key), SQLITE_STATIC);
-    sqlite3_bind_text(get, 2, a->action, -1, SQLITE_STATIC);
-    rc = sqlite3_step(get);
-    if (rc == SQLITE_ROW) {
+    sql_bind_blob(get, 1, a->key, (int)strlen(a->key), SQL_STATIC);
+    sql_bind_text(get, 2, a->action, -1, SQL_STATIC);
+    rc = sql_step(get);
+    if (rc == SQL_ROW) {
         found = 1;
         char t[40];
-        snprintf(before, sizeof before, "tier %s until %s", sqlite3_column_text(get, 0),
-                 until_text(sqlite3_column_int64(get, 1), t, sizeof t));
+        snprintf(before, sizeof before, "tier %s until %s", sql_column_text(get, 0),
+                 until_text(sql_column_int64(get, 1), t, sizeof t));
     }
-    sqlite3_reset(get);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-        return rls__sqlite_error(db, rc, "cannot read assignment");
+    sql_reset(get);
+    if (rc != SQL_ROW && rc != SQL_DONE)
+        return rls__sql_error(db, rc, "cannot read assignment");
     if (!a->tier && !found)
         return rls__error(db, RLS_ENOTFOUND, "key has no tier assignment");
     if (a->tier) {
@@ -291,13 +291,13 @@ static int tier_fn(rls_db *db, void *p, int64_t now)
             return rls__error(db, RLS_ENOTFOUND, "tier '%s' is not defined in the active rules",
                               a->tier);
     }
-    sqlite3_bind_blob(put, 1, a->key, (int)strlen(a->key), SQLITE_STATIC);
-    sqlite3_bind_text(put, 6, a->action, -1, SQLITE_STATIC);
+    sql_bind_blob(put, 1, a->key, (int)strlen(a->key), SQL_STATIC);
+    sql_bind_text(put, 6, a->action, -1, SQL_STATIC);
     if (a->tier) {
-        sqlite3_bind_int(put, 2, a->kind);
-        sqlite3_bind_text(put, 3, a->tier, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(put, 4, a->until);
-        sqlite3_bind_int64(put, 5, now);
+        sql_bind_int64(put, 2, a->kind);
+        sql_bind_text(put, 3, a->tier, -1, SQL_STATIC);
+        sql_bind_int64(put, 4, a->until);
+        sql_bind_int64(put, 5, now);
         char t[40];
         snprintf(after, sizeof after, "tier %s until %s", a->tier,
                  until_text(a->until, t, sizeof t));
@@ -402,8 +402,8 @@ static int check_override_fits(rls_db *db, const struct override_arg *a)
 static int override_fn(rls_db *db, void *p, int64_t now)
 {
     struct override_arg *a = p;
-    sqlite3_stmt *get = rls__stmt(db, STMT_OVERRIDE_GET_ONE);
-    sqlite3_stmt *put = rls__stmt(db, a->set ? STMT_OVERRIDE_SET : STMT_OVERRIDE_DEL);
+    rls_stmt *get = rls__stmt(db, STMT_OVERRIDE_GET_ONE);
+    rls_stmt *put = rls__stmt(db, a->set ? STMT_OVERRIDE_SET : STMT_OVERRIDE_DEL);
     char before[128] = "none", after[128] = "none", nk[RLS_KEY_MAX_LIMIT + 64];
     int rc, found = 0;
     if (!get || !put)
@@ -413,29 +413,29 @@ static int override_fn(rls_db *db, void *p, int64_t now)
     a->key = nk;
     if (a->set && (rc = check_override_fits(db, a)))
         return rc;
-    sqlite3_bind_blob(get, 1, a->key, (int)strlen(a->key), SQLITE_STATIC);
-    sqlite3_bind_text(get, 2, a->action, -1, SQLITE_STATIC);
-    sqlite3_bind_text(get, 3, a->name, -1, SQLITE_STATIC);
-    rc = sqlite3_step(get);
-    if (rc == SQLITE_ROW) {
+    sql_bind_blob(get, 1, a->key, (int)strlen(a->key), SQL_STATIC);
+    sql_bind_text(get, 2, a->action, -1, SQL_STATIC);
+    sql_bind_text(get, 3, a->name, -1, SQL_STATIC);
+    rc = sql_step(get);
+    if (rc == SQL_ROW) {
         found = 1;
         char t[40];
         snprintf(before, sizeof before, "%s=%lld until %s", a->name,
-                 (long long)sqlite3_column_int64(get, 0),
-                 until_text(sqlite3_column_int64(get, 1), t, sizeof t));
+                 (long long)sql_column_int64(get, 0),
+                 until_text(sql_column_int64(get, 1), t, sizeof t));
     }
-    sqlite3_reset(get);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-        return rls__sqlite_error(db, rc, "cannot read override");
+    sql_reset(get);
+    if (rc != SQL_ROW && rc != SQL_DONE)
+        return rls__sql_error(db, rc, "cannot read override");
     if (!a->set && !found)
         return rls__error(db, RLS_ENOTFOUND, "no override of '%s' for this key", a->name);
-    sqlite3_bind_blob(put, 1, a->key, (int)strlen(a->key), SQLITE_STATIC);
-    sqlite3_bind_text(put, 2, a->action, -1, SQLITE_STATIC);
-    sqlite3_bind_text(put, 3, a->name, -1, SQLITE_STATIC);
+    sql_bind_blob(put, 1, a->key, (int)strlen(a->key), SQL_STATIC);
+    sql_bind_text(put, 2, a->action, -1, SQL_STATIC);
+    sql_bind_text(put, 3, a->name, -1, SQL_STATIC);
     if (a->set) {
-        sqlite3_bind_int64(put, 4, a->limit);
-        sqlite3_bind_int64(put, 5, a->until);
-        sqlite3_bind_int64(put, 6, now);
+        sql_bind_int64(put, 4, a->limit);
+        sql_bind_int64(put, 5, a->until);
+        sql_bind_int64(put, 6, now);
         char t[40];
         snprintf(after, sizeof after, "%s=%lld until %s", a->name, (long long)a->limit,
                  until_text(a->until, t, sizeof t));

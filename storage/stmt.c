@@ -1,6 +1,6 @@
 /*
  * stmt.c - the statement table: each statement is prepared once per
- * connection (SQLITE_PREPARE_PERSISTENT) on first use, reset after every
+ * connection (through its driver, sql.h) on first use, reset after every
  * use, and finalized at close.  Also transactions and the audit row.
  *
  * In a split deployment the same tables are prepared in their split form
@@ -33,6 +33,13 @@ static const split_form astmt_split[ASTMT__COUNT] = {
     RLS_ADMIN_SPLIT_MAP(RLS__ASPLIT_FORM)
 #undef RLS__ASPLIT_FORM
 #undef RLS__SPLIT_FORM
+};
+
+/* The PostgreSQL form of each statement that needs one (db.h). */
+static const char *const stmt_pg[STMT__COUNT] = {
+#define RLS__PG_FORM(name, sql) [STMT_##name] = sql,
+    RLS_STMT_PG_MAP(RLS__PG_FORM)
+#undef RLS__PG_FORM
 };
 
 static const char *const rules_tables[] = {RLS_RULES_TABLES};
@@ -111,11 +118,13 @@ static char *split_text(const char *sql, int side, const char **bad, size_t *bad
     return out;
 }
 
-int rls__prepare(rls_db *db, int admin, int id, const char *sql, sqlite3_stmt **out)
+int rls__prepare(rls_db *db, int admin, int id, const char *sql, rls_stmt **out)
 {
     const char *text = sql;
     char *rewritten = NULL;
     *out = NULL;
+    if (db->pg && !admin && stmt_pg[id])
+        text = stmt_pg[id];
     if (db->split) {
         const split_form *f = admin ? &astmt_split[id] : &stmt_split[id];
         if (f->side == SPLIT_OWN) {
@@ -131,18 +140,18 @@ int rls__prepare(rls_db *db, int admin, int id, const char *sql, sqlite3_stmt **
                 return db->stmt_code = rls__error(db, RLS_ENOMEM, "out of memory");
         }
     }
-    int rc = sqlite3_prepare_v3(db->sql, text, -1, SQLITE_PREPARE_PERSISTENT, out, NULL);
+    int rc = sql_prepare(db, text, out);
     free(rewritten);
-    if (rc != SQLITE_OK) {
+    if (rc != SQL_OK) {
         *out = NULL;
-        return db->stmt_code = rls__sqlite_error(db, rc, "cannot prepare statement");
+        return db->stmt_code = rls__sql_error(db, rc, "cannot prepare statement");
     }
     return RLS_OK;
 }
 
-sqlite3_stmt *rls__stmt(rls_db *db, int id)
+rls_stmt *rls__stmt(rls_db *db, int id)
 {
-    sqlite3_stmt *st = db->stmt[id];
+    rls_stmt *st = db->stmt[id];
     if (st)
         return st;
     if (rls__prepare(db, 0, id, stmt_sql[id], &st) != RLS_OK)
@@ -159,33 +168,35 @@ int rls__stmt_failed(rls_db *db)
 void rls__stmt_finalize_all(rls_db *db)
 {
     for (int i = 0; i < STMT__COUNT; i++) {
-        sqlite3_finalize(db->stmt[i]);
+        sql_finalize(db->stmt[i]);
         db->stmt[i] = NULL;
     }
     for (size_t i = 0; i < sizeof db->astmt / sizeof db->astmt[0]; i++) {
-        sqlite3_finalize(db->astmt[i]);
+        sql_finalize(db->astmt[i]);
         db->astmt[i] = NULL;
     }
 }
 
 int rls__exec_simple(rls_db *db, int id)
 {
-    sqlite3_stmt *st = rls__stmt(db, id);
+    rls_stmt *st = rls__stmt(db, id);
     if (!st)
         return rls__stmt_failed(db);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc == SQLITE_DONE || rc == SQLITE_ROW)
+    int rc = sql_step(st);
+    sql_reset(st);
+    if (rc == SQL_DONE || rc == SQL_ROW)
         return RLS_OK;
-    return rls__sqlite_error(db, rc, "statement failed");
+    return rls__sql_error(db, rc, "statement failed");
 }
 
 int rls__begin(rls_db *db, int write)
 {
+    rls__pg_tx_start(db);
     int rc = rls__exec_simple(db, write ? STMT_BEGIN_IMM : STMT_BEGIN_READ);
     if (rc == RLS_OK) {
         db->in_tx = 1;
         db->tx_write = write;
+        db->tx_refreshed = 0;
     }
     return rc;
 }
@@ -200,7 +211,8 @@ int rls__commit(rls_db *db)
         rls__rollback(db);
         return rc;
     }
-    db->commit_dv_ok = sqlite3_file_control(db->sql, "main", SQLITE_FCNTL_DATA_VERSION,
+    db->commit_dv_ok = db->sql &&
+                       sqlite3_file_control(db->sql, "main", SQLITE_FCNTL_DATA_VERSION,
                                             &db->commit_dv) == SQLITE_OK;
     /* a split handle knows what it knows of both files (cache.c) */
     if (db->split && db->commit_dv_ok)
@@ -216,13 +228,14 @@ int rls__commit(rls_db *db)
     db->in_tx = 0;
     db->tx_write = 0;
     db->tx_trusted = 0;
-    rls__wal_after_commit(db);
+    if (db->sql)
+        rls__wal_after_commit(db);
     return RLS_OK;
 }
 
 void rls__rollback(rls_db *db)
 {
-    if (sqlite3_get_autocommit(db->sql) == 0) {
+    if (sql_in_tx(db)) {
         char keep[sizeof db->errmsg];
         memcpy(keep, db->errmsg, sizeof keep);
         rls__exec_simple(db, STMT_ROLLBACK);
@@ -236,32 +249,32 @@ void rls__rollback(rls_db *db)
     db->gave_back = 0;
 }
 
-static void bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
+static void bind_text_or_null(rls_stmt *st, int i, const char *s)
 {
-    sqlite3_bind_text(st, i, s ? s : "", -1, SQLITE_STATIC);
+    sql_bind_text(st, i, s ? s : "", -1, SQL_STATIC);
 }
 
 int rls__audit(rls_db *db, int64_t now, const char *op, const char *action,
                const char *key, const char *before, const char *after,
                const char *reason)
 {
-    sqlite3_stmt *st = rls__stmt(db, STMT_AUDIT_ADD);
+    rls_stmt *st = rls__stmt(db, STMT_AUDIT_ADD);
     if (!st)
         return rls__stmt_failed(db);
-    sqlite3_bind_int64(st, 1, now);
-    sqlite3_bind_text(st, 2, db->os_user, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, db->tool, -1, SQLITE_STATIC);
+    sql_bind_int64(st, 1, now);
+    sql_bind_text(st, 2, db->os_user, -1, SQL_STATIC);
+    sql_bind_text(st, 3, db->tool, -1, SQL_STATIC);
     bind_text_or_null(st, 4, op);
     bind_text_or_null(st, 5, action);
     if (key)
-        sqlite3_bind_blob(st, 6, key, (int)strlen(key), SQLITE_STATIC);
+        sql_bind_blob(st, 6, key, (int)strlen(key), SQL_STATIC);
     else
-        sqlite3_bind_null(st, 6);
+        sql_bind_null(st, 6);
     bind_text_or_null(st, 7, before);
     bind_text_or_null(st, 8, after);
     bind_text_or_null(st, 9, reason);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    sqlite3_clear_bindings(st);
-    return rc == SQLITE_DONE ? RLS_OK : rls__sqlite_error(db, rc, "cannot write audit row");
+    int rc = sql_step(st);
+    sql_reset(st);
+    sql_clear_bindings(st);
+    return rc == SQL_DONE ? RLS_OK : rls__sql_error(db, rc, "cannot write audit row");
 }

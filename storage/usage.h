@@ -69,7 +69,7 @@ typedef struct usage_ctx {
     const char *substr;        /* NULL: every key */
     int sort;
     int64_t now;
-    sqlite3_stmt *st[UST__COUNT];
+    rls_stmt *st[UST__COUNT];
     int few_keys;              /* at most USAGE_EXACT_MAX keys in all */
     usage_src *src;
     int nsrc;
@@ -97,7 +97,7 @@ typedef struct tail_cur {
 } tail_cur;
 
 /* ---- usage_src.c ---------------------------------------------------------- */
-int usage_stmt(usage_ctx *u, int id, sqlite3_stmt **out);
+int usage_stmt(usage_ctx *u, int id, rls_stmt **out);
 void usage_ctx_free(usage_ctx *u);
 /* The row of key in s, peeked on first use; *row = -1 if out of memory
  * (error recorded). */

@@ -32,7 +32,7 @@
     " AND " range SUBSTR("key")                                               \
     " UNION SELECT key FROM @B WHERE action IN (?1, '') AND" ACTIVE("")       \
     " AND " range SUBSTR("key")                                               \
-    " ORDER BY 1 " order " LIMIT ?4) ORDER BY 1 " order
+    " ORDER BY 1 " order " LIMIT ?4) AS u ORDER BY 1 " order
 
 /* ?5 where a walk is, ?6 how far this batch may go (a frontier) */
 static const char *const ust_sql[UST__COUNT] = {
@@ -110,7 +110,7 @@ static int expand(char *buf, size_t size, size_t *o, const char *src, int sort, 
     return 0;
 }
 
-int usage_stmt(usage_ctx *u, int id, sqlite3_stmt **out)
+int usage_stmt(usage_ctx *u, int id, rls_stmt **out)
 {
     char sql[2048];
     size_t o = 0;
@@ -120,33 +120,33 @@ int usage_stmt(usage_ctx *u, int id, sqlite3_stmt **out)
     int split = strcmp(rls__rules_schema(u->db), "rules") == 0;
     if (expand(sql, sizeof sql, &o, ust_sql[id], u->sort, split) < 0)
         return rls__error(u->db, RLS_ESTORAGE, "usage statement too long");
-    int rc = sqlite3_prepare_v2(u->db->sql, sql, -1, &u->st[id], NULL);
-    if (rc != SQLITE_OK) {
+    int rc = sql_prepare(u->db, sql, &u->st[id]);
+    if (rc != SQL_OK) {
         u->st[id] = NULL;
-        return rls__sqlite_error(u->db, rc, "cannot prepare usage statement");
+        return rls__sql_error(u->db, rc, "cannot prepare usage statement");
     }
     *out = u->st[id];
     return RLS_OK;
 }
 
-static void bind_all(usage_ctx *u, sqlite3_stmt *st, const char *action, int64_t limit,
+static void bind_all(usage_ctx *u, rls_stmt *st, const char *action, int64_t limit,
                      const void *blob, size_t len)
 {
-    sqlite3_bind_text(st, 1, action, -1, SQLITE_STATIC);
+    sql_bind_text(st, 1, action, -1, SQL_STATIC);
     if (u->substr)
-        sqlite3_bind_text(st, 2, u->substr, -1, SQLITE_STATIC);
+        sql_bind_text(st, 2, u->substr, -1, SQL_STATIC);
     else
-        sqlite3_bind_null(st, 2);
-    sqlite3_bind_int64(st, 3, u->now);
-    sqlite3_bind_int64(st, 4, limit);
-    sqlite3_bind_blob(st, 5, blob ? blob : "", blob ? (int)len : 0, SQLITE_STATIC);
-    sqlite3_bind_blob(st, 6, u->inf, (int)sizeof u->inf, SQLITE_STATIC);   /* no frontier */
+        sql_bind_null(st, 2);
+    sql_bind_int64(st, 3, u->now);
+    sql_bind_int64(st, 4, limit);
+    sql_bind_blob(st, 5, blob ? blob : "", blob ? (int)len : 0, SQL_STATIC);
+    sql_bind_blob(st, 6, u->inf, (int)sizeof u->inf, SQL_STATIC);   /* no frontier */
 }
 
 void usage_ctx_free(usage_ctx *u)
 {
     for (int i = 0; i < UST__COUNT; i++) {
-        sqlite3_finalize(u->st[i]);
+        sql_finalize(u->st[i]);
         u->st[i] = NULL;
     }
     for (int i = 0; i < u->nsrc; i++) {
@@ -167,7 +167,7 @@ void usage_ctx_free(usage_ctx *u)
 
 /* Steps st (bound by the caller) to the end: column 0 as strings, column 1
  * (if want_cand) as flags.  Resets st. */
-static int read_keys(usage_ctx *u, sqlite3_stmt *st, char ***keys, unsigned char **cand,
+static int read_keys(usage_ctx *u, rls_stmt *st, char ***keys, unsigned char **cand,
                      int *n, int want_cand)
 {
     int cap = 0, rc;
@@ -175,8 +175,8 @@ static int read_keys(usage_ctx *u, sqlite3_stmt *st, char ***keys, unsigned char
     *n = 0;
     if (cand)
         *cand = NULL;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *k = (const char *)sqlite3_column_text(st, 0);
+    while ((rc = sql_step(st)) == SQL_ROW) {
+        const char *k = (const char *)sql_column_text(st, 0);
         if (*n == cap) {
             cap = cap ? cap * 2 : 64;
             char **nk = realloc(*keys, sizeof *nk * (size_t)cap);
@@ -186,20 +186,20 @@ static int read_keys(usage_ctx *u, sqlite3_stmt *st, char ***keys, unsigned char
             if (nc)
                 *cand = nc;
             if (!nk || (cand && !nc)) {
-                rc = SQLITE_NOMEM;
+                rc = SQL_NOMEM;
                 break;
             }
         }
         if (!((*keys)[*n] = strdup(k ? k : ""))) {
-            rc = SQLITE_NOMEM;
+            rc = SQL_NOMEM;
             break;
         }
         if (cand)
-            (*cand)[*n] = want_cand && sqlite3_column_int(st, 1) != 0;
+            (*cand)[*n] = want_cand && sql_column_int(st, 1) != 0;
         (*n)++;
     }
-    sqlite3_reset(st);
-    if (rc == SQLITE_DONE)
+    sql_reset(st);
+    if (rc == SQL_DONE)
         return RLS_OK;
     for (int i = 0; i < *n; i++)
         free((*keys)[i]);
@@ -210,9 +210,9 @@ static int read_keys(usage_ctx *u, sqlite3_stmt *st, char ***keys, unsigned char
         free(*cand);
         *cand = NULL;
     }
-    if (rc == SQLITE_NOMEM)
+    if (rc == SQL_NOMEM)
         return rls__error(u->db, RLS_ENOMEM, "out of memory");
-    return rls__sqlite_error(u->db, rc, "cannot list keys");
+    return rls__sql_error(u->db, rc, "cannot list keys");
 }
 
 /* ---- the memo of peeked keys ------------------------------------------------- */
@@ -269,18 +269,18 @@ static const char *state_of(const rls_result *res, const key_ctx *ctx, int64_t p
 
 static int denials(usage_ctx *u, usage_src *s, const char *key, int64_t *d)
 {
-    sqlite3_stmt *st;
+    rls_stmt *st;
     int rc = usage_stmt(u, UST_DENIALS, &st);
     *d = 0;
     if (rc)
         return rc;
     bind_all(u, st, s->action, 0, key, strlen(key));
-    rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        *d = sqlite3_column_int64(st, 0);
-    sqlite3_reset(st);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE
-               ? RLS_OK : rls__sqlite_error(u->db, rc, "cannot read key stats");
+    rc = sql_step(st);
+    if (rc == SQL_ROW)
+        *d = sql_column_int64(st, 0);
+    sql_reset(st);
+    return rc == SQL_ROW || rc == SQL_DONE
+               ? RLS_OK : rls__sql_error(u->db, rc, "cannot read key stats");
 }
 
 /* Peeks key as a check of s's action would see it (nothing charged). */
@@ -384,7 +384,7 @@ static int add_candidates(usage_ctx *u, usage_src *s, char **keys, int n)
 /* Runs candidate statement id for `want` keys and adds them; *all: fewer came. */
 static int candidates(usage_ctx *u, usage_src *s, int id, int want, int *all)
 {
-    sqlite3_stmt *st;
+    rls_stmt *st;
     char **keys;
     int n, rc = usage_stmt(u, id, &st);
     if (rc)
@@ -426,7 +426,7 @@ static int uni_add(usage_ctx *u, usage_src *s, const char *key, int *cap)
  * few (the filter names a key or two), every action is small. */
 static int small_by_substr(usage_ctx *u)
 {
-    sqlite3_stmt *st;
+    rls_stmt *st;
     int rc = usage_stmt(u, UST_SUBSTR_KEYS, &st), rows = 0, step;
     int *cap = calloc((size_t)u->nsrc + 1, sizeof *cap);
     const int max_rows = USAGE_EXACT_MAX * 8;   /* a key has a row per limit */
@@ -437,17 +437,17 @@ static int small_by_substr(usage_ctx *u)
         return rc;
     }
     bind_all(u, st, "", max_rows, NULL, 0);
-    while (rc == RLS_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *k = (const char *)sqlite3_column_text(st, 0);
-        const char *a = (const char *)sqlite3_column_text(st, 1);
+    while (rc == RLS_OK && (step = sql_step(st)) == SQL_ROW) {
+        const char *k = (const char *)sql_column_text(st, 0);
+        const char *a = (const char *)sql_column_text(st, 1);
         rows++;
         for (int i = 0; rc == RLS_OK && k && a && i < u->nsrc; i++)
             if (!*a || strcmp(a, u->src[i].action) == 0)
                 rc = uni_add(u, &u->src[i], k, &cap[i]);
     }
-    if (rc == RLS_OK && step != SQLITE_DONE && step != SQLITE_ROW)
-        rc = rls__sqlite_error(u->db, step, "cannot list keys");
-    sqlite3_reset(st);
+    if (rc == RLS_OK && step != SQL_DONE && step != SQL_ROW)
+        rc = rls__sql_error(u->db, step, "cannot list keys");
+    sql_reset(st);
     free(cap);
     int small = rc == RLS_OK && rows < max_rows;
     for (int i = 0; rc == RLS_OK && i < u->nsrc; i++) {
@@ -472,7 +472,7 @@ static int small_by_substr(usage_ctx *u)
 /* Every action of a database with few keys, each in one short walk. */
 static int small_by_action(usage_ctx *u, usage_src *s)
 {
-    sqlite3_stmt *st;
+    rls_stmt *st;
     char **keys;
     int n, rc;
     if ((rc = usage_stmt(u, UST_FWD, &st)))
@@ -587,7 +587,7 @@ int tail_beyond(const tail_cur *c, const char *key)
  * as there are keys). */
 static int fetch_batch(usage_ctx *u, tail_cur *c, const char *frontier)
 {
-    sqlite3_stmt *st;
+    rls_stmt *st;
     int rc = usage_stmt(u, c->dir > 0 ? UST_FWD : UST_BWD, &st);
     if (rc)
         return rc;
@@ -608,11 +608,11 @@ static int fetch_batch(usage_ctx *u, tail_cur *c, const char *frontier)
     int asked = c->batch;
     bind_all(u, st, c->s->action, asked, c->bound, c->boundlen);
     if (frontier)   /* a blob, as the keys are stored */
-        sqlite3_bind_blob(st, 6, frontier, (int)strlen(frontier), SQLITE_STATIC);
+        sql_bind_blob(st, 6, frontier, (int)strlen(frontier), SQL_STATIC);
     else if (c->dir > 0)
-        sqlite3_bind_blob(st, 6, u->inf, (int)sizeof u->inf, SQLITE_STATIC);
+        sql_bind_blob(st, 6, u->inf, (int)sizeof u->inf, SQL_STATIC);
     else
-        sqlite3_bind_blob(st, 6, "", 0, SQLITE_STATIC);
+        sql_bind_blob(st, 6, "", 0, SQL_STATIC);
     if ((rc = read_keys(u, st, &c->keys, &c->cand, &c->n, 1)))
         return rc;
     if (c->batch < 1024)
@@ -724,7 +724,7 @@ int usage_in_head(usage_ctx *u, usage_src *s, const char *key, int *in)
 
 int usage_count(usage_ctx *u, int64_t *n)
 {
-    sqlite3_stmt *st;
+    rls_stmt *st;
     int rc = RLS_OK, step;
     *n = 0;
     for (int i = 0; rc == RLS_OK && !u->substr && i < u->nsrc; i++) {
@@ -734,27 +734,27 @@ int usage_count(usage_ctx *u, int64_t *n)
     }
     if (rc == RLS_OK && u->substr && (rc = usage_stmt(u, UST_COUNT_SUB, &st)) == RLS_OK) {
         bind_all(u, st, "", 0, NULL, 0);
-        while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-            const char *a = (const char *)sqlite3_column_text(st, 0);
+        while ((step = sql_step(st)) == SQL_ROW) {
+            const char *a = (const char *)sql_column_text(st, 0);
             for (int i = 0; a && i < u->nsrc; i++)
                 if (strcmp(a, u->src[i].action) == 0)
-                    *n += sqlite3_column_int64(st, 1);
+                    *n += sql_column_int64(st, 1);
         }
-        sqlite3_reset(st);
-        if (step != SQLITE_DONE)
-            rc = rls__sqlite_error(u->db, step, "cannot count keys");
+        sql_reset(st);
+        if (step != SQL_DONE)
+            rc = rls__sql_error(u->db, step, "cannot count keys");
     }
     /* and the blocked keys without counters */
     for (int i = 0; rc == RLS_OK && i < u->nsrc; i++) {
         if ((rc = usage_stmt(u, UST_COUNT_BLOCKED, &st)))
             break;
         bind_all(u, st, u->src[i].action, 0, NULL, 0);
-        step = sqlite3_step(st);
-        if (step == SQLITE_ROW)
-            *n += sqlite3_column_int64(st, 0);
-        sqlite3_reset(st);
-        if (step != SQLITE_ROW)
-            rc = rls__sqlite_error(u->db, step, "cannot count keys");
+        step = sql_step(st);
+        if (step == SQL_ROW)
+            *n += sql_column_int64(st, 0);
+        sql_reset(st);
+        if (step != SQL_ROW)
+            rc = rls__sql_error(u->db, step, "cannot count keys");
     }
     return rc;
 }

@@ -1,7 +1,19 @@
 #!/bin/sh
 # Checks the build dependencies.  As root on Debian/Ubuntu, installs what is
 # missing; otherwise prints the exact install line and fails.
+# The PostgreSQL server (package postgresql: initdb, pg_ctl, postgres) is
+# for the tests only, never a reason to fail: installed along with missing
+# build dependencies (not on its own, so that a machine where it cannot be
+# installed does not try at every make; .ci/run installs it).  Without it
+# `make test` skips its PostgreSQL pass and says so (tests/pg/server.sh).
 pkgs=""
+opt=""
+pg_server() {
+    command -v initdb >/dev/null 2>&1 && return 0
+    for d in /usr/lib/postgresql/*/bin; do [ -x "$d/initdb" ] && return 0; done
+    return 1
+}
+pg_server || opt="postgresql"
 pkg-config --version >/dev/null 2>&1 || pkgs="$pkgs pkg-config"
 need() { pkg-config --exists "$1" 2>/dev/null || pkgs="$pkgs $2"; }
 if command -v pkg-config >/dev/null 2>&1; then
@@ -9,8 +21,9 @@ if command -v pkg-config >/dev/null 2>&1; then
     need yaml-0.1 libyaml-dev
     need ncursesw libncurses-dev
     need cmocka libcmocka-dev
+    need libpq libpq-dev
 else
-    pkgs="$pkgs libsqlite3-dev libyaml-dev libncurses-dev libcmocka-dev"
+    pkgs="$pkgs libsqlite3-dev libyaml-dev libncurses-dev libcmocka-dev libpq-dev"
 fi
 command -v tmux >/dev/null 2>&1 || pkgs="$pkgs tmux"
 command -v clang >/dev/null 2>&1 || pkgs="$pkgs clang libclang-rt-14-dev"
@@ -25,6 +38,11 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq && apt-get install -y -qq $pkgs >/dev/null || {
         echo "deps: apt-get install failed for:$pkgs" >&2; exit 1; }
+    if [ -n "$opt" ]; then
+        echo "installing the PostgreSQL server for the tests: $opt"
+        apt-get install -y -qq $opt >/dev/null ||
+            echo "deps: apt-get install $opt failed: the PostgreSQL tests will be skipped" >&2
+    fi
     exit 0
 fi
 echo "missing build dependencies; install them with:" >&2

@@ -71,10 +71,10 @@ while IFS= read -r s; do
     esac
 done <"$TMP/versioned"
 [ -z "$bad" ] && pass || fail "symbols without a version node of $MAP:$bad"
-# Undefined references only to the C library, SQLite and libyaml: a
+# Undefined references only to the C library, SQLite, libyaml and libpq: a
 # dependency added by accident shows up here.
 readelf -d "$LIB" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | sort >"$TMP/needed"
-unexpected=$(grep -Ev '^(libc|libm|libpthread|libsqlite3|libyaml-0|libasan|libubsan|libgcc_s|libdl|libz|ld-linux[-a-z0-9_]*)\.so' "$TMP/needed" | tr '\n' ' ')
+unexpected=$(grep -Ev '^(libc|libm|libpthread|libsqlite3|libyaml-0|libpq|libasan|libubsan|libgcc_s|libdl|libz|ld-linux[-a-z0-9_]*)\.so' "$TMP/needed" | tr '\n' ' ')
 [ -z "$unexpected" ] && pass || fail "$LIB needs unexpected libraries: $unexpected"
 
 # ---- 2. SONAME and versions ---------------------------------------------------

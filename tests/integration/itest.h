@@ -1,20 +1,91 @@
 /*
- * itest.h - helpers of the integration suites: a fresh database in a
- * temporary directory with a rule set applied, and direct SQLite reads for
- * asserting what is stored.
+ * itest.h - helpers of the integration suites: a fresh database with a rule
+ * set applied, and direct reads for asserting what is stored.
+ *
+ * With RLSTORE_TEST_PG set to the URI of a live PostgreSQL database
+ * (tests/pg/), it_new gives each test a fresh schema of that database
+ * instead of a SQLite file, and it_sql_int / it_sql_exec read and write it
+ * through libpq: the same suites then run against the PostgreSQL backend.
+ * IT_SQLITE_ONLY() skips a test that is about SQLite files themselves.
  */
 #ifndef RLS_ITEST_H
 #define RLS_ITEST_H
 
 #include <sqlite3.h>
+#include <libpq-fe.h>
+#include <unistd.h>
 #include "testutil.h"
 #include "rlstore.h"
+
+/* The base URI of the PostgreSQL test database, or NULL: SQLite. */
+static inline const char *it_pg(void)
+{
+    const char *u = getenv("RLSTORE_TEST_PG");
+    return u && *u ? u : NULL;
+}
+
+#define IT_SQLITE_ONLY()                                                      \
+    do {                                                                      \
+        if (it_pg())                                                          \
+            skip();                                                           \
+    } while (0)
+
+static inline int it_is_uri(const char *path)
+{
+    return strncmp(path, "postgresql://", 13) == 0 || strncmp(path, "postgres://", 11) == 0;
+}
+
+/* Runs sql on the database of uri (a base URI or a per-test one); the
+ * result of a query, or NULL after fail_msg.  The suites' queries are
+ * written for SQLite: "AS BLOB" (keys are bytes) becomes "AS bytea". */
+static inline PGresult *it_pg_run(const char *uri, const char *sql)
+{
+    size_t n = strlen(sql), o = 0;
+    char *q = malloc(n * 2 + 1);
+    assert_non_null(q);
+    for (size_t i = 0; i < n;) {
+        if (strncmp(sql + i, "AS BLOB", 7) == 0) {
+            memcpy(q + o, "AS bytea", 8);
+            o += 8;
+            i += 7;
+        } else {
+            q[o++] = sql[i++];
+        }
+    }
+    q[o] = '\0';
+    PGconn *c = PQconnectdb(uri);
+    if (PQstatus(c) != CONNECTION_OK)
+        fail_msg("cannot connect to the PostgreSQL test server: %s", PQerrorMessage(c));
+    /* a lock left by a test is an error, not a hang */
+    PQclear(PQexec(c, "SET client_min_messages = warning; SET lock_timeout = '60s'"));
+    PGresult *r = PQexec(c, q);
+    ExecStatusType s = PQresultStatus(r);
+    if (s != PGRES_TUPLES_OK && s != PGRES_COMMAND_OK)
+        fail_msg("sql %s: %s", q, PQerrorMessage(c));
+    free(q);
+    PQfinish(c);
+    return r;
+}
+
+/* A fresh, empty schema of the test database: its URI in buf. */
+static inline void it_pg_schema(char *buf, size_t size, char *name, size_t namesize)
+{
+    static int seq;
+    char sql[256];
+    snprintf(name, namesize, "t_%d_%d", (int)getpid(), ++seq);
+    snprintf(sql, sizeof sql, "DROP SCHEMA IF EXISTS %s CASCADE; CREATE SCHEMA %s", name, name);
+    PQclear(it_pg_run(it_pg(), sql));
+    const char *base = it_pg();
+    snprintf(buf, size, "%s%soptions=-csearch_path%%3D%s", base, strchr(base, '?') ? "&" : "?",
+             name);
+}
 
 #define T0 1767225600000LL  /* 2026-01-01T00:00:00Z */
 
 typedef struct itest {
     char *dir;
     char path[4096];
+    char schema[64];   /* PostgreSQL: the test's schema */
     rls_db *db;
 } itest;
 
@@ -25,7 +96,10 @@ static inline itest *it_new(const char *yaml)
     assert_non_null(t);
     t->dir = tu_mkdtemp();
     assert_non_null(t->dir);
-    tu_path(t->path, sizeof t->path, t->dir, "rl.db");
+    if (it_pg())
+        it_pg_schema(t->path, sizeof t->path, t->schema, sizeof t->schema);
+    else
+        tu_path(t->path, sizeof t->path, t->dir, "rl.db");
     assert_int_equal(rls_open(&t->db, t->path, NULL), RLS_OK);
     if (yaml) {
         int rc = rls_rules_apply_at(t->db, yaml, strlen(yaml), "test.yaml", NULL, T0, NULL);
@@ -40,6 +114,11 @@ static inline void it_free(itest *t)
     if (!t)
         return;
     rls_close(t->db);
+    if (t->schema[0]) {
+        char sql[128];
+        snprintf(sql, sizeof sql, "DROP SCHEMA %s CASCADE", t->schema);
+        PQclear(it_pg_run(it_pg(), sql));
+    }
     tu_rmdir(t->dir);
     free(t);
 }
@@ -72,6 +151,15 @@ static inline int64_t it_sql_int(const char *path, const char *sql)
     sqlite3 *s = NULL;
     sqlite3_stmt *st = NULL;
     int64_t v = -1;
+    if (it_is_uri(path)) {
+        PGresult *r = it_pg_run(path, sql);
+        if (PQntuples(r) > 0 && !PQgetisnull(r, 0, 0)) {
+            const char *x = PQgetvalue(r, 0, 0);
+            v = x[0] == 't' ? 1 : x[0] == 'f' ? 0 : strtoll(x, NULL, 10);
+        }
+        PQclear(r);
+        return v;
+    }
     assert_int_equal(sqlite3_open_v2(path, &s, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
     assert_int_equal(sqlite3_prepare_v2(s, sql, -1, &st, NULL), SQLITE_OK);
     if (sqlite3_step(st) == SQLITE_ROW)
@@ -84,6 +172,10 @@ static inline int64_t it_sql_int(const char *path, const char *sql)
 static inline void it_sql_exec(const char *path, const char *sql)
 {
     sqlite3 *s = NULL;
+    if (it_is_uri(path)) {
+        PQclear(it_pg_run(path, sql));
+        return;
+    }
     assert_int_equal(sqlite3_open(path, &s), SQLITE_OK);
     char *err = NULL;
     if (sqlite3_exec(s, sql, NULL, NULL, &err) != SQLITE_OK)

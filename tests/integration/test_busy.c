@@ -241,6 +241,7 @@ static int hammer(const char *path, const char *action, const char *key, int sha
 
 static void processes_taking_turns_admit_exactly_the_limit(void **state)
 {
+    IT_SQLITE_ONLY();
     itest *t = it_new(RULES);
     int holding, queued;
     assert_int_equal(rls__busy_probe(t->db, &holding, &queued), 1);
@@ -253,6 +254,7 @@ static void processes_taking_turns_admit_exactly_the_limit(void **state)
  * the handles meet SQLite's lock alone, still exactly. */
 static void without_the_side_file_sqlite_lock_alone(void **state)
 {
+    IT_SQLITE_ONLY();
     char *dir = tu_mkdtemp();
     char path[4096], side[4200];
     rls_db *db;
@@ -273,6 +275,7 @@ static void without_the_side_file_sqlite_lock_alone(void **state)
  * turn and the lock. */
 static void a_reader_does_not_take_turns(void **state)
 {
+    IT_SQLITE_ONLY();
     itest *t = it_new(RULES);
     child h = holder_start(t->path);
     rls_options o;
@@ -298,6 +301,7 @@ static void a_reader_does_not_take_turns(void **state)
  * for the turn: that one goes on at once, not after its busy timeout. */
 static void holder_killed_in_its_transaction_does_not_block(void **state)
 {
+    IT_SQLITE_ONLY();
     itest *t = it_new(RULES);
     child h = holder_start(t->path);
     child c = checker_start(t->path, "after-kill", 5000);
@@ -320,6 +324,7 @@ static void holder_killed_in_its_transaction_does_not_block(void **state)
  * lined up behind them all goes on at once. */
 static void processes_killed_in_line_do_not_block(void **state)
 {
+    IT_SQLITE_ONLY();
     itest *t = it_new(RULES);
     child h = holder_start(t->path);
     child w[8];
@@ -368,6 +373,7 @@ static int hold_off_body(int in, int out, const void *arg)
  * checkpoint) does not stop them. */
 static void killed_while_holding_writers_off_does_not_block(void **state)
 {
+    IT_SQLITE_ONLY();
     itest *t = it_new(RULES);
     child h = child_fork(hold_off_body, t->path);
     assert_int_equal(child_read(&h), 'o');
@@ -391,6 +397,7 @@ static void killed_while_holding_writers_off_does_not_block(void **state)
  * held up by what they left in the shared memory. */
 static void random_kills_leave_no_stale_turn(void **state)
 {
+    IT_SQLITE_ONLY();
     itest *t = it_new(RULES);
     unsigned seed = 7;
     for (int round = 0; round < 30; round++) {
@@ -429,6 +436,7 @@ static void random_kills_leave_no_stale_turn(void **state)
  * ticket does not hold up the next one. */
 static void the_busy_timeout_is_kept(void **state)
 {
+    IT_SQLITE_ONLY();
     itest *t = it_new(RULES);
     child h = holder_start(t->path);
     child c = checker_start(t->path, "patient", 200);
@@ -454,6 +462,7 @@ static void the_busy_timeout_is_kept(void **state)
  * turn alone; both then take turns, exactly. */
 static void fork_leaves_the_parents_turn_alone(void **state)
 {
+    IT_SQLITE_ONLY();
     itest *t = it_new(RULES);
     int holding, queued, status;
     assert_int_equal(rls__begin(t->db, 1), RLS_OK);
@@ -506,6 +515,7 @@ static void fork_leaves_the_parents_turn_alone(void **state)
  * other's turn over, no EBUSY. */
 static void two_handles_in_one_thread(void **state)
 {
+    IT_SQLITE_ONLY();
     itest *t = it_new(RULES);
     rls_db *other;
     rls_result r;

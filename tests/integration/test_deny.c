@@ -12,6 +12,8 @@
  * seen at the next check; what must never be cached (count_denied,
  * reservations, keys that normalise to something else) goes to the
  * database; real-time expiry; stats of cached denials; no side file.
+ * With RLSTORE_TEST_PG (itest.h) there is no cache (every check asks the
+ * server, storage/deny.c): only what any handle must see is checked.
  */
 #include <sys/stat.h>
 #include <unistd.h>
@@ -105,6 +107,7 @@ static void exhaust(rls_db *db, const char *action, const char *key, int64_t now
 static void over_limit_needs_no_write_lock(void **state)
 {
     (void)state;
+    IT_SQLITE_ONLY();
     itest *t = it_new(RULES);
     rls_db *a = handle(t);
     rls_result first, r;
@@ -138,6 +141,7 @@ static void over_limit_needs_no_write_lock(void **state)
 static void answers_equal_the_transaction(void **state)
 {
     (void)state;
+    IT_SQLITE_ONLY();
     static const char *actions[] = {"fw", "sw", "sl", "tb", "gc", "lb"};
     itest *t = it_new(RULES);
     for (size_t i = 0; i < sizeof actions / sizeof actions[0]; i++) {
@@ -167,6 +171,7 @@ static void answers_equal_the_transaction(void **state)
 static void block_is_cached_for_any_cost(void **state)
 {
     (void)state;
+    IT_SQLITE_ONLY();
     itest *t = it_new(RULES);
     rls_db *a = handle(t);
     rls_result r, first;
@@ -255,6 +260,7 @@ static void own_refund_is_seen(void **state)
 static void what_is_never_cached(void **state)
 {
     (void)state;
+    IT_SQLITE_ONLY();
     itest *t = it_new(RULES);
     rls_db *a = handle(t);
     rls_result r;
@@ -300,6 +306,7 @@ static void what_is_never_cached(void **state)
 static void trusted_for_one_second_only(void **state)
 {
     (void)state;
+    IT_SQLITE_ONLY();
     itest *t = it_new(RULES);
     rls_db *a = handle(t);
     rls_result r;
@@ -316,6 +323,7 @@ static void trusted_for_one_second_only(void **state)
 static void cached_denials_are_counted(void **state)
 {
     (void)state;
+    IT_SQLITE_ONLY();
     itest *t = it_new(RULES);
     rls_db *a = handle(t);
     rls_result r;
@@ -339,6 +347,7 @@ static void cached_denials_are_counted(void **state)
 static void no_side_file_no_cache(void **state)
 {
     (void)state;
+    IT_SQLITE_ONLY();
     itest *t = it_new(RULES);
     char side[4200];
     rls_close(t->db);

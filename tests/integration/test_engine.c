@@ -4,7 +4,7 @@
  * charging, peek, refund, clock safety, stats and live rule pick-up.
  */
 #include "itest.h"
-#include "db.h"   /* to look at the connection's synchronous level */
+#include "pg.h"   /* to look at the connection's synchronous level (db.h too) */
 
 static const char *RULES =
     "version: 1\n"
@@ -309,10 +309,21 @@ static void sliding_window_state_outlives_a_short_month(void **state)
 }
 
 
+/* SQLite: PRAGMA synchronous (1 NORMAL, 2 FULL).  PostgreSQL: the same
+ * scale from the session's synchronous_commit (off 1: a commit does not
+ * wait for its WAL flush; on 2: it does). */
 static int64_t sync_level(rls_db *db)
 {
     sqlite3_stmt *st;
     int64_t v = -1;
+    if (db->pg) {
+        PGresult *r = PQexec(db->pg->c, "SHOW synchronous_commit");
+        assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+        const char *s = PQgetvalue(r, 0, 0);
+        v = strcmp(s, "off") == 0 ? 1 : strcmp(s, "on") == 0 ? 2 : -1;
+        PQclear(r);
+        return v;
+    }
     assert_int_equal(sqlite3_prepare_v2(db->sql, "PRAGMA synchronous", -1, &st, NULL), SQLITE_OK);
     if (sqlite3_step(st) == SQLITE_ROW)
         v = sqlite3_column_int64(st, 0);

@@ -261,6 +261,7 @@ static void back_to_the_first_schema(const char *path)
 
 static void a_first_schema_database_is_counted_when_opened(void **state)
 {
+    IT_SQLITE_ONLY();
     itest *t = it_new(RULES);
     checks(t, "api", "k", 0, 30, T0);
     checks(t, "login", "k", 20, 45, T0);

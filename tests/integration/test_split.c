@@ -21,6 +21,7 @@ extern const int rls__migration_count;
 
 static void app_counts_in_counters_file(void **state)
 {
+    IT_SQLITE_ONLY();
     pair *p = pair_new();
     assert_int_equal(admit_n(p->app, "api", "192.0.2.1", 5, T0), 3);
     assert_int_equal(admit_n(p->app, "api", "192.0.2.2", 2, T0 + 1), 2);
@@ -46,6 +47,7 @@ static void app_counts_in_counters_file(void **state)
 
 static void penalties_go_to_counters_file(void **state)
 {
+    IT_SQLITE_ONLY();
     pair *p = pair_new();
     rls_result r;
     assert_int_equal(admit_n(p->app, "login", "alice", 3, T0), 2);   /* third: penalty */
@@ -80,6 +82,7 @@ static void settle(pair *p, int64_t now)
 
 static void admin_changes_seen_by_app(void **state)
 {
+    IT_SQLITE_ONLY();
     pair *p = pair_new();
     rls_result r;
     int64_t v = 0;
@@ -133,6 +136,7 @@ static void admin_changes_seen_by_app(void **state)
  * nothing in either file. */
 static void app_admin_writes_refused(void **state)
 {
+    IT_SQLITE_ONLY();
     pair *p = pair_new();
     int64_t v = 0;
     rls_result r;
@@ -170,6 +174,7 @@ static void app_admin_writes_refused(void **state)
 
 static void roles_refused(void **state)
 {
+    IT_SQLITE_ONLY();
     pair *p = pair_new();
     rls_db *db = NULL;
     rls_options o;
@@ -249,6 +254,7 @@ static void make_old(const char *path, int ver)
 
 static void old_pair_is_migrated(void **state)
 {
+    IT_SQLITE_ONLY();
     char *dir = tu_mkdtemp();
     char rules[4096], counters[4096], sql[4096];
     rls_db *db = NULL;
@@ -304,6 +310,7 @@ static void old_pair_is_migrated(void **state)
 
 static void listings_see_both_files(void **state)
 {
+    IT_SQLITE_ONLY();
     pair *p = pair_new();
     rls_rows *r = NULL, *info = NULL, *lim = NULL;
     assert_int_equal(admit_n(p->app, "login", "bob", 3, T0), 2);      /* penalty */
@@ -375,6 +382,7 @@ static void listings_see_both_files(void **state)
 
 static void reservations_in_counters_file(void **state)
 {
+    IT_SQLITE_ONLY();
     pair *p = pair_new();
     rls_result r;
     int64_t a = 0, b = 0, c = 0;

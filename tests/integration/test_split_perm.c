@@ -32,6 +32,7 @@ static gid_t some_group(void)
 
 static void group_of_new_files(void **state)
 {
+    IT_SQLITE_ONLY();
     char *dir = tu_mkdtemp();
     char rules[4096], counters[4096], name[64], side[4200];
     rls_db *db = NULL;
@@ -210,6 +211,7 @@ static int can_drop(void)
 
 static void app_without_write_permission(void **state)
 {
+    IT_SQLITE_ONLY();
     if (!can_drop())
         skip();   /* root without a user 'nobody': reported as skipped */
     pair *p = pair_new();
@@ -253,6 +255,7 @@ static void app_without_write_permission(void **state)
 /* A handle inherited across fork() reconnects to both files in the child. */
 static void fork_reconnects_pair(void **state)
 {
+    IT_SQLITE_ONLY();
     pair *p = pair_new();
     assert_int_equal(admit_n(p->app, "api", "192.0.2.20", 1, T0), 1);
     pid_t pid = fork();
@@ -271,6 +274,7 @@ static void fork_reconnects_pair(void **state)
  * cannot open the rules: a named error that says why. */
 static void missing_side_files_named(void **state)
 {
+    IT_SQLITE_ONLY();
     if (!can_drop())
         skip();
     pair *p = pair_new();

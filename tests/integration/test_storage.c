@@ -2,7 +2,9 @@
  * test_storage.c - opening, files and bad input: modes, WAL, migrations,
  * refusal of foreign and newer databases without modifying them, read-only
  * files, argument validation with named errors, the failure policy, and a
- * handle inherited across fork().
+ * handle inherited across fork().  With RLSTORE_TEST_PG (itest.h) the tests
+ * that are about files are skipped; a missing schema, a newer schema and
+ * the failure policy are checked in PostgreSQL's terms.
  */
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -49,6 +51,7 @@ static void assert_file_unchanged_by_open(const char *path, int want)
 
 static void new_database_is_private_and_wal(void **state)
 {
+    IT_SQLITE_ONLY();
     itest *t = it_new(RULES);
     struct stat sb;
     assert_int_equal(stat(t->path, &sb), 0);
@@ -64,6 +67,7 @@ static void new_database_is_private_and_wal(void **state)
 
 static void file_mode_is_configurable(void **state)
 {
+    IT_SQLITE_ONLY();
     char *dir = tu_mkdtemp(), path[4200];
     rls_options o;
     rls_db *db;
@@ -92,6 +96,7 @@ static void counters_survive_reopen(void **state)
 
 static void directory_is_refused(void **state)
 {
+    IT_SQLITE_ONLY();
     char *dir = tu_mkdtemp();
     rls_db *db;
     assert_int_equal(rls_open(&db, dir, NULL), RLS_EISDIR);
@@ -99,8 +104,31 @@ static void directory_is_refused(void **state)
     tu_rmdir(dir);
 }
 
+/* PostgreSQL: a schema without rlstore's tables, opened with create off,
+ * is refused and left empty. */
+static void missing_pg_schema_without_create(void)
+{
+    char uri[4096], schema[64], sql[256];
+    rls_options o;
+    rls_db *db = (rls_db *)1;
+    it_pg_schema(uri, sizeof uri, schema, sizeof schema);
+    rls_options_init(&o);
+    o.create = 0;
+    assert_int_equal(rls_open(&db, uri, &o), RLS_ENOTFOUND);
+    assert_null(db);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM information_schema.tables"
+             " WHERE table_schema = '%s'", schema);
+    assert_int_equal(it_sql_int(it_pg(), sql), 0);
+    snprintf(sql, sizeof sql, "DROP SCHEMA %s CASCADE", schema);
+    it_sql_exec(it_pg(), sql);
+}
+
 static void missing_file_without_create(void **state)
 {
+    if (it_pg()) {
+        missing_pg_schema_without_create();
+        return;
+    }
     char *dir = tu_mkdtemp(), path[4200];
     rls_options o;
     rls_db *db;
@@ -117,6 +145,7 @@ static void missing_file_without_create(void **state)
 
 static void garbage_file_is_not_a_database(void **state)
 {
+    IT_SQLITE_ONLY();
     char *dir = tu_mkdtemp(), path[4200];
     tu_path(path, sizeof path, dir, "junk.db");
     FILE *f = fopen(path, "wb");
@@ -129,6 +158,7 @@ static void garbage_file_is_not_a_database(void **state)
 
 static void foreign_sqlite_database_is_refused(void **state)
 {
+    IT_SQLITE_ONLY();
     char *dir = tu_mkdtemp(), path[4200];
     tu_path(path, sizeof path, dir, "other.db");
     it_sql_exec(path, "CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT);"
@@ -142,6 +172,16 @@ static void newer_schema_is_refused(void **state)
     itest *t = it_new(RULES);
     rls_close(t->db);
     t->db = NULL;
+    if (it_pg()) {   /* the version row of rls_schema; refused, left as it was */
+        rls_db *db = (rls_db *)1;
+        it_sql_exec(t->path, "UPDATE rls_schema SET version = 99");
+        assert_int_equal(rls_open(&db, t->path, NULL), RLS_ENEWER);
+        assert_null(db);
+        assert_non_null(strstr(rls_errmsg(NULL), "99"));
+        assert_int_equal(it_sql_int(t->path, "SELECT version FROM rls_schema"), 99);
+        it_free(t);
+        return;
+    }
     it_sql_exec(t->path, "PRAGMA journal_mode = DELETE; PRAGMA user_version = 99;");
     assert_file_unchanged_by_open(t->path, RLS_ENEWER);
     assert_non_null(strstr(rls_errmsg(NULL), "99"));
@@ -150,6 +190,7 @@ static void newer_schema_is_refused(void **state)
 
 static void planted_trigger_is_refused(void **state)
 {
+    IT_SQLITE_ONLY();
     itest *t = it_new(RULES);
     rls_close(t->db);
     t->db = NULL;
@@ -228,6 +269,7 @@ static void no_rules_yet(void **state)
 
 static void error_tables_are_complete(void **state)
 {
+    IT_SQLITE_ONLY();
     for (int c = 0; c < RLS__ERR_COUNT; c++) {
         assert_string_not_equal(rls_strerror(c), "unknown error");
         assert_string_not_equal(rls_errname(c), "UNKNOWN");
@@ -238,6 +280,39 @@ static void error_tables_are_complete(void **state)
     assert_int_equal(rls_version(), RLS_VERSION_HEX);
     assert_string_equal(rls_version_string(), RLS_VERSION_STRING);
     rls_close(NULL);
+}
+
+/* Another session holding the write lock: SQLite's BEGIN IMMEDIATE, or on
+ * PostgreSQL a lock on the counters that lets readers through. */
+typedef struct locker {
+    sqlite3 *lite;
+    PGconn *pg;
+} locker;
+
+static void lock_writes(locker *l, const char *path)
+{
+    memset(l, 0, sizeof *l);
+    if (it_is_uri(path)) {
+        l->pg = PQconnectdb(path);
+        assert_int_equal(PQstatus(l->pg), CONNECTION_OK);
+        PGresult *r = PQexec(l->pg, "BEGIN; LOCK TABLE rls_state IN EXCLUSIVE MODE");
+        assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+        PQclear(r);
+        return;
+    }
+    assert_int_equal(sqlite3_open(path, &l->lite), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(l->lite, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+}
+
+static void unlock_writes(locker *l)
+{
+    if (l->pg) {
+        PQclear(PQexec(l->pg, "ROLLBACK"));
+        PQfinish(l->pg);
+        return;
+    }
+    sqlite3_exec(l->lite, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_close(l->lite);
 }
 
 /* A writer holds the lock; the failure policy decides the result. */
@@ -253,17 +328,15 @@ static void failure_policy_decides_on_busy(void **state)
     it_check(t, "api", "warm", 1, T0, NULL);
     assert_int_equal(rls_check_at(db, "api", "warm", 1, T0, &r), RLS_OK);
 
-    sqlite3 *locker;
-    assert_int_equal(sqlite3_open(t->path, &locker), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(locker, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    locker lk;
+    lock_writes(&lk, t->path);
     assert_int_equal(rls_check_at(db, "api", "k", 1, T0, &r), RLS_EBUSY);
     assert_false(r.allowed);
     assert_int_equal(r.reason, RLS_REASON_DEGRADED);
     assert_int_equal(rls_check_at(db, "lenient", "k", 1, T0, &r), RLS_EBUSY);
     assert_true(r.allowed);
     assert_int_equal(r.reason, RLS_REASON_DEGRADED);
-    sqlite3_exec(locker, "ROLLBACK", NULL, NULL, NULL);
-    sqlite3_close(locker);
+    unlock_writes(&lk);
     assert_int_equal(rls_check_at(db, "api", "k", 1, T0, &r), RLS_OK);
     assert_true(r.allowed);
     assert_int_equal(r.reason, RLS_REASON_OK);
@@ -314,6 +387,7 @@ static void analyzed_database_still_opens(void **state)
 
 static void invalid_options_create_no_file(void **state)
 {
+    IT_SQLITE_ONLY();
     char *dir = tu_mkdtemp(), path[4200];
     rls_options o;
     rls_db *db;

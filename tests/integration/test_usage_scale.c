@@ -260,6 +260,15 @@ static void no_transaction_is_left_open(void **state)
     assert_int_equal(rls_usage_near_at(t->db, &q, &an, NOW, &page), RLS_OK);
     rls_rows_free(page);
     assert_int_equal(rls_usage_count_at(t->db, &q, NOW, &n), RLS_OK);
+    if (it_pg()) {
+        /* another session can lock every table the listing reads at once:
+         * no transaction of the handle holds one */
+        it_sql_exec(t->path, "BEGIN; SET LOCAL lock_timeout = 1;"
+                             " LOCK TABLE rls_state, rls_limits, rls_blocks, rls_key_stats,"
+                             " rls_key_counts IN ACCESS EXCLUSIVE MODE; ROLLBACK");
+        it_free(t);
+        return;
+    }
     /* another connection can checkpoint the whole WAL: no reader holds it */
     sqlite3 *s = NULL;
     sqlite3_stmt *st = NULL;

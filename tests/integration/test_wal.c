@@ -37,6 +37,7 @@ static void distinct_checks(itest *t, int n, int first)
 
 static void new_file_has_small_pages(void **state)
 {
+    IT_SQLITE_ONLY();
     itest *t = it_new(RULES);
     assert_int_equal(it_sql_int(t->path, "PRAGMA page_size"), 1024);
     it_free(t);
@@ -44,6 +45,7 @@ static void new_file_has_small_pages(void **state)
 
 static void wal_stays_bounded(void **state)
 {
+    IT_SQLITE_ONLY();
     itest *t = it_new(RULES);
     /* about 1 KiB of WAL per check: four times the 4 MiB checkpoint size */
     distinct_checks(t, 16000, 0);
@@ -89,6 +91,7 @@ static void *writer_main(void *arg)
 
 static void wal_stays_bounded_with_concurrent_writers(void **state)
 {
+    IT_SQLITE_ONLY();
     static const char *rules =
         "version: 1\n"
         "actions:\n"
@@ -120,6 +123,7 @@ static void wal_stays_bounded_with_concurrent_writers(void **state)
 
 static void checkpoint_waits_for_the_lock(void **state)
 {
+    IT_SQLITE_ONLY();
     itest *t = it_new(RULES);
     char lock[4200];
     snprintf(lock, sizeof lock, "%s-ckpt", t->path);

@@ -210,9 +210,18 @@ static inline const char *rel_integrity(rls_db *db)
         return buf;
     }
     snprintf(buf, sizeof buf, "doctor did not run integrity_check");
-    for (int r = 0; r < rls_rows_count(rows); r++)
-        if (strcmp(rel_row_text(rows, r, "check"), "integrity_check") == 0)
+    for (int r = 0; r < rls_rows_count(rows); r++) {
+        const char *check = rel_row_text(rows, r, "check");
+        /* PostgreSQL keeps its own files sound: a doctor that reaches the
+         * server and reads the rules is the check there */
+        if (strcmp(check, "integrity_check") == 0 || strcmp(check, "server_version") == 0)
             snprintf(buf, sizeof buf, "ok");
+        if (strcmp(rel_row_text(rows, r, "status"), "fail") == 0) {
+            snprintf(buf, sizeof buf, "%s: %s", check, rel_row_text(rows, r, "detail"));
+            rls_rows_free(rows);
+            return buf;
+        }
+    }
     for (int r = 0; r < rls_rows_count(rows); r++) {
         const char *check = rel_row_text(rows, r, "check");
         if ((strcmp(check, "integrity_check") == 0 || strcmp(check, "quick_check") == 0) &&

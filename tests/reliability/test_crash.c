@@ -270,6 +270,7 @@ static void create_child(const char *path)
 
 static void sigkill_during_create_leaves_an_openable_file(void **state)
 {
+    IT_SQLITE_ONLY();   /* a file's creation; PostgreSQL's is one transaction */
     char *dir = tu_mkdtemp();
     long rounds = rel_knob("RLS_CRASH_CREATE_ROUNDS", 40, 4);
     unsigned seed = (unsigned)time(NULL) ^ 0x5a5a;
@@ -439,10 +440,38 @@ static int rlctl_apply(const char *rlctl, const char *db, const char *file, pid_
  * Waits until another connection holds the database's write lock (the
  * apply is inside its transaction): 1, or 0 if pid ended or 5 s passed.
  */
+static int pg_writer_holds(PGconn *c)
+{
+    /* a rule-set change locks the control row first (storage/apply.c) */
+    PQclear(PQexec(c, "BEGIN"));
+    PGresult *r = PQexec(c, "SELECT 1 FROM rls_meta WHERE id = 1 FOR UPDATE NOWAIT");
+    const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    int held = state && strcmp(state, "55P03") == 0;
+    PQclear(r);
+    PQclear(PQexec(c, "ROLLBACK"));
+    return held;
+}
+
 static int wait_for_writer(const char *path, pid_t pid)
 {
     sqlite3 *s = NULL;
+    PGconn *c = NULL;
     int held = 0;
+    if (it_is_uri(path)) {
+        c = PQconnectdb(path);
+        for (int64_t end = rel_mono_ms() + 5000; PQstatus(c) == CONNECTION_OK &&
+                                                 rel_mono_ms() < end;) {
+            if ((held = pg_writer_holds(c)))
+                break;
+            siginfo_t info;
+            info.si_pid = 0;
+            if (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid)
+                break;
+            rel_sleep_us(100);
+        }
+        PQfinish(c);
+        return held;
+    }
     if (sqlite3_open_v2(path, &s, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
         sqlite3_close(s);
         return 0;

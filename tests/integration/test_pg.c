@@ -1,0 +1,157 @@
+/*
+ * test_pg.c - what only the PostgreSQL backend does (storage/pg*.c): it
+ * survives a lost connection, waits for a row another session holds,
+ * reports a held-back write's failure at the statement it travelled with
+ * and loses nothing, keeps passwords out of messages, refuses schemas it did not make or
+ * cannot read, and a read-only handle creates nothing.  Runs when
+ * RLSTORE_TEST_PG names a live server (tests/pg/); on SQLite every test is
+ * skipped, and reported as skipped.
+ */
+#include "itest.h"
+
+#define RULES                                                                 \
+    "version: 1\n"                                                            \
+    "actions:\n"                                                              \
+    "  api:\n"                                                                \
+    "    limits:\n"                                                           \
+    "      - { name: r, algorithm: fixed_window, limit: 3, window: 1m }\n"
+
+#define IT_PG_ONLY()                                                          \
+    do {                                                                      \
+        if (!it_pg())                                                         \
+            skip();                                                           \
+    } while (0)
+
+static void lost_connection_is_reestablished(void **state)
+{
+    IT_PG_ONLY();
+    itest *t = it_new(RULES);
+    assert_true(it_check(t, "api", "k", 1, T0, NULL));
+    /* the server ends every session of this schema's handles but ours */
+    PQclear(it_pg_run(it_pg(), "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                               " WHERE pid <> pg_backend_pid() AND datname = current_database()"
+                               " AND backend_type = 'client backend'"));
+    /* the next check reconnects and still counts exactly */
+    assert_true(it_check(t, "api", "k", 1, T0 + 1, NULL));
+    assert_true(it_check(t, "api", "k", 1, T0 + 2, NULL));
+    assert_false(it_check(t, "api", "k", 1, T0 + 3, NULL));
+    it_free(t);
+}
+
+static void held_row_makes_a_check_wait_then_fail_by_name(void **state)
+{
+    IT_PG_ONLY();
+    itest *t = it_new(RULES);
+    rls_result r;
+    assert_true(it_check(t, "api", "held", 1, T0, NULL));
+    /* another session holds the key's counter row */
+    PGconn *c = PQconnectdb(t->path);
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    PQclear(PQexec(c, "BEGIN"));
+    PGresult *x = PQexec(c, "SELECT a FROM rls_state WHERE key = 'held'::bytea FOR UPDATE");
+    assert_int_equal(PQntuples(x), 1);
+    PQclear(x);
+    rls_options o;
+    rls_options_init(&o);
+    o.busy_timeout_ms = 100;
+    rls_db *db = NULL;
+    assert_int_equal(rls_open(&db, t->path, &o), RLS_OK);
+    assert_int_equal(rls_check_at(db, "api", "held", 1, T0, &r), RLS_EBUSY);
+    assert_int_equal(r.reason, RLS_REASON_DEGRADED);
+    /* another key is not held up */
+    assert_int_equal(rls_check_at(db, "api", "free", 1, T0, &r), RLS_OK);
+    assert_true(r.allowed);
+    PQclear(PQexec(c, "COMMIT"));
+    assert_int_equal(rls_check_at(db, "api", "held", 1, T0, &r), RLS_OK);
+    assert_true(r.allowed);
+    assert_int_equal(r.remaining, 1);
+    rls_close(db);
+    PQfinish(c);
+    it_free(t);
+}
+
+static void failed_held_back_write_fails_the_check(void **state)
+{
+    IT_PG_ONLY();
+    itest *t = it_new(RULES);
+    rls_result r;
+    assert_true(it_check(t, "api", "k", 1, T0, NULL));
+    /* the next upsert of the key's state (count 2) is refused by the server,
+     * at the COMMIT it was sent with (pg_pipe.c) */
+    it_sql_exec(t->path, "ALTER TABLE rls_state ADD CONSTRAINT lt2 CHECK (b < 2)");
+    assert_int_not_equal(rls_check_at(t->db, "api", "k", 1, T0 + 1, &r), RLS_OK);
+    assert_int_equal(r.reason, RLS_REASON_DEGRADED);
+    assert_non_null(strstr(rls_errmsg(t->db), "lt2"));
+    assert_int_equal(it_sql_int(t->path, "SELECT b FROM rls_state"), 1);
+    /* the handle goes on: the transaction was rolled back, not left open */
+    it_sql_exec(t->path, "ALTER TABLE rls_state DROP CONSTRAINT lt2");
+    assert_true(it_check(t, "api", "k", 1, T0 + 2, NULL));
+    assert_true(it_check(t, "api", "k", 1, T0 + 3, NULL));
+    assert_false(it_check(t, "api", "k", 1, T0 + 4, NULL));
+    it_free(t);
+}
+
+static void password_never_shown(void **state)
+{
+    IT_PG_ONLY();
+    rls_db *db = NULL;
+    /* nothing listens on port 1: the message names the server, not the
+     * password, in the URI's user info or in a parameter */
+    assert_int_equal(rls_open(&db, "postgresql://u:hunter2@127.0.0.1:1/x?password=hunter3&sslpassword=hunter4&"
+                                   "connect_timeout=2", NULL), RLS_ECANTOPEN);
+    assert_null(db);
+    assert_null(strstr(rls_errmsg(NULL), "hunter"));
+    assert_non_null(strstr(rls_errmsg(NULL), "cannot connect to PostgreSQL"));
+}
+
+static void newer_or_foreign_schemas_are_refused(void **state)
+{
+    IT_PG_ONLY();
+    itest *t = it_new(RULES);
+    rls_db *db = NULL;
+    it_sql_exec(t->path, "UPDATE rls_schema SET version = 99");
+    assert_int_equal(rls_open(&db, t->path, NULL), RLS_ENEWER);
+    it_sql_exec(t->path, "DROP TABLE rls_schema");
+    assert_int_equal(rls_open(&db, t->path, NULL), RLS_EUNSAFE);
+    /* nothing was changed by the refusals */
+    assert_int_equal(it_sql_int(t->path, "SELECT count(*) FROM rls_rulesets"), 1);
+    it_free(t);
+}
+
+static void read_only_or_no_create_makes_nothing(void **state)
+{
+    IT_PG_ONLY();
+    itest *t = it_new(NULL);
+    rls_close(t->db);
+    t->db = NULL;
+    it_sql_exec(t->path, "DROP TABLE rls_schema, rls_meta, rls_rulesets, rls_limits, rls_state,"
+                         " rls_assignments, rls_overrides, rls_blocks, rls_reservations,"
+                         " rls_stats, rls_stats_total, rls_key_stats, rls_audit, rls_key_counts");
+    rls_options o;
+    rls_db *db = NULL;
+    rls_options_init(&o);
+    o.read_only = 1;
+    assert_int_equal(rls_open(&db, t->path, &o), RLS_EREADONLY);
+    rls_options_init(&o);
+    o.create = 0;
+    assert_int_equal(rls_open(&db, t->path, &o), RLS_ENOTFOUND);
+    assert_int_equal(it_sql_int(t->path, "SELECT count(*) FROM information_schema.tables"
+                                         " WHERE table_schema = current_schema()"), 0);
+    /* and a handle that may create does */
+    assert_int_equal(rls_open(&t->db, t->path, NULL), RLS_OK);
+    assert_int_equal(it_sql_int(t->path, "SELECT version FROM rls_schema"), 1);
+    it_free(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(lost_connection_is_reestablished),
+        cmocka_unit_test(held_row_makes_a_check_wait_then_fail_by_name),
+        cmocka_unit_test(failed_held_back_write_fails_the_check),
+        cmocka_unit_test(password_never_shown),
+        cmocka_unit_test(newer_or_foreign_schemas_are_refused),
+        cmocka_unit_test(read_only_or_no_create_makes_nothing),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
