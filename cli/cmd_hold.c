@@ -37,7 +37,7 @@ int cmd_hold(rlctl_ctx *ctx)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    char *pe = esc_dup(ctx->db_path);
+    char *pe = db_name(ctx->db_path);
     if (ctx->json) {
         json_obj_begin();
         json_key("holding");

@@ -4,12 +4,13 @@
  *
  * init is the only command that may create a database (with --mode and
  * --group for a shared deployment; with --counters both files of a split
- * one); every other one opens with create = 0.  init reads FILE before creating anything and
- * removes a database it created if the rules are refused.  apply reads FILE ('-' = stdin) whole, up to
- * MAX_RULES_FILE bytes (the library refuses far smaller files itself, with
- * a configuration error naming the limit; this cap only bounds rlctl's own
- * memory), and hands it to the library, which validates it completely
- * before storing anything.
+ * one; in a PostgreSQL schema, the rlstore tables); every other one opens
+ * with create = 0.  init reads FILE before creating anything and removes a
+ * database file it created if the rules are refused.  apply reads FILE
+ * ('-' = stdin) whole, up to MAX_RULES_FILE bytes (the library refuses far
+ * smaller files itself, with a configuration error naming the limit; this
+ * cap only bounds rlctl's own memory), and hands it to the library, which
+ * validates it completely before storing anything.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -77,10 +78,15 @@ static void remove_file(const char *path)
     }
 }
 
-/* --mode (octal, permission bits only) and --group for new files. */
+/* --mode (octal, permission bits only) and --group for new files; a
+ * PostgreSQL database has no files of ours: its access is the server's
+ * roles and grants, so both are refused with a URI. */
 static int creation_opts(rlctl_ctx *ctx)
 {
     const char *m = opt_get(ctx, "mode"), *g = opt_get(ctx, "group");
+    if (db_is_uri(ctx->db_path) && (m || g))
+        return fail_usage(ctx, "--%s is for SQLite files, not for a PostgreSQL database (the "
+                          "server's roles and grants decide who may use it)", m ? "mode" : "group");
     if (m) {
         char *end;
         errno = 0;
@@ -97,25 +103,48 @@ static int creation_opts(rlctl_ctx *ctx)
 }
 
 /*
- * init reads FILE before creating anything, and removes a database it
- * created if the rules are refused: init either succeeds or leaves the
- * file system as it was.
+ * Opens the database for init; *existed tells whether it was there.  A
+ * file exists or not; a PostgreSQL database "exists" when its schema holds
+ * the rlstore tables, which only opening it without create can tell.
+ */
+static int init_open(rlctl_ctx *ctx, int *existed, int *counters_existed)
+{
+    struct stat sb;
+    *existed = 0;
+    *counters_existed = 0;
+    if (db_is_uri(ctx->db_path)) {
+        rls_options opt;
+        rls_options_init(&opt);
+        opt.create = 0;
+        opt.tool = "rlctl";
+        /* any failure: create below, which reports the error if it remains */
+        *existed = rls_open(&ctx->db, ctx->db_path, &opt) == RLS_OK;
+        return *existed ? 0 : db_open(ctx, 1);
+    }
+    *existed = stat(ctx->db_path, &sb) == 0;
+    *counters_existed = ctx->counters_path && stat(ctx->counters_path, &sb) == 0;
+    return db_open(ctx, 1);
+}
+
+/*
+ * init reads FILE before creating anything, and removes a database file it
+ * created if the rules are refused: with files, init either succeeds or
+ * leaves the file system as it was.  A PostgreSQL database keeps the
+ * (empty) rlstore tables it created: the public API cannot drop them, and
+ * a later init or apply uses them.
  */
 int cmd_init(rlctl_ctx *ctx)
 {
-    struct stat sb;
     char *yaml = NULL;
     size_t len = 0;
     int64_t version = 0;
-    int rc;
+    int rc, existed, counters_existed;
 
-    if ((rc = creation_opts(ctx)))
+    if ((rc = db_check_target(ctx)) || (rc = creation_opts(ctx)))
         return rc;
     if (ctx->nargs == 1 && (rc = load_rules(ctx, ctx->args[0], &yaml, &len)))
         return rc;
-    int existed = stat(ctx->db_path, &sb) == 0;
-    int counters_existed = ctx->counters_path && stat(ctx->counters_path, &sb) == 0;
-    if ((rc = db_open(ctx, 1))) {
+    if ((rc = init_open(ctx, &existed, &counters_existed))) {
         free(yaml);
         return rc;
     }
@@ -125,14 +154,14 @@ int cmd_init(rlctl_ctx *ctx)
         if (rc) {
             rls_close(ctx->db);
             ctx->db = NULL;
-            if (!existed)
+            if (!existed && !db_is_uri(ctx->db_path))
                 remove_file(ctx->db_path);
             if (ctx->counters_path && !counters_existed)
                 remove_file(ctx->counters_path);
             return rc;
         }
     }
-    char *pe = esc_dup(ctx->db_path);
+    char *pe = db_name(ctx->db_path);
     char *ce = ctx->counters_path ? esc_dup(ctx->counters_path) : NULL;
     if (ctx->json) {
         json_obj_begin();

@@ -107,14 +107,46 @@ static int missing(const char *path)
     return stat(path, &sb) != 0 && errno == ENOENT;
 }
 
+char *db_name(const char *path)
+{
+    char *r = db_redact(path);
+    char *e = r ? esc_dup(r) : NULL;
+    free(r);
+    return e;
+}
+
+int db_check_target(rlctl_ctx *ctx)
+{
+    const char *copt = ctx->counters_env ? "RLSTORE_COUNTERS" : "--counters";
+    if (db_is_uri(ctx->counters_path))
+        return fail_usage(ctx, "invalid value for %s: the counters database of a split "
+                          "deployment is a SQLite file, not a PostgreSQL URI", copt);
+    if (db_is_uri(ctx->db_path) && ctx->counters_path)
+        return fail_usage(ctx, "%s is for a split deployment of SQLite files, not for a "
+                          "PostgreSQL database%s", copt, ctx->counters_env ? " (unset it)" : "");
+    return 0;
+}
+
+/* A failed open of a PostgreSQL database: the library keeps the URI (which
+ * may hold a password) out of its detail, so the detail follows the
+ * redacted name as it is. */
+static int fail_open_uri(rlctl_ctx *ctx, int rc, const char *name)
+{
+    const char *detail = rls_errmsg(NULL);
+    return fail_code(ctx, exit_for(rc), rls_errname(rc), "cannot open '%s': %s", name,
+                     detail && *detail ? detail : rls_strerror(rc));
+}
+
 int db_open(rlctl_ctx *ctx, int create)
 {
     rls_options opt;
     char quoted[512], *path_esc;
-    int rc;
+    int rc, uri = db_is_uri(ctx->db_path);
 
     if (ctx->db)
         return 0;
+    if ((rc = db_check_target(ctx)))
+        return rc;
     rls_options_init(&opt);
     opt.create = create;
     opt.tool = "rlctl";
@@ -122,12 +154,14 @@ int db_open(rlctl_ctx *ctx, int create)
     if (ctx->file_mode)
         opt.file_mode = ctx->file_mode;
     opt.file_group = ctx->file_group;
-    path_esc = esc_dup(ctx->db_path);
+    path_esc = db_name(ctx->db_path);
     if (!path_esc)
         return fail_code(ctx, RLCTL_EXIT_STORAGE, "ENOMEM", "out of memory");
-    const char *gone = !create && missing(ctx->db_path) ? ctx->db_path
-                       : !create && ctx->counters_path && missing(ctx->counters_path)
-                           ? ctx->counters_path : NULL;
+    /* A URI names no file: whether its database exists is the server's. */
+    const char *gone = uri || create ? NULL
+                       : missing(ctx->db_path) ? ctx->db_path
+                       : ctx->counters_path && missing(ctx->counters_path) ? ctx->counters_path
+                       : NULL;
     if (gone) {
         free(path_esc);
         path_esc = esc_dup(gone);
@@ -159,7 +193,13 @@ int db_open(rlctl_ctx *ctx, int create)
         return 0;
     }
     ctx->db = NULL;
-    if (!create && rc == RLS_ECANTOPEN && missing(ctx->db_path)) {
+    if (uri && !(rc == RLS_ENOTFOUND && !create)) {
+        rc = fail_open_uri(ctx, rc, path_esc);
+        free(path_esc);
+        return rc;
+    }
+    /* no file, or a PostgreSQL database without the rlstore schema */
+    if (!create && ((rc == RLS_ECANTOPEN && missing(ctx->db_path)) || rc == RLS_ENOTFOUND)) {
         rc = fail_code(ctx, RLCTL_EXIT_NOTFOUND, "ENOTFOUND",
                        "cannot open '%s': no such database (create it with 'rlctl init')",
                        path_esc);

@@ -18,7 +18,7 @@
 /* ---- the command table ------------------------------------------------ */
 
 static const rlctl_opt global_opts[] = {
-    {"db", "PATH", "database file (default: $RLSTORE_DB, then ./rlstore.db)"},
+    {"db", "PATH", "database file or postgresql:// URI (default: $RLSTORE_DB, then ./rlstore.db)"},
     {"counters", "PATH", "split deployment: counters database; --db is the rules database"},
     {"now", "TIME", "clock for every operation: epoch ms or ISO-8601 UTC"},
     {"json", NULL, "machine output: exactly one JSON object or array on stdout"},
@@ -396,6 +396,7 @@ static int set_global(rlctl_ctx *ctx, flags *fl, const char *name, const char *v
         if (!*val)
             return fail_usage(ctx, "invalid value for --counters: the path is empty");
         ctx->counters_path = val;
+        ctx->counters_env = 0;
     } else if (strcmp(name, "now") == 0) {
         if (rls_time_parse(val, &ctx->now_ms) != RLS_OK)
             return fail_usage(ctx, "invalid time for --now: '%s' (expected epoch ms or "
@@ -486,6 +487,7 @@ static int run(rlctl_ctx *ctx, int argc, char **argv)
     ctx->db_path = env && *env ? env : "./rlstore.db";
     env = getenv("RLSTORE_COUNTERS");
     ctx->counters_path = env && *env ? env : NULL;
+    ctx->counters_env = ctx->counters_path != NULL;
     ctx->now_ms = real_now();
     ctx->tty = isatty(STDOUT_FILENO);
     for (int k = 1; k < argc && strcmp(argv[k], "--") != 0; k++)

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "rlstore.h"
+#include "dbname.h"
 
 /* Exit statuses: one table generates the help text and the mapping. */
 #define RLCTL_EXIT_MAP(XX)                                                   \
@@ -59,6 +60,7 @@ struct rlctl_ctx {
     /* global options */
     const char *db_path;
     const char *counters_path; /* --counters / $RLSTORE_COUNTERS: split deployment */
+    int counters_env;          /* counters_path came from $RLSTORE_COUNTERS */
     int64_t now_ms;          /* --now, else the real clock at start      */
     int json, quiet, tty;
     /* the command being run and its parsed arguments */
@@ -98,11 +100,18 @@ int fail_code(rlctl_ctx *ctx, int exit_code, const char *errname, const char *fm
 /* Prints "rlctl: <msg>: <detail of rc>" and returns exit_for(rc). */
 int fail_lib(rlctl_ctx *ctx, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Opens ctx->db_path, with ctx->counters_path as its counters database in a
- * split deployment (create only if `create`); a user who may not write the
- * rules gets them read-only, and a command that only reads gets everything
- * read-only.  On failure prints the diagnostic and returns the exit status,
- * else 0. */
+/* The name of a database for messages: a PostgreSQL URI with its password
+ * masked (dbname.h), escaped like a key.  malloc'd; NULL out of memory. */
+char *db_name(const char *path);
+/* Refuses, as a usage error, file options that cannot apply to ctx->db_path:
+ * a counters database with a PostgreSQL URI, or a URI as the counters
+ * database.  Returns 0 or the exit status after the diagnostic. */
+int db_check_target(rlctl_ctx *ctx);
+/* Opens ctx->db_path (a file or a PostgreSQL URI), with ctx->counters_path
+ * as its counters database in a split deployment (create only if `create`);
+ * a user who may not write the rules gets them read-only, and a command that
+ * only reads gets everything read-only.  On failure prints the diagnostic
+ * (naming the database by db_name) and returns the exit status, else 0. */
 int db_open(rlctl_ctx *ctx, int create);
 
 /* ---- out.c ---------------------------------------------------------- */

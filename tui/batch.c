@@ -90,7 +90,7 @@ static void snapshot(app *a)
     int64_t denied5 = 0;
     for (int i = 0; i < SPARK_SECONDS; i++)
         denied5 += m->spark[i];
-    char *path = esc_dup(a->db_path);
+    char *path = db_name(a->db_path);
     printf("rltop %s  %s  %s  ", rls_version_string(), path ? path : "?",
            fmt_clock(now_ms(), clock, sizeof clock));
     free(path);
@@ -105,8 +105,11 @@ static void snapshot(app *a)
         printf("keys: %ld tracked, ", m->tracked);
     else
         printf("keys: ? tracked, ");
-    printf("%d blocked; db %s, wal %s\n\n", m->nblocked, fmt_bytes(m->db_bytes, b1, sizeof b1),
-           fmt_bytes(m->wal_bytes, b2, sizeof b2));
+    printf("%d blocked", m->nblocked);
+    if (!db_is_uri(m->path))   /* a PostgreSQL database has no files to size */
+        printf("; db %s, wal %s", fmt_bytes(m->db_bytes, b1, sizeof b1),
+               fmt_bytes(m->wal_bytes, b2, sizeof b2));
+    printf("\n\n");
     if (m->no_rules)
         printf("no rules have been applied to this database yet\n");
     else if (m->nrows == 0)

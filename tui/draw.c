@@ -36,6 +36,14 @@ char *esc_dup(const char *s)
     return buf;
 }
 
+char *db_name(const char *path)
+{
+    char *r = db_redact(path);
+    char *e = r ? esc_dup(r) : NULL;
+    free(r);
+    return e;
+}
+
 /* Monochrome stand-ins for the colour pairs. */
 static attr_t mono_attr(int c)
 {

@@ -371,6 +371,10 @@ static void sample_sizes(model *m)
 {
     struct stat sb;
     char wal[4096];
+    if (db_is_uri(m->path)) {
+        m->db_bytes = m->wal_bytes = -1;
+        return;
+    }
     m->db_bytes = stat(m->path, &sb) == 0 ? (int64_t)sb.st_size : -1;
     snprintf(wal, sizeof wal, "%s-wal", m->path);
     m->wal_bytes = stat(wal, &sb) == 0 ? (int64_t)sb.st_size : 0;

@@ -29,7 +29,8 @@ typedef struct opt {
 } opt;
 
 static const opt opts[] = {
-    {"db", 0, "PATH", "database file (default: $RLSTORE_DB, then ./rlstore.db); never created"},
+    {"db", 0, "PATH", "database file or postgresql:// URI (default: $RLSTORE_DB, then "
+                     "./rlstore.db); never created"},
     {"counters", 0, "PATH", "split deployment: counters database; --db is the rules database"},
     {"action", 0, "ACTION", "show only the keys and rates of ACTION"},
     {"delay", 'd', "SECONDS", "refresh interval in seconds, decimals allowed (default 1)"},
@@ -226,13 +227,29 @@ static int exit_for(int rc)
     }
 }
 
+/* --counters names a SQLite file of a split deployment: refused with a
+ * PostgreSQL database, and a URI is no counters file. */
+static int check_target(const char *path, const char *counters, int counters_env)
+{
+    const char *copt = counters_env ? "RLSTORE_COUNTERS" : "--counters";
+    if (db_is_uri(counters))
+        return usage_error("invalid value for %s: the counters database of a split deployment "
+                           "is a SQLite file, not a PostgreSQL URI", copt);
+    if (db_is_uri(path) && counters)
+        return usage_error("%s is for a split deployment of SQLite files, not for a PostgreSQL "
+                           "database%s", copt, counters_env ? " (unset it)" : "");
+    return 0;
+}
+
 static int open_db(app *a, const char *path, const char *counters)
 {
     struct stat sb;
     rls_options o;
-    char *p = esc_dup(path);
+    char *p = db_name(path);
     int rc;
-    const char *gone = stat(path, &sb) != 0 && errno == ENOENT ? path
+    /* A URI names no file: whether its database exists is the server's. */
+    const char *gone = db_is_uri(path) ? NULL
+                       : stat(path, &sb) != 0 && errno == ENOENT ? path
                        : counters && stat(counters, &sb) != 0 && errno == ENOENT ? counters
                        : NULL;
     if (gone) {
@@ -426,6 +443,8 @@ int main(int argc, char **argv)
     a.db_path = g.db ? g.db : env && *env ? env : "./rlstore.db";
     env = getenv("RLSTORE_COUNTERS");
     const char *counters = g.counters ? g.counters : env && *env ? env : NULL;
+    if ((rc = check_target(a.db_path, counters, !g.counters && counters)) != 0)
+        return rc;
     a.m.path = a.db_path;
     a.interval_s = g.delay;
     a.batch = g.batch || !isatty(STDOUT_FILENO);

@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <curses.h>
 #include "rlstore.h"
+#include "../cli/dbname.h"   /* db_is_uri, db_redact: rlctl's, one redaction */
 
 /* Exit statuses, as rlctl's. */
 #define RLTOP_EXIT_MAP(XX)                                                   \
@@ -134,7 +135,7 @@ typedef struct model {
     int64_t tracked_ms;         /* when it was counted */
     double count_cost_ms;       /* how long counting the filtered list took */
     int nblocked;
-    int64_t db_bytes, wal_bytes;
+    int64_t db_bytes, wal_bytes;    /* -1: unknown; both -1 for PostgreSQL */
 
     /* keys list: a window [off, off + nrows) of the filtered, sorted list */
     char f_action[NAME_LEN];    /* "" = every action */
@@ -288,6 +289,9 @@ const char *fmt_clock(int64_t ms, char *buf, size_t size);  /* "2026-11-21 10:00
 int text_width(const char *s);
 /* Escaped malloc'd copy of s for display (NULL only if out of memory). */
 char *esc_dup(const char *s);
+/* The name of a database for display: a PostgreSQL URI with its password
+ * masked, escaped (malloc'd; NULL only if out of memory). */
+char *db_name(const char *path);
 
 /* ---- actions.c / ops.c ------------------------------------------------------ */
 #define RLTOP__KEY_DECL(id, code, alt, label, help) unsigned key_##id(app *a);

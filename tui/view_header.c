@@ -23,7 +23,7 @@ void view_header(app *a, WINDOW *w)
     draw_attr(w, C_HEADER, 1);
     x = draw_text(w, 0, 0, cols, "rltop", 0, 0) + 1;
     draw_attr(w, C_HEADER, 0);
-    char *p = esc_dup(a->db_path);
+    char *p = db_name(a->db_path);
     int room = cols - x - (int)strlen(clock) - 1;
     if (m->version)
         snprintf(buf, sizeof buf, "rules v%lld", (long long)m->version);
@@ -64,8 +64,10 @@ void view_header(app *a, WINDOW *w)
     draw_attr(w, m->nblocked ? C_BLOCKED : C_NORMAL, 1);
     x += draw_textf(w, 2, x, cols - x, "  %d blocked", m->nblocked);
     draw_attr(w, m->nblocked ? C_BLOCKED : C_NORMAL, 0);
-    x += draw_textf(w, 2, x, cols - x, "  db %s  wal %s", fmt_bytes(m->db_bytes, b1, sizeof b1),
-                    fmt_bytes(m->wal_bytes, b2, sizeof b2));
+    if (!db_is_uri(m->path))   /* a PostgreSQL database has no files to size */
+        x += draw_textf(w, 2, x, cols - x, "  db %s  wal %s",
+                        fmt_bytes(m->db_bytes, b1, sizeof b1),
+                        fmt_bytes(m->wal_bytes, b2, sizeof b2));
 
     /* line 3: tabs, filters and sampling */
     x = 0;

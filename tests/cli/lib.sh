@@ -16,6 +16,28 @@
 #
 # Each failing case prints one line saying what differed.  The scratch
 # directory $W is fresh per test file and removed on exit.
+#
+# PostgreSQL: with RLSTORE_TEST_PG set to the base URI of a live server's
+# database (no password in it: use PGPASSWORD or ~/.pgpass), every test
+# database becomes a fresh schema of it.  The names the tests give --db
+# (and RLSTORE_DB) stay file names: tcase and rl pass rlctl
+# <base>?options=-csearch_path%3D<schema> instead, the schema created with
+# psql at the first use of the name and dropped on exit, and turn that URI
+# in rlctl's output back into the name, so the same expectations hold for
+# both backends.  RLSTORE_TEST_PG_PREFIX (default t_cli) starts the schema
+# names.  Helpers:
+#   db_of NAME          $REPLY = what --db NAME means (for running rlctl
+#                       directly); prints nothing
+#   db_exists NAME      the database exists (a file; the schema's rlstore
+#                       tables)            db_absent NAME: it does not
+#   sqlite_only REASON  the cases up to end_sqlite_only are about SQLite
+#                       files: with PostgreSQL each is reported as skipped
+#                       (never as passed) and rl does nothing
+#   pg_only REASON      the cases up to end_pg_only need PostgreSQL: skipped
+#                       without it
+#   skipping            true inside a skipped part
+#   NODB_RC, NODB_MSG   exit status and message of a command on a database
+#                       that does not exist
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 RLCTL=${RLCTL:-${BUILD:-build}/rlctl}
@@ -23,10 +45,21 @@ case $RLCTL in /*) ;; *) RLCTL=$ROOT/$RLCTL ;; esac
 unset RLSTORE_DB
 export LC_ALL=C
 W=$(mktemp -d "${TMPDIR:-/tmp}/rlctl-test-XXXXXX") || exit 1
-trap 'chmod -R u+w "$W" 2>/dev/null; rm -rf "$W"' EXIT
+PG=${RLSTORE_TEST_PG:-}
+PG_PREFIX=${RLSTORE_TEST_PG_PREFIX:-t_cli}
+declare -A _pg_schema=()   # test database name -> schema
+_pg_cleanup() {
+    [ -n "$PG" ] && [ ${#_pg_schema[@]} -gt 0 ] || return 0
+    local list
+    list=$(printf '%s, ' "${_pg_schema[@]}")
+    psql -X -q "$PG" -c "SET client_min_messages = warning; DROP SCHEMA IF EXISTS ${list%, } CASCADE" >/dev/null
+}
+trap '_pg_cleanup; chmod -R u+w "$W" 2>/dev/null; rm -rf "$W"' EXIT
 cd "$W" || exit 1
 pass=0
 fail=0
+skipped=0
+_skip_reason=
 OUT=$W/.out
 ERR=$W/.err
 
@@ -37,8 +70,131 @@ if [ ! -x "$RLCTL" ]; then
     exit 1
 fi
 
-# rl ARGS...: rlctl with output to $OUT/$ERR, for setup steps.
-rl() { "$RLCTL" "$@" </dev/null >"$OUT" 2>"$ERR"; }
+if [ -n "$PG" ]; then
+    if ! command -v psql >/dev/null 2>&1 || ! psql -X -q "$PG" -c "SELECT 1" </dev/null >/dev/null; then
+        echo "FAIL setup: RLSTORE_TEST_PG is set but psql cannot reach that database"
+        echo "[  PASSED  ] 0 test(s)."
+        echo "[  FAILED  ] 1 test(s)"
+        exit 1
+    fi
+    case $PG in *\?*) _pg_sep='&' ;; *) _pg_sep='?' ;; esac
+    NODB_RC=3
+    NODB_MSG="no such database"
+else
+    NODB_RC=3
+    NODB_MSG="no such database"
+fi
+
+_pg_uri_of() {  # SCHEMA: $REPLY = its URI
+    REPLY="$PG${_pg_sep}options=-csearch_path%3D$1"
+}
+
+db_of() {  # NAME: $REPLY = what --db NAME means in this mode
+    REPLY=$1
+    if [ -z "$PG" ] || [ -n "$_skip_reason" ]; then return 0; fi
+    case $1 in postgres://* | postgresql://*) return 0 ;; esac
+    local schema=${_pg_schema[$1]-}
+    if [ -z "$schema" ]; then
+        # zero-padded: no URI is a prefix of another one (see _pg_unmap)
+        schema=$(printf '%s_%d_%03d' "$PG_PREFIX" $$ $((${#_pg_schema[@]} + 1)))
+        psql -X -q "$PG" -c "SET client_min_messages = warning; DROP SCHEMA IF EXISTS $schema CASCADE; CREATE SCHEMA $schema" </dev/null >/dev/null ||
+            echo "lib.sh: cannot create the schema $schema for '$1'"
+        _pg_schema[$1]=$schema
+    fi
+    _pg_uri_of "$schema"
+}
+
+# _rlctl ARGS...: rlctl with the test's database names (--db, RLSTORE_DB)
+# turned into their URIs in PostgreSQL mode; output as the caller redirects.
+_rlctl() {
+    if [ -z "$PG" ]; then
+        "$RLCTL" "$@"
+        return
+    fi
+    local -a a=()
+    local x prev= opts=1 env_db=${RLSTORE_DB-}
+    for x in "$@"; do
+        if [ $opts = 1 ]; then
+            if [ "$prev" = --db ]; then
+                db_of "$x"
+                x=$REPLY
+            elif [ "${x#--db=}" != "$x" ]; then
+                db_of "${x#--db=}"
+                x=--db=$REPLY
+            elif [ "$x" = -- ]; then
+                opts=0
+            fi
+        fi
+        a+=("$x")
+        prev=$x
+    done
+    if [ -n "$env_db" ]; then
+        db_of "$env_db"
+        RLSTORE_DB=$REPLY "$RLCTL" "${a[@]}"
+    else
+        "$RLCTL" "${a[@]}"
+    fi
+}
+
+# _pg_unmap FILE: the URIs of the test's databases, as rlctl shows them,
+# back to the names the test gave.
+_pg_unmap() {
+    [ -n "$PG" ] && [ -s "$1" ] && grep -qF "://" "$1" || return 0
+    local text name
+    IFS= read -r -d '' text <"$1"
+    for name in "${!_pg_schema[@]}"; do
+        _pg_uri_of "${_pg_schema[$name]}"
+        text=${text//"$REPLY"/"$name"}
+    done
+    printf '%s' "$text" >"$1"
+}
+
+# Number of tables in the schema of NAME ($REPLY; 0 if it has none).
+_pg_tables() {
+    REPLY=0
+    local schema=${_pg_schema[$1]-}
+    [ -n "$schema" ] || return 0
+    REPLY=$(psql -X -At "$PG" -c "SELECT count(*) FROM pg_tables WHERE schemaname = '$schema'" </dev/null)
+}
+
+db_exists() {  # NAME
+    if [ -z "$PG" ]; then
+        test -e "$1"
+        return
+    fi
+    _pg_tables "$1"
+    [ "$REPLY" -gt 0 ]
+}
+
+db_absent() {  # NAME
+    ! db_exists "$1"
+}
+
+skipping() { [ -n "$_skip_reason" ]; }
+sqlite_only() { [ -z "$PG" ] || _skip_reason="with PostgreSQL: $1"; }
+end_sqlite_only() { _skip_reason=; }
+pg_only() { [ -n "$PG" ] || _skip_reason="without PostgreSQL (RLSTORE_TEST_PG): $1"; }
+end_pg_only() { _skip_reason=; }
+
+_skip() {  # NAME
+    skipped=$((skipped + 1))
+    echo "SKIP $1: $_skip_reason"
+}
+
+# rl ARGS...: rlctl with output to $OUT/$ERR, for setup steps (nothing in
+# a skipped part).
+rl() {
+    if skipping; then
+        : >"$OUT"
+        : >"$ERR"
+        return 0
+    fi
+    _rlctl "$@" </dev/null >"$OUT" 2>"$ERR"
+    local rc=$?
+    _pg_unmap "$OUT"
+    _pg_unmap "$ERR"
+    return $rc
+}
 
 _report() {  # NAME MESSAGES...
     local name=$1
@@ -55,6 +211,10 @@ _report() {  # NAME MESSAGES...
 tcase() {
     local name=$1 want=$2
     shift 2
+    if skipping; then
+        _skip "$name"
+        return
+    fi
     local out_set=0 out="" stdin=/dev/null err_empty=0
     local -a outhas=() outlacks=() errhas=() json=() msgs=()
     while [ $# -gt 0 ] && [ "$1" != "--" ]; do
@@ -70,8 +230,10 @@ tcase() {
         esac
     done
     [ $# -gt 0 ] && shift
-    "$RLCTL" "$@" <"$stdin" >"$OUT" 2>"$ERR"
+    _rlctl "$@" <"$stdin" >"$OUT" 2>"$ERR"
     local rc=$?
+    _pg_unmap "$OUT"
+    _pg_unmap "$ERR"
     [ "$rc" = "$want" ] || msgs+=(" exit status $rc, expected $want (stderr: $(head -c 300 "$ERR" | tr '\n' ' '))")
     if [ $out_set = 1 ]; then
         if [ -z "$out" ]; then
@@ -109,6 +271,10 @@ exec(sys.argv[2])
 tassert() {
     local name=$1
     shift
+    if skipping; then
+        _skip "$name"
+        return
+    fi
     if "$@"; then
         _report "$name"
     else
@@ -118,6 +284,7 @@ tassert() {
 
 finish() {
     echo "[  PASSED  ] $pass test(s)."
+    [ "$skipped" -gt 0 ] && echo "[  SKIPPED ] $skipped test(s)."
     if [ "$fail" -gt 0 ]; then
         echo "[  FAILED  ] $fail test(s)"
         exit 1

@@ -124,7 +124,9 @@ tcase "audit tsv" 0 --out-has "$(printf 'rlctl\tblock\tlogin\terin')" -- --db db
 # ---- on a terminal: aligned tables with a header ----
 if command -v script >/dev/null 2>&1; then
     rl --db db block a-much-longer-key-name --for 1h --now "$T0"
-    script -qec "$(printf '%q' "$RLCTL") --db db blocks --now $T0" /dev/null >tty.txt 2>&1
+    db_of db
+    DB=$(printf '%q' "$REPLY")
+    script -qec "$(printf '%q' "$RLCTL") --db $DB blocks --now $T0" /dev/null >tty.txt 2>&1
     tassert "tty: exit 0" test $? = 0
     tassert "tty: aligned table with header" python3 -c '
 import sys
@@ -136,7 +138,7 @@ for l in lines[1:]:
     assert l[col - 2:col] == "  " and l[col] != " ", (l, col)
 assert "\t" not in "".join(lines)
 ' tty.txt
-    script -qec "$(printf '%q' "$RLCTL") --db db check login erin --now $T0" /dev/null >tty.txt 2>&1
+    script -qec "$(printf '%q' "$RLCTL") --db $DB check login erin --now $T0" /dev/null >tty.txt 2>&1
     tassert "tty: check denied exit 1" test $? = 1
     tassert "tty: check shows limits table" grep -q "^LIMIT  *ALGORITHM  *USED" tty.txt
     tassert "tty: durations readable" grep -q "forever\|[0-9]m\|[0-9]s" tty.txt

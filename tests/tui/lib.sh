@@ -10,6 +10,11 @@
 #   wait_gone TEXT [S]   polls until TEXT is gone
 #   check NAME CMD...    a case that passes when CMD succeeds
 #   finish               the cmocka-style summary; exit status
+#   test_db NAME         $REPLY = the database for NAME: the file NAME, or
+#                        with RLSTORE_TEST_PG (the base URI of a live
+#                        PostgreSQL database) the URI of a fresh schema of
+#                        it, created with psql and dropped on exit;
+#                        RLSTORE_TEST_PG_PREFIX (default t_tui) starts its name
 # Each failing case prints one line; a failing wait also shows the screen.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -24,9 +29,17 @@ TM_SOCK=$W/tmux.sock   # a private server; its socket goes with $W
 pass=0
 fail=0
 
+PG=${RLSTORE_TEST_PG:-}
+_pg_schemas=()
 tm() { tmux -S "$TM_SOCK" -f /dev/null "$@"; }
 cleanup() {
     tm kill-server >/dev/null 2>&1
+    if [ ${#_pg_schemas[@]} -gt 0 ]; then
+        local list
+        list=$(printf '%s, ' "${_pg_schemas[@]}")
+        psql -X -q "$PG" -c "SET client_min_messages = warning; DROP SCHEMA IF EXISTS ${list%, } CASCADE" \
+            </dev/null >/dev/null
+    fi
     rm -rf "$W"
 }
 trap cleanup EXIT
@@ -71,6 +84,21 @@ if ! command -v tmux >/dev/null 2>&1; then
     echo "[  FAILED  ] 1 test(s)"
     exit 1
 fi
+
+test_db() {  # NAME
+    REPLY=$1
+    [ -n "$PG" ] || return 0
+    local schema
+    schema=$(printf '%s_%d_%d' "${RLSTORE_TEST_PG_PREFIX:-t_tui}" $$ $((${#_pg_schemas[@]} + 1)))
+    if ! psql -X -q "$PG" -c "SET client_min_messages = warning; DROP SCHEMA IF EXISTS $schema CASCADE; CREATE SCHEMA $schema" \
+        </dev/null >/dev/null; then
+        echo "FAIL setup: cannot create the schema $schema in RLSTORE_TEST_PG"
+        return 1
+    fi
+    _pg_schemas+=("$schema")
+    case $PG in *\?*) REPLY="$PG&" ;; *) REPLY="$PG?" ;; esac
+    REPLY="${REPLY}options=-csearch_path%3D$schema"
+}
 
 start_pane() {  # W H
     tm new-session -d -s t -x "$1" -y "$2" \

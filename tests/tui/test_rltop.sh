@@ -4,16 +4,19 @@
 # changes a tier, overrides a limit, resets counters, edits a limit of a
 # tier and rolls the rules back (each verified through rlctl), shows the
 # help, survives resizes, uses colours unless NO_COLOR is set, and leaves
-# the terminal as it found it after q and after SIGTERM.
+# the terminal as it found it after q and after SIGTERM.  With
+# RLSTORE_TEST_PG the same runs against a PostgreSQL schema (lib.sh).
 . "$(dirname "$0")/lib.sh"
 
-prepare_db db
-check "database prepared" test -s db
+test_db db || exit 1
+DB=$REPLY
+prepare_db "$DB"
+check "database prepared" "$RLCTL" --db "$DB" export
 cp rules.yaml rules.orig
 start_pane 100 30
 check "tmux pane started" wait_for 'PROMPT$' 5
 
-RUN="S=\$(stty -g); $RLTOP --db db -d 0.5; echo \"rc=\$?\"; [ \"\$(stty -g)\" = \"\$S\" ] && echo TTY-SAME || echo TTY-CHANGED"
+RUN="S=\$(stty -g); $RLTOP --db '$DB' -d 0.5; echo \"rc=\$?\"; [ \"\$(stty -g)\" = \"\$S\" ] && echo TTY-SAME || echo TTY-CHANGED"
 txt "$RUN"
 key Enter
 expect "starts: header with the rules version" "rules v1"
@@ -53,10 +56,10 @@ txt u
 expect "unblock asks first" "Unblock '192.0.2.9'?"
 txt y
 expect "unblock done" "unblocked '192.0.2.9'"
-"$RLCTL" --db db --json blocks >blocks.json
+"$RLCTL" --db "$DB" --json blocks >blocks.json
 check "unblock: rlctl blocks no longer lists it" python3 -c '
 import json; d = json.load(open("blocks.json")); assert all(b["key"] != "192.0.2.9" for b in d), d'
-"$RLCTL" --db db --json audit --limit 1 >audit.json
+"$RLCTL" --db "$DB" --json audit --limit 1 >audit.json
 check "unblock: audited as rltop" python3 -c '
 import json; d = json.load(open("audit.json")); assert d[0]["tool"] == "rltop" and d[0]["op"] == "unblock", d'
 
@@ -70,7 +73,7 @@ key Enter
 expect "tier asks for an end" "Until when?"
 key Enter
 expect "tier assigned" "assigned 'alice' to tier 'pro'"
-"$RLCTL" --db db --json tier list >tiers.json
+"$RLCTL" --db "$DB" --json tier list >tiers.json
 check "tier: rlctl tier list has alice on pro" python3 -c '
 import json; d = json.load(open("tiers.json"))
 assert any(t["pattern"] == "alice" and t["tier"] == "pro" for t in d), d'
@@ -86,7 +89,7 @@ key Enter
 expect "override asks for an end" "Until when?"
 key Enter
 expect "override set" "is now 9"
-"$RLCTL" --db db --json override list >ov.json
+"$RLCTL" --db "$DB" --json override list >ov.json
 check "override: rlctl override list has it" python3 -c '
 import json; d = json.load(open("ov.json"))
 assert any(o["key"] == "alice" and o["limit_name"] == "burst" and o["limit"] == 9 for o in d), d'
@@ -107,7 +110,7 @@ key Enter
 expect "block asks first" "Block 'bob' for 'login'"
 txt y
 expect "block done" "blocked 'bob'"
-"$RLCTL" --db db --json blocks >blocks.json
+"$RLCTL" --db "$DB" --json blocks >blocks.json
 check "block: rlctl blocks has it with the reason" python3 -c '
 import json; d = json.load(open("blocks.json"))
 assert any(b["key"] == "bob" and b["action"] == "login" and b["reason"] == "tmux reason" and b["until_ms"] > 0 for b in d), d'
@@ -119,7 +122,7 @@ txt r
 expect "reset asks first" "Reset the counters of '192.0.2.1'"
 txt y
 expect "reset done" "reset the counters of '192.0.2.1'"
-"$RLCTL" --db db --json usage --key 192.0.2.1 >usage.json
+"$RLCTL" --db "$DB" --json usage --key 192.0.2.1 >usage.json
 check "reset: rlctl usage shows nothing used" python3 -c '
 import json; d = json.load(open("usage.json")); assert all(r["used"] == 0 for r in d), d'
 
@@ -136,7 +139,7 @@ key Enter
 expect "edit confirms with the change" "3 -> 7"
 txt y
 expect "edit applied as version 2" "applied rule-set version 2"
-"$RLCTL" --db db export >v2.yaml
+"$RLCTL" --db "$DB" export >v2.yaml
 check "edit: exactly one line changed" sh -c '[ "$(diff rules.orig v2.yaml | grep -c "^[<>]")" = 2 ]'
 check "edit: the new line" grep -q "limit: 7, window: 1d" v2.yaml
 txt 2
@@ -146,7 +149,7 @@ txt R
 expect "rollback asks first" "Roll back the rules to version 1"
 txt y
 expect "rolled back" "rolled back to version 1 as version 3"
-"$RLCTL" --db db export >v3.yaml
+"$RLCTL" --db "$DB" export >v3.yaml
 check "rollback: rules as at first" cmp -s rules.orig v3.yaml
 txt 1
 
@@ -175,7 +178,7 @@ expect "terminal settings restored after q" "TTY-SAME"
 
 # ---- SIGTERM restores the terminal too; NO_COLOR ----
 key C-l
-txt "clear; S=\$(stty -g); NO_COLOR=1 sh -c 'echo \$\$ > pid; exec $RLTOP --db db'; echo \"rc=\$?\"; [ \"\$(stty -g)\" = \"\$S\" ] && echo TTY2-SAME || echo TTY2-CHANGED"
+txt "clear; S=\$(stty -g); NO_COLOR=1 sh -c 'echo \$\$ > pid; exec $RLTOP --db \"$DB\"'; echo \"rc=\$?\"; [ \"\$(stty -g)\" = \"\$S\" ] && echo TTY2-SAME || echo TTY2-CHANGED"
 key Enter
 expect "second run starts" "rules v3"
 check "NO_COLOR: no colours" sh -c "! tmux -S $TM_SOCK capture-pane -p -e -t t | grep -q \$(printf '\\033')'\\[[34][0-7]m'"
