@@ -13,7 +13,9 @@
  *   multi.c       1, 2 and 4 processes on one file
  *   bigdb.c       1M keys: fill, checks, rltop during load, size, RSS
  *   peer_redis.c  Redis fixed-window Lua script, own RESP client + redis-benchmark
- *   peer_pg.c     PostgreSQL UPSERT per transaction via pgbench
+ *   peer_pg.c     a private PostgreSQL cluster, and the UPSERT-per-transaction
+ *                 floor via pgbench (the "postgresql" peer and the "pg" floor)
+ *   pg_backend.c  rlstore's PostgreSQL backend against that floor and SQLite
  *   plot.py       the SVG of a result file (make bench)
  */
 #ifndef RLBENCH_H
@@ -40,7 +42,8 @@ typedef struct bench_cfg {
     int rltop_n;          /* rltop refreshes during load */
     int rss_handles;      /* handles opened for the RSS measurement */
     long redis_ops;       /* requests of the Redis client */
-    long pg_ops;          /* pgbench transactions */
+    long pg_ops;          /* pgbench transactions; checks per "pg" scenario */
+    int pg_clients;       /* client processes of the "pg" group's N-client runs */
     int peers;            /* 0: peers skipped (--no-peers) */
     const char *only;     /* NULL or comma-separated groups to run */
 } bench_cfg;
@@ -174,6 +177,16 @@ void placement_extras(bench_result *r, const placement *p, const bench_lat *l);
 /* The last lines of a file into buf, newlines as " | " (for notes). */
 void file_tail(const char *path, char *buf, size_t size);
 
+/* CPU time of a timed loop (microseconds): the client's (this process, or
+ * the sum of the client processes) and the database server's (every
+ * process of the PostgreSQL cluster; -1 when there is no server). */
+typedef struct cpu_use {
+    double client_us, server_us;
+} cpu_use;
+/* This process's user + system CPU time (RUSAGE_SELF or RUSAGE_CHILDREN). */
+double cpu_self_us(void);
+double cpu_children_us(void);
+
 /* ---- scenarios ---------------------------------------------------------- */
 /* floor.c: one prepared UPSERT ... RETURNING per transaction. */
 int bench_floor(const bench_cfg *cfg, int full_sync, long ops, bench_lat *out,
@@ -188,17 +201,39 @@ typedef struct check_spec {
     int durability;         /* enum rls_durability */
     int vclock;             /* 1: rls_check_at with noon_clock_ms() */
     long keys;              /* key space */
+    const char *target;     /* NULL: `file` in cfg->dir; else the database to open as
+                             * it is (a PostgreSQL URI), left in place afterwards */
 } check_spec;
-enum { PREP_NONE = 0, PREP_OVER_LIMIT, PREP_BLOCK };
+/* PREP_WARM: every key checked once (admitted) before the timing */
+enum { PREP_NONE = 0, PREP_OVER_LIMIT, PREP_BLOCK, PREP_WARM };
 extern const char *const ALGORITHMS[6];
 /* Writes the rules of a one-limit action for algorithm alg into buf. */
 void rules_for_algorithm(char *buf, size_t size, const char *alg);
 extern const char RULES_ONE[], RULES_TWO[], RULES_DENY[];
+/* Checks keys 0..keys-1 once each on db (action "signup"); every check
+ * must be admitted.  0 or -1 (err). */
+struct rls_db;
+int bench_warm(struct rls_db *db, long keys, int vclock, char *err, size_t errsize);
+/* The same for keys first, first + step, ... below keys. */
+int bench_warm_part(struct rls_db *db, long keys, long first, long step, int vclock, char *err,
+                    size_t errsize);
 int bench_check(const bench_cfg *cfg, const check_spec *sp, long ops, bench_lat *out,
                 double *prep_secs, char *err, size_t errsize);
+/* The same, also measuring the CPU time of the timed loop (cpu may be
+ * NULL; its server part from server_cpu, NULL: none). */
+int bench_check_cpu(const bench_cfg *cfg, const check_spec *sp, long ops, bench_lat *out,
+                    double *prep_secs, int (*server_cpu)(double *us), cpu_use *cpu,
+                    char *err, size_t errsize);
 
 /* multi.c: nproc processes on one file, ops checks in total. */
 int bench_multi(const bench_cfg *cfg, int nproc, long ops, bench_result *r);
+/* nproc processes, each with its own handle on target (a file or a URI
+ * whose rules are already applied), ops checks in total, rls_check_at on
+ * noon_clock_ms() when vclock; figures into r, CPU time into cpu (may be
+ * NULL; its server part from server_cpu, sampled while every handle is
+ * still open). */
+int bench_procs(const bench_cfg *cfg, const char *target, int nproc, long ops, int vclock,
+                int (*server_cpu)(double *us), bench_result *r, cpu_use *cpu);
 
 /* bigdb.c: every big-key scenario (fill, checks, rltop, size, RSS). */
 void bench_big(const bench_cfg *cfg);
@@ -206,6 +241,33 @@ void bench_big(const bench_cfg *cfg);
 /* peer_redis.c, peer_pg.c */
 void bench_redis(const bench_cfg *cfg);
 void bench_postgres(const bench_cfg *cfg);
+
+/* peer_pg.c: the private PostgreSQL cluster.  pg_cluster_start finds the
+ * server binaries (RLBENCH_PG_BIN: only in that directory), creates and
+ * starts a cluster reachable only through a Unix socket in its temporary
+ * directory, with the floor's table; 0 started, 1 skipped (err: why, e.g.
+ * not installed), -1 failed (err: what).  pg_stop() stops it. */
+int pg_cluster_start(const bench_cfg *cfg, char *err, size_t errsize);
+/* A libpq URI of the running cluster's database as role "bench", with
+ * search_path set to schema (NULL: the default); 0 or -1 (too long). */
+int pg_cluster_uri(char *buf, size_t size, const char *schema);
+/* Runs one SQL text through psql; 0 or -1 (err: psql's last lines). */
+int pg_cluster_sql(const char *sqltext, char *err, size_t errsize);
+/* CPU time of every process of the cluster so far, exited ones included
+ * (the postmaster's own and reaped children's times plus each live
+ * child's); 0 or -1. */
+int pg_server_cpu_us(double *us);
+/* The floor: pgbench -n -M prepared with `clients` clients (-c and -j),
+ * ops transactions in total, one UPSERT counter per transaction, on an
+ * emptied table (prefill: holding every key of cfg->keys already, so each
+ * transaction updates a row), in placement p; latencies from the
+ * transaction logs, throughput pgbench's tps.  cpu may be NULL. */
+int pg_floor_measure(const bench_cfg *cfg, int clients, long ops, int prefill,
+                     const placement *p, bench_lat *out, double *tps, cpu_use *cpu, char *err,
+                     size_t errsize);
+
+/* pg_backend.c: the "pg" group. */
+void bench_pg(const bench_cfg *cfg);
 /* Stop the peer's server if it is still running (also at exit and on
  * signals); no-ops otherwise.  Async-signal-tolerant enough for a
  * benchmark: kill, wait, and for PostgreSQL pg_ctl stop. */

@@ -10,7 +10,8 @@
  *              (rls_block_set_at, forever): every check must be denied
  *
  * Denied scenarios use rls_check_at on a clock that starts at noon UTC, so
- * no window ends during the run.
+ * no window ends during the run.  A spec with a target opens that database
+ * (a PostgreSQL URI of a fresh schema, pg_backend.c) instead of a file.
  */
 #include <stdio.h>
 #include <string.h>
@@ -61,11 +62,36 @@ static int64_t clock_of(const check_spec *sp)
     return sp->vclock ? noon_clock_ms() : wall_ms();
 }
 
-/* Charges every key once (over limit) or blocks it, then checks it once. */
+int bench_warm(rls_db *db, long keys, int vclock, char *err, size_t errsize)
+{
+    return bench_warm_part(db, keys, 0, 1, vclock, err, errsize);
+}
+
+int bench_warm_part(rls_db *db, long keys, long first, long step, int vclock, char *err,
+                    size_t errsize)
+{
+    char key[64];
+    rls_result res;
+    for (long i = first; i < keys; i += step) {
+        key_name(key, sizeof key, (unsigned long)i);
+        int rc = rls_check_at(db, "signup", key, 1, vclock ? noon_clock_ms() : wall_ms(), &res);
+        if (rc != RLS_OK || !res.allowed) {
+            snprintf(err, errsize, "warming key %s: %s: %s, allowed %d", key, rls_strerror(rc),
+                     rls_errmsg(db), res.allowed);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Checks every key once (warm), or charges every key once (over limit) or
+ * blocks it, then checks it once. */
 static int prepare(rls_db *db, const check_spec *sp, char *err, size_t errsize)
 {
     char key[64];
     rls_result res;
+    if (sp->prepare == PREP_WARM)
+        return bench_warm(db, sp->keys, sp->vclock, err, errsize);
     for (long i = 0; i < sp->keys; i++) {
         int rc;
         key_name(key, sizeof key, (unsigned long)i);
@@ -95,6 +121,13 @@ static int prepare(rls_db *db, const check_spec *sp, char *err, size_t errsize)
 int bench_check(const bench_cfg *cfg, const check_spec *sp, long ops, bench_lat *out,
                 double *prep_secs, char *err, size_t errsize)
 {
+    return bench_check_cpu(cfg, sp, ops, out, prep_secs, NULL, NULL, err, errsize);
+}
+
+int bench_check_cpu(const bench_cfg *cfg, const check_spec *sp, long ops, bench_lat *out,
+                    double *prep_secs, int (*server_cpu)(double *us), cpu_use *cpu,
+                    char *err, size_t errsize)
+{
     char path[4096], key[64];
     rls_db *db = NULL;
     rls_options opt;
@@ -104,8 +137,14 @@ int bench_check(const bench_cfg *cfg, const check_spec *sp, long ops, bench_lat 
     int want_reason = sp->prepare == PREP_BLOCK ? RLS_REASON_BLOCKED
                       : sp->expect_allowed    ? RLS_REASON_OK
                                               : RLS_REASON_LIMIT;
-    snprintf(path, sizeof path, "%s/%s", cfg->dir, sp->file);
-    remove_db(path);
+    double srv0 = 0, srv1 = 0;
+    int have_srv = 0;
+    if (sp->target)
+        snprintf(path, sizeof path, "%s", sp->target);
+    else
+        snprintf(path, sizeof path, "%s/%s", cfg->dir, sp->file);
+    if (!sp->target)
+        remove_db(path);
     rls_options_init(&opt);
     opt.durability = sp->durability;
     if ((rc = rls_open(&db, path, &opt)) != RLS_OK) {
@@ -126,6 +165,8 @@ int bench_check(const bench_cfg *cfg, const check_spec *sp, long ops, bench_lat 
         snprintf(err, errsize, "out of memory");
         goto out;
     }
+    have_srv = server_cpu && server_cpu(&srv0) == 0;
+    double c0 = cpu_self_us();
     double t0 = now_us();
     for (long i = 0; i < ops; i++) {
         key_of(key, sizeof key, i, sp->keys);
@@ -140,11 +181,18 @@ int bench_check(const bench_cfg *cfg, const check_spec *sp, long ops, bench_lat 
             goto out;
         }
     }
-    lat_summary(&lat, (now_us() - t0) / 1e6, out);
+    double t1 = now_us();
+    if (cpu) {
+        cpu->client_us = cpu_self_us() - c0;
+        have_srv = have_srv && server_cpu(&srv1) == 0;  /* the connection still open */
+        cpu->server_us = have_srv ? srv1 - srv0 : -1;
+    }
+    lat_summary(&lat, (t1 - t0) / 1e6, out);
     ret = 0;
 out:
     lat_free(&lat);
     rls_close(db);
-    remove_db(path);
+    if (!sp->target)
+        remove_db(path);
     return ret;
 }

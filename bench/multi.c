@@ -10,6 +10,13 @@
  * over the span from the first start to the last end; the latency figures
  * of the scenario are the worst of the processes (each process's own are
  * kept too).
+ *
+ * bench_procs is the same on any database whose rules are already applied:
+ * a file, or a PostgreSQL URI (pg_backend.c, one connection per process),
+ * with rls_check_at on noon_clock_ms() if asked.  Each process also reports
+ * the CPU time of its timed loop; a database server's CPU time is sampled
+ * after the start and again once every process has reported, while every
+ * handle is still open (processes close theirs only after that).
  */
 #include <errno.h>
 #include <signal.h>
@@ -23,6 +30,7 @@
 typedef struct child_report {
     bench_lat lat;
     double t_start, t_end;  /* now_us() */
+    double cpu_us;          /* this process's CPU time over the timed loop */
     long errors;
     char err[200];
 } child_report;
@@ -42,8 +50,8 @@ static int read_full(int fd, void *buf, size_t n)
     return 0;
 }
 
-static void child(const char *path, int c, int nproc, long ops, long keys, int ready_fd,
-                  int go_fd, int res_fd)
+static void child(const char *path, int c, int nproc, long ops, long keys, int vclock,
+                  int ready_fd, int go_fd, int res_fd, int done_fd)
 {
     child_report rep;
     rls_db *db = NULL;
@@ -52,8 +60,9 @@ static void child(const char *path, int c, int nproc, long ops, long keys, int r
     char key[64], byte = 1;
     memset(&rep, 0, sizeof rep);
     int rc = rls_open(&db, path, NULL);
-    if (rc == RLS_OK)
-        rc = rls_check(db, "signup", "10.255.255.255", 1, &res); /* warm-up */
+    if (rc == RLS_OK) /* warm-up */
+        rc = vclock ? rls_check_at(db, "signup", "10.255.255.255", 1, noon_clock_ms(), &res)
+                    : rls_check(db, "signup", "10.255.255.255", 1, &res);
     if (rc != RLS_OK || lat_init(&lat, ops) != 0) {
         snprintf(rep.err, sizeof rep.err, "process %d: %s: %s", c, rls_strerror(rc),
                  rls_errmsg(db));
@@ -63,11 +72,13 @@ static void child(const char *path, int c, int nproc, long ops, long keys, int r
         _exit(1);
     if (read(go_fd, &byte, 1) < 0) /* EOF when the parent starts everyone */
         _exit(1);
+    double c0 = cpu_self_us();
     rep.t_start = now_us();
     for (long i = 0; i < ops && !rep.errors; i++) {
         key_of(key, sizeof key, i * nproc + c, keys);
         double a = now_us();
-        rc = rls_check(db, "signup", key, 1, &res);
+        rc = vclock ? rls_check_at(db, "signup", key, 1, noon_clock_ms(), &res)
+                    : rls_check(db, "signup", key, 1, &res);
         lat.v[lat.n++] = now_us() - a;
         if (rc != RLS_OK || !res.allowed) {
             if (!rep.errors)
@@ -77,12 +88,16 @@ static void child(const char *path, int c, int nproc, long ops, long keys, int r
         }
     }
     rep.t_end = now_us();
+    rep.cpu_us = cpu_self_us() - c0;
     if (!rep.errors)
         lat_summary(&lat, (rep.t_end - rep.t_start) / 1e6, &rep.lat);
-    rls_close(db);
     lat_free(&lat);
     if (write(res_fd, &rep, sizeof rep) != (ssize_t)sizeof rep)
         _exit(1);
+    /* the handle stays open until the parent has sampled the server */
+    while (read(done_fd, &byte, 1) < 0 && errno == EINTR)
+        ;
+    rls_close(db);
     _exit(0);
 }
 
@@ -90,10 +105,6 @@ int bench_multi(const bench_cfg *cfg, int nproc, long ops, bench_result *r)
 {
     char path[4096];
     rls_db *db = NULL;
-    int ready[2] = {-1, -1}, go[2] = {-1, -1}, res[2] = {-1, -1};
-    pid_t pids[BENCH_PROCS_MAX];
-    int started = 0, ret = -1;
-    long per = ops / nproc;
     snprintf(path, sizeof path, "%s/multi-%d.db", cfg->dir, nproc);
     remove_db(path);
     int rc = rls_open(&db, path, NULL);
@@ -102,10 +113,28 @@ int bench_multi(const bench_cfg *cfg, int nproc, long ops, bench_result *r)
     if (rc != RLS_OK) {
         res_status(r, RES_FAILED, "setup: %s: %s", rls_strerror(rc), rls_errmsg(db));
         rls_close(db);
+        remove_db(path);
         return -1;
     }
     rls_close(db);
-    if (pipe(ready) != 0 || pipe(go) != 0 || pipe(res) != 0) {
+    int ret = bench_procs(cfg, path, nproc, ops, 0, NULL, r, NULL);
+    remove_db(path);
+    return ret;
+}
+
+int bench_procs(const bench_cfg *cfg, const char *path, int nproc, long ops, int vclock,
+                int (*server_cpu)(double *us), bench_result *r, cpu_use *cpu)
+{
+    int ready[2] = {-1, -1}, go[2] = {-1, -1}, res[2] = {-1, -1}, done[2] = {-1, -1};
+    pid_t pids[BENCH_PROCS_MAX];
+    int started = 0, ret = -1, have_srv = 0;
+    long per = ops / nproc;
+    double srv0 = 0, srv1 = 0, client_cpu = 0;
+    if (nproc < 1 || nproc > BENCH_PROCS_MAX) {
+        res_status(r, RES_FAILED, "%d processes: at most %d", nproc, BENCH_PROCS_MAX);
+        return -1;
+    }
+    if (pipe(ready) != 0 || pipe(go) != 0 || pipe(res) != 0 || pipe(done) != 0) {
         res_status(r, RES_FAILED, "pipe: %s", strerror(errno));
         goto out;
     }
@@ -121,7 +150,8 @@ int bench_multi(const bench_cfg *cfg, int nproc, long ops, bench_result *r)
             close(ready[0]);
             close(go[1]);
             close(res[0]);
-            child(path, c, nproc, per, cfg->keys, ready[1], go[0], res[1]);
+            close(done[1]);
+            child(path, c, nproc, per, cfg->keys, vclock, ready[1], go[0], res[1], done[0]);
         }
         pids[started++] = p;
     }
@@ -129,6 +159,8 @@ int bench_multi(const bench_cfg *cfg, int nproc, long ops, bench_result *r)
     ready[1] = -1;
     close(res[1]);
     res[1] = -1;
+    close(done[0]);
+    done[0] = -1;
     for (int c = 0; c < nproc; c++) {
         char b;
         if (read_full(ready[0], &b, 1) != 0) {
@@ -136,6 +168,7 @@ int bench_multi(const bench_cfg *cfg, int nproc, long ops, bench_result *r)
             goto out;
         }
     }
+    have_srv = server_cpu && server_cpu(&srv0) == 0;
     close(go[1]); /* start */
     go[1] = -1;
     double first = 0, last = 0, worst_p50 = 0, worst_p99 = 0, worst_p999 = 0, worst_max = 0;
@@ -156,6 +189,7 @@ int bench_multi(const bench_cfg *cfg, int nproc, long ops, bench_result *r)
         if (rep.t_end > last)
             last = rep.t_end;
         total += rep.lat.ops;
+        client_cpu += rep.cpu_us;
         worst_p50 = rep.lat.p50 > worst_p50 ? rep.lat.p50 : worst_p50;
         worst_p99 = rep.lat.p99 > worst_p99 ? rep.lat.p99 : worst_p99;
         worst_p999 = rep.lat.p999 > worst_p999 ? rep.lat.p999 : worst_p999;
@@ -163,13 +197,21 @@ int bench_multi(const bench_cfg *cfg, int nproc, long ops, bench_result *r)
         if (r->nprocs < BENCH_PROCS_MAX)
             r->procs[r->nprocs++] = rep.lat;
     }
+    have_srv = have_srv && server_cpu(&srv1) == 0;
     bench_lat all = {total, (last - first) / 1e6, worst_p50, worst_p99, worst_p999, worst_max};
     res_set_lat(r, &all);
     res_extra(r, "processes", nproc, "");
+    if (cpu) {
+        cpu->client_us = client_cpu;
+        cpu->server_us = have_srv ? srv1 - srv0 : -1;
+    }
     ret = 0;
 out:
     if (go[1] >= 0)
         close(go[1]); /* lets waiting children run (and fail) rather than hang */
+    if (done[1] >= 0)
+        close(done[1]); /* lets them close their handles and exit */
+    done[1] = -1;
     for (int c = 0; c < started; c++) {
         if (ret != 0)
             kill(pids[c], SIGKILL);
@@ -182,7 +224,8 @@ out:
             close(go[i]);
         if (res[i] >= 0)
             close(res[i]);
+        if (done[i] >= 0)
+            close(done[i]);
     }
-    remove_db(path);
     return ret;
 }

@@ -17,10 +17,18 @@
  * Throughput is pgbench's tps (without connection time); latencies come
  * from pgbench's per-transaction log (-l), so p50/p99/p99.9/max are
  * comparable with the other scenarios.
+ *
+ * The cluster and the floor are shared with the "pg" group (pg_backend.c),
+ * which runs rlstore's PostgreSQL backend on the same cluster, against the
+ * same floor with as many clients as it has processes.  RLBENCH_PG_BIN
+ * names the directory of the server binaries to use (and only that one).
+ * Server CPU time is read from /proc: the postmaster's own and its reaped
+ * children's times, plus each live child's.
  */
 #include <errno.h>
 #include <glob.h>
 #include <limits.h>
+#include <dirent.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +44,9 @@ static char pg_bin[PATH_MAX];    /* directory of initdb and pg_ctl */
 static char pg_dir[1024];        /* the cluster's temporary directory, "" if none */
 static char pg_user[64];         /* "" when not root */
 static char runner[PATH_MAX];    /* runuser or su */
+static char pg_port[16];         /* the cluster's port (of its socket file) */
 static int pg_running;
+static int pg_runs;              /* pgbench runs so far (names of their logs) */
 
 /* argv to run cmd as pg_user: runuser -u USER -- cmd..., or su. */
 static void as_user(char **out, int max, char *const *cmd)
@@ -85,8 +95,15 @@ static int find_tools(void)
 {
     char initdb[PATH_MAX], real[PATH_MAX], p[PATH_MAX + 16];
     static const char *const need[] = {"pg_ctl", "pgbench", "psql", NULL};
-    if (find_tool("initdb", PG_GLOBS, initdb, sizeof initdb) != 0 || !realpath(initdb, real))
+    const char *only = getenv("RLBENCH_PG_BIN");
+    if (only && *only) {
+        snprintf(initdb, sizeof initdb, "%.4000s/initdb", only);
+        if (access(initdb, X_OK) != 0 || !realpath(initdb, real))
+            return -1;
+    } else if (find_tool("initdb", PG_GLOBS, initdb, sizeof initdb) != 0 ||
+               !realpath(initdb, real)) {
         return -1;
+    }
     char *slash = strrchr(real, '/');
     *slash = '\0';
     snprintf(pg_bin, sizeof pg_bin, "%s", real);
@@ -169,12 +186,17 @@ static int read_tx_logs(const char *prefix, lat_rec *lat)
 }
 
 /* psql -c sql as the client; 0 or -1 (err gets the log's tail). */
-static int pg_sql(const char *port_s, const char *sqltext, char *err, size_t errsize)
+int pg_cluster_sql(const char *sqltext, char *err, size_t errsize)
 {
     char tool[PATH_MAX + 16], log[PATH_MAX];
+    if (!pg_running) {
+        snprintf(err, errsize, "no PostgreSQL cluster running");
+        return -1;
+    }
     snprintf(tool, sizeof tool, "%s/psql", pg_bin);
     snprintf(log, sizeof log, "%s/psql.log", pg_dir);
-    char *argv[] = {tool, "-h", pg_dir, "-p", (char *)port_s, "-U", "bench", "-d", "postgres",
+    unlink(log);
+    char *argv[] = {tool, "-h", pg_dir, "-p", pg_port, "-U", "bench", "-d", "postgres",
                     "-q", "-v", "ON_ERROR_STOP=1", "-c", (char *)sqltext, NULL};
     if (run_in(argv, log, -1, pg_dir, 60) == 0)
         return 0;
@@ -182,8 +204,49 @@ static int pg_sql(const char *port_s, const char *sqltext, char *err, size_t err
     return -1;
 }
 
+/* Appends s to buf at *o, percent-encoded unless plain (then as it is:
+ * separators); all but unreserved characters and '/' are encoded.  0, or
+ * -1 when it does not fit. */
+static int uri_put(char *buf, size_t size, size_t *o, const char *s, int plain)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        int keep = plain || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                   (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' || c == '~' ||
+                   c == '/';
+        if (*o + 4 >= size)
+            return -1;
+        if (keep) {
+            buf[(*o)++] = (char)c;
+        } else {
+            buf[(*o)++] = '%';
+            buf[(*o)++] = hex[c >> 4];
+            buf[(*o)++] = hex[c & 15];
+        }
+    }
+    buf[*o] = '\0';
+    return 0;
+}
+
+int pg_cluster_uri(char *buf, size_t size, const char *schema)
+{
+    size_t o = 0;
+    if (!pg_running || size == 0)
+        return -1;
+    buf[0] = '\0';
+    if (uri_put(buf, size, &o, "postgresql://bench@/postgres?host=", 1) != 0 ||
+        uri_put(buf, size, &o, pg_dir, 0) != 0 || uri_put(buf, size, &o, "&port=", 1) != 0 ||
+        uri_put(buf, size, &o, pg_port, 0) != 0)
+        return -1;
+    if (schema && (uri_put(buf, size, &o, "&options=-csearch_path%3D", 1) != 0 ||
+                   uri_put(buf, size, &o, schema, 0) != 0))
+        return -1;
+    return 0;
+}
+
 /* initdb, pg_ctl start, the table and the pgbench script; 0 or -1. */
-static int pg_setup(const bench_cfg *cfg, const char *port_s, char *err, size_t errsize)
+static int pg_setup(const bench_cfg *cfg, char *err, size_t errsize)
 {
     char data[PATH_MAX], log[PATH_MAX], opts[PATH_MAX], tool[PATH_MAX + 16], slog[PATH_MAX];
     char sql[PATH_MAX], tail[200];
@@ -200,7 +263,7 @@ static int pg_setup(const bench_cfg *cfg, const char *port_s, char *err, size_t 
     snprintf(tool, sizeof tool, "%s/pg_ctl", pg_bin);
     snprintf(slog, sizeof slog, "%s/server.log", pg_dir);
     snprintf(opts, sizeof opts, "-c listen_addresses='' -c unix_socket_directories='%s' -c port=%s"
-             " -c synchronous_commit=off", pg_dir, port_s);
+             " -c synchronous_commit=off", pg_dir, pg_port);
     char *start[] = {tool, "-D", data, "-l", slog, "-w", "-t", "60", "-o", opts, "start", NULL};
     pg_running = 1;
     if (pg_run(start, log, -1) != 0) {
@@ -208,8 +271,8 @@ static int pg_setup(const bench_cfg *cfg, const char *port_s, char *err, size_t 
         snprintf(err, errsize, "pg_ctl start failed: %s", tail);
         return -1;
     }
-    if (pg_sql(port_s, "CREATE TABLE c(key text PRIMARY KEY, n bigint NOT NULL)", tail,
-               sizeof tail) != 0) {
+    if (pg_cluster_sql("CREATE TABLE c(key text PRIMARY KEY, n bigint NOT NULL)", tail,
+                       sizeof tail) != 0) {
         snprintf(err, errsize, "psql CREATE TABLE failed: %s", tail);
         return -1;
     }
@@ -228,6 +291,42 @@ static int pg_setup(const bench_cfg *cfg, const char *port_s, char *err, size_t 
     return fclose(f) == 0 ? 0 : -1;
 }
 
+int pg_cluster_start(const bench_cfg *cfg, char *err, size_t errsize)
+{
+    char tmpl[900];
+    uid_t uid = 0;
+    gid_t gid = 0;
+    if (pg_running)
+        return 0;
+    if (find_tools() != 0) {
+        const char *only = getenv("RLBENCH_PG_BIN");
+        snprintf(err, errsize, "not installed: initdb, pg_ctl, pgbench, psql%s%.200s",
+                 only && *only ? " in RLBENCH_PG_BIN=" : "", only && *only ? only : "");
+        return 1;
+    }
+    if (pick_user(&uid, &gid, err, errsize) != 0)
+        return 1;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(tmpl, sizeof tmpl, "%.800s/rlbench-pg-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(tmpl)) {
+        snprintf(err, errsize, "mkdtemp: %s", strerror(errno));
+        return -1;
+    }
+    snprintf(pg_dir, sizeof pg_dir, "%s", tmpl);
+    if (pg_user[0] && chown(pg_dir, uid, gid) != 0) {
+        snprintf(err, errsize, "chown %s: %s", pg_dir, strerror(errno));
+        pg_stop();
+        return -1;
+    }
+    int port = free_port();
+    snprintf(pg_port, sizeof pg_port, "%d", port > 0 ? port : 5432);
+    if (pg_setup(cfg, err, errsize) != 0) {
+        pg_stop();
+        return -1;
+    }
+    return 0;
+}
+
 /* The postmaster's pid (first line of data/postmaster.pid), or -1. */
 static pid_t postmaster_pid(void)
 {
@@ -243,85 +342,130 @@ static pid_t postmaster_pid(void)
     return (pid_t)pid;
 }
 
-/* One pgbench run in placement p on an emptied table. */
-static int pg_measure(const bench_cfg *cfg, const char *port_s, const placement *p,
-                      bench_lat *out, double *tps, char *err, size_t errsize)
+/* Fields of /proc/<pid>/stat: parent, and CPU ticks (own, reaped children). */
+static int proc_stat(long pid, long *ppid, double *own, double *children)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');  /* the command name may hold spaces */
+    unsigned long long ut, st;
+    long long cut, cst;
+    char state;
+    long pp;
+    if (!p || sscanf(p + 1, " %c %ld %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld",
+                     &state, &pp, &ut, &st, &cut, &cst) != 6)
+        return -1;
+    *ppid = pp;
+    *own = (double)(ut + st);
+    *children = (double)(cut + cst);
+    return 0;
+}
+
+int pg_server_cpu_us(double *us)
+{
+    long pm = (long)postmaster_pid(), ppid;
+    double own, children, ticks = 0;
+    double hz = (double)sysconf(_SC_CLK_TCK);
+    if (pm <= 0 || hz <= 0 || proc_stat(pm, &ppid, &own, &children) != 0)
+        return -1;
+    ticks = own + children;
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    if (!d)
+        return -1;
+    while ((e = readdir(d)) != NULL) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        if (pid > 0 && !*end && pid != pm && proc_stat(pid, &ppid, &own, &children) == 0 &&
+            ppid == pm)
+            ticks += own + children;
+    }
+    closedir(d);
+    *us = ticks / hz * 1e6;
+    return 0;
+}
+
+int pg_floor_measure(const bench_cfg *cfg, int clients, long ops, int prefill,
+                     const placement *p, bench_lat *out, double *tps, cpu_use *cpu, char *err,
+                     size_t errsize)
 {
     char tool[PATH_MAX + 16], sql[PATH_MAX], res[PATH_MAX], prefix[PATH_MAX];
-    char arg_f[PATH_MAX + 16], n_s[24], tail[200];
+    char arg_f[PATH_MAX + 16], n_s[24], c_s[16], tail[200];
     lat_rec lat;
+    double srv0 = 0, srv1 = 0;
+    char fill[320];
     pid_t pm = postmaster_pid();
-    if (pg_sql(port_s, "TRUNCATE c", tail, sizeof tail) != 0 || pm <= 0) {
+    if (clients < 1)
+        clients = 1;
+    /* the keys as the script writes them (pg_setup) */
+    snprintf(fill, sizeof fill, "TRUNCATE c; INSERT INTO c(key, n) SELECT '10.' || (k / 65536)"
+             " || '.' || (k / 256 %% 256) || '.' || (k %% 256), 1"
+             " FROM generate_series(0, %ld) AS k", cfg->keys - 1);
+    if (pg_cluster_sql(prefill ? fill : "TRUNCATE c", tail, sizeof tail) != 0 || pm <= 0) {
         snprintf(err, errsize, "cannot empty the table: %s", tail);
         return -1;
     }
     /* a backend inherits the postmaster's CPUs when pgbench connects */
     pin_pid(pm, p->server_cpu);
+    int run_no = ++pg_runs;
     snprintf(tool, sizeof tool, "%s/pgbench", pg_bin);
     snprintf(sql, sizeof sql, "%s/upsert.sql", pg_dir);
-    snprintf(res, sizeof res, "%s/pgbench-%s.out", pg_dir, p->name);
-    snprintf(prefix, sizeof prefix, "%s/txlog-%s", pg_dir, p->name);
+    snprintf(res, sizeof res, "%s/pgbench-%d-%s.out", pg_dir, run_no, p->name);
+    snprintf(prefix, sizeof prefix, "%s/txlog-%d-%s", pg_dir, run_no, p->name);
     snprintf(arg_f, sizeof arg_f, "--log-prefix=%s", prefix);
-    snprintf(n_s, sizeof n_s, "%ld", cfg->pg_ops);
-    char *argv[] = {tool, "-h", pg_dir, "-p", (char *)port_s, "-U", "bench", "-n", "-M",
-                    "prepared", "-c", "1", "-j", "1", "-t", n_s, "-f", sql, "-l", arg_f,
+    snprintf(n_s, sizeof n_s, "%ld", ops / clients > 0 ? ops / clients : 1);
+    snprintf(c_s, sizeof c_s, "%d", clients);
+    char *argv[] = {tool, "-h", pg_dir, "-p", pg_port, "-U", "bench", "-n", "-M",
+                    "prepared", "-c", c_s, "-j", c_s, "-t", n_s, "-f", sql, "-l", arg_f,
                     "postgres", NULL};
+    int have_srv = pg_server_cpu_us(&srv0) == 0;
+    double c0 = cpu_children_us();
     int rc = run_in(argv, res, p->client_cpu, pg_dir, 600);
+    double c1 = cpu_children_us();
+    have_srv = have_srv && pg_server_cpu_us(&srv1) == 0;
     pin_pid(pm, -1);
     if (rc != 0 || parse_pgbench(res, tps) != 0) {
         file_tail(res, tail, sizeof tail);
         snprintf(err, errsize, "pgbench failed: %s", tail);
         return -1;
     }
-    if (lat_init(&lat, cfg->pg_ops) != 0 || read_tx_logs(prefix, &lat) != 0) {
+    if (lat_init(&lat, ops) != 0 || read_tx_logs(prefix, &lat) != 0) {
         snprintf(err, errsize, "no pgbench transaction log");
         lat_free(&lat);
         return -1;
     }
     lat_summary(&lat, (double)lat.n / *tps, out);
     lat_free(&lat);
+    if (cpu) {
+        /* pgbench's CPU includes its connection setup and its log writes */
+        cpu->client_us = c1 - c0;
+        cpu->server_us = have_srv ? srv1 - srv0 : -1;
+    }
     return 0;
 }
 
 void bench_postgres(const bench_cfg *cfg)
 {
     bench_result *r = res_find("postgresql");
-    char tmpl[900], why[256], port_s[16], err[300];
-    uid_t uid = 0;
-    gid_t gid = 0;
+    char err[300];
     placement pl[2];
     int npl = placements(pl), best = -1;
     bench_lat lat[2];
     double tps[2];
-    if (find_tools() != 0) {
-        res_status(r, RES_SKIPPED, "not installed: initdb, pg_ctl, pgbench, psql");
-        return;
-    }
-    if (pick_user(&uid, &gid, why, sizeof why) != 0) {
-        res_status(r, RES_SKIPPED, "%s", why);
-        return;
-    }
-    const char *tmp = getenv("TMPDIR");
-    snprintf(tmpl, sizeof tmpl, "%.800s/rlbench-pg-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(tmpl)) {
-        res_status(r, RES_FAILED, "mkdtemp: %s", strerror(errno));
-        return;
-    }
-    snprintf(pg_dir, sizeof pg_dir, "%s", tmpl);
-    if (pg_user[0] && chown(pg_dir, uid, gid) != 0) {
-        res_status(r, RES_FAILED, "chown %s: %s", pg_dir, strerror(errno));
-        pg_stop();
-        return;
-    }
-    int port = free_port();
-    snprintf(port_s, sizeof port_s, "%d", port > 0 ? port : 5432);
-    if (pg_setup(cfg, port_s, err, sizeof err) != 0) {
-        res_status(r, RES_FAILED, "%s", err);
-        pg_stop();
+    int rc = pg_cluster_start(cfg, err, sizeof err);
+    if (rc != 0) {
+        res_status(r, rc > 0 ? RES_SKIPPED : RES_FAILED, "%s", err);
         return;
     }
     for (int k = 0; k < npl; k++) {
-        if (pg_measure(cfg, port_s, &pl[k], &lat[k], &tps[k], err, sizeof err) != 0) {
+        if (pg_floor_measure(cfg, 1, cfg->pg_ops, 0, &pl[k], &lat[k], &tps[k], NULL, err,
+                             sizeof err) != 0) {
             res_status(r, RES_FAILED, "%s: %s", pl[k].name, err);
             pg_stop();
             return;

@@ -5,7 +5,9 @@ usage: python3 bench/plot.py RESULTS.json OUT.svg
 
 Three panels: throughput per scenario (checks or requests per second, log
 scale), tail latency per scenario (p50, p99.9 and max in microseconds, log
-scale), and every target with its measured value and whether it was met.
+scale), and every target with its measured value and whether it was met;
+a fourth when the run has the "pg" group: rlstore on PostgreSQL side by side
+with its pgbench floor and with SQLite (checks/s, p50, p99, CPU per check).
 Skipped and failed scenarios are listed with their status instead of a bar.
 """
 import json
@@ -21,8 +23,9 @@ ROW_H = 18
 COLORS = {             # by group
     "core": "#4878a8", "denied": "#6aa84f", "durability": "#8e7cc3",
     "multi": "#e69138", "big": "#45818e", "redis": "#cc4125", "postgresql": "#a64d79",
+    "pg": "#674ea7",
 }
-BASELINES = {"floor", "floor_fsync", "redis", "postgresql"}
+BASELINES = {"floor", "floor_fsync", "redis", "postgresql", "pg_floor_1", "pg_floor_n"}
 LAT_COLORS = [("p50_us", "p50", "#9fc5e8"), ("p999_us", "p99.9", "#3d85c6"),
               ("max_us", "max", "#073763")]
 
@@ -159,6 +162,54 @@ def targets_panel(out, y, ratios):
     return y + 20
 
 
+def pg_panel(out, y, scen):
+    """rlstore on PostgreSQL next to its floor and SQLite, 1 and N connections."""
+    by = {s["id"]: s for s in scen}
+    if not any(i.startswith("pg_") for i in by):
+        return y
+    out.append(text(20, y + 14, "PostgreSQL backend: the same checks on SQLite, on PostgreSQL, "
+                    "and the pgbench UPSERT floor", 14, weight="bold"))
+    y += 30
+    cols = [("", 20, "start"), ("SQLite checks/s", 300, "end"), ("PG checks/s", 420, "end"),
+            ("PG floor/s", 540, "end"), ("PG / floor", 640, "end"), ("PG p50 / p99 us", 790, "end"),
+            ("floor p50 / p99 us", 940, "end"), ("PG CPU us/check", 1080, "end")]
+    for name, x, anchor in cols:
+        out.append(text(x, y + 13, name, 11, anchor, weight="bold"))
+    y += ROW_H
+    for label, sq, pg, fl in (("1 connection", "pg_sqlite_1", "pg_check_1", "pg_floor_1"),
+                              ("N connections", "pg_sqlite_n", "pg_check_n", "pg_floor_n")):
+        s, p, f = by.get(sq, {}), by.get(pg, {}), by.get(fl, {})
+        if p.get("extra", {}).get("connections"):
+            label = "%d connection%s" % (p["extra"]["connections"],
+                                         "" if p["extra"]["connections"] == 1 else "s")
+        def rate(x):
+            return fmt(x["ops_per_s"]) if x.get("ops_per_s") else x.get("status", "n/a")
+
+        def lat(x):
+            return ("%s / %s" % (fmt(x["p50_us"]), fmt(x["p99_us"]))) if x.get("p50_us") else "n/a"
+        ratio = "n/a"
+        met = None
+        if p.get("ops_per_s") and f.get("ops_per_s"):
+            v = p["ops_per_s"] / f["ops_per_s"]
+            ratio, met = "%.2fx" % v, v >= 0.8
+        ex = p.get("extra", {})
+        cpu = "n/a"
+        if ex.get("client_cpu_us_per_op") is not None:
+            cpu = "%s + %s" % (fmt(ex["client_cpu_us_per_op"]),
+                               fmt(ex["server_cpu_us_per_op"])
+                               if ex.get("server_cpu_us_per_op") is not None else "n/a")
+        vals = [label, rate(s), rate(p), rate(f), ratio, lat(p), lat(f), cpu]
+        for (name, x, anchor), v in zip(cols, vals):
+            color = "#222"
+            if name == "PG / floor" and met is not None:
+                color = "#38761d" if met else "#cc0000"
+            out.append(text(x, y + 13, v, 11, anchor, fill=color))
+        y += ROW_H
+    out.append(text(20, y + 13, "target: PG >= 0.8x the floor with as many clients; CPU is "
+                    "client + server (every cluster process) per check", 10, fill="#555"))
+    return y + 30
+
+
 def main(argv):
     if len(argv) != 3:
         sys.stderr.write("usage: plot.py RESULTS.json OUT.svg\n")
@@ -179,6 +230,7 @@ def main(argv):
     y = throughput_panel(body, y, scen)
     y = latency_panel(body, y, scen)
     y = targets_panel(body, y, data.get("ratios", []))
+    y = pg_panel(body, y, scen)
     svg = ['<?xml version="1.0" encoding="UTF-8"?>',
            '<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" '
            'font-family="DejaVu Sans, Arial, sans-serif">' % (WIDTH, y, WIDTH, y),

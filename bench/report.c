@@ -16,7 +16,7 @@
 #include <rlstore.h>
 #include "bench.h"
 
-#define RES_MAX 40
+#define RES_MAX 48
 
 static bench_result results[RES_MAX];
 static int nresults;
@@ -101,7 +101,7 @@ int report_failed(void)
 /* M_EXTRA: the scenario's extra `extra` (baseline's the same);
  * M_RATE_X, M_P50_X: the scenario's throughput or p50 over the baseline's
  * extra `extra` (e.g. a peer's figure in its other placement). */
-enum { M_RATE, M_P50, M_P999, M_MAX, M_EXTRA, M_RATE_X, M_P50_X };
+enum { M_RATE, M_P50, M_P99, M_P999, M_MAX, M_EXTRA, M_RATE_X, M_P50_X };
 enum { T_NONE, T_GE, T_LE };
 
 typedef struct ratio_spec {
@@ -153,6 +153,19 @@ static const ratio_spec RATIOS[] = {
     {"rss_per_handle", NULL, M_EXTRA, "mb_per_handle", T_LE, 4, "RSS per open handle (MB)"},
     {"redis", "floor", M_RATE, NULL, T_NONE, 0, "throughput vs floor"},
     {"postgresql", "floor", M_RATE, NULL, T_NONE, 0, "throughput vs floor"},
+    /* issue #8: the PostgreSQL backend against the pgbench UPSERT floor with
+     * as many clients, and against the same checks on SQLite */
+    {"pg_check_1", "pg_floor_1", M_RATE, NULL, T_GE, 0.8, "throughput vs PG floor"},
+    {"pg_check_1", "pg_floor_1", M_P50, NULL, T_NONE, 0, "p50 vs PG floor"},
+    {"pg_check_1", "pg_floor_1", M_P99, NULL, T_NONE, 0, "p99 vs PG floor"},
+    {"pg_check_1", "pg_sqlite_1", M_RATE, NULL, T_NONE, 0, "throughput vs SQLite"},
+    {"pg_check_1", "pg_sqlite_1", M_P50, NULL, T_NONE, 0, "p50 vs SQLite"},
+    {"pg_check_n", "pg_floor_n", M_RATE, NULL, T_GE, 0.8, "throughput vs PG floor"},
+    {"pg_check_n", "pg_floor_n", M_P50, NULL, T_NONE, 0, "p50 vs PG floor"},
+    {"pg_check_n", "pg_floor_n", M_P99, NULL, T_NONE, 0, "p99 vs PG floor"},
+    {"pg_check_n", "pg_sqlite_n", M_RATE, NULL, T_NONE, 0, "throughput vs SQLite"},
+    {"pg_check_n", "pg_sqlite_n", M_P50, NULL, T_NONE, 0, "p50 vs SQLite"},
+    {"pg_check_n", "pg_check_1", M_RATE, NULL, T_NONE, 0, "throughput vs 1 connection"},
 };
 #define NRATIOS ((int)(sizeof RATIOS / sizeof RATIOS[0]))
 
@@ -169,6 +182,8 @@ static double metric(const bench_result *r, int m, const char *extra)
         return r->has_lat ? lat_rate(&r->lat) : NAN;
     case M_P50:
         return r->has_lat ? r->lat.p50 : NAN;
+    case M_P99:
+        return r->has_lat ? r->lat.p99 : NAN;
     case M_P999:
         return r->has_lat ? r->lat.p999 : NAN;
     case M_MAX:
@@ -270,7 +285,7 @@ void report_line(const bench_result *r)
 void report_print(void)
 {
     int met = 0, notmet = 0, na = 0;
-    printf("\nResults (ratios against baselines of this run; targets of issue #6)\n");
+    printf("\nResults (ratios against baselines of this run; targets of issues #6 and #8)\n");
     for (int i = 0; i < nresults; i++) {
         report_line(&results[i]);
         for (int k = 0; k < NRATIOS; k++) {
@@ -431,10 +446,10 @@ int report_json(const char *path, const bench_cfg *cfg, double total_secs)
     fprintf(f, "  \"config\": {\"ops\": %ld, \"rounds\": %d, \"keys\": %ld, \"big_keys\": %ld,"
                " \"big_ops\": %ld, \"full_ops\": %ld, \"multi_ops\": %ld, \"blocked_keys\": %ld,"
                " \"rltop_refreshes\": %d, \"rss_handles\": %d, \"redis_ops\": %ld,"
-               " \"pg_ops\": %ld},\n",
+               " \"pg_ops\": %ld, \"pg_clients\": %d},\n",
             cfg->ops, cfg->rounds, cfg->keys, cfg->big_keys, cfg->big_ops, cfg->full_ops,
             cfg->multi_ops, cfg->blocked_keys, cfg->rltop_n, cfg->rss_handles, cfg->redis_ops,
-            cfg->pg_ops);
+            cfg->pg_ops, cfg->pg_clients);
     fprintf(f, "  \"scenarios\": [\n");
     for (int i = 0; i < nresults; i++) {
         const bench_result *r = &results[i];

@@ -12,13 +12,21 @@
  *                 RSS per handle, bytes per state
  *   [redis]       Redis fixed-window Lua script (skipped if not installed)
  *   [postgresql]  PostgreSQL UPSERT via pgbench (skipped if not installed)
+ *   [pg]          rlstore's PostgreSQL backend on a private cluster: 1 and N
+ *                 connections against the pgbench UPSERT floor with as many
+ *                 clients, and the same checks on SQLite (pg_backend.c;
+ *                 skipped if PostgreSQL is not installed)
  * then prints every scenario with its ratios and targets, and writes the
  * JSON result file (default: results.json next to the binary).  Exit status
  * 0 when every scenario ran or was skipped, 1 when one failed, 2 on usage
  * errors; targets not met do not change it (they are measurements).
  *
  * Usage: rlbench [--quick | --smoke] [--ops N] [--keys N] [--big-keys N]
- *                [--json FILE] [--dir DIR] [--no-peers] [--only GROUP,...]
+ *                [--pg-clients N] [--json FILE] [--dir DIR] [--no-peers]
+ *                [--only GROUP,...]
+ * --no-peers skips the redis and postgresql peers; the pg group measures
+ * rlstore itself and runs whenever PostgreSQL is installed (RLBENCH_PG_BIN:
+ * the directory of its server binaries, see peer_pg.c).
  */
 #include <limits.h>
 #include <signal.h>
@@ -30,7 +38,7 @@
 #include "bench.h"
 
 static const char *const GROUPS[] = {"core", "denied", "durability", "multi", "big", "redis",
-                                     "postgresql", NULL};
+                                     "postgresql", "pg", NULL};
 
 static char scratch[PATH_MAX];  /* our own scratch directory, "" if --dir */
 
@@ -92,10 +100,11 @@ static const struct preset {
     long keys, big_keys, big_ops, full_ops, multi_ops, blocked_keys;
     int rltop_n, rss_handles;
     long redis_ops, pg_ops;
+    int pg_clients;
 } PRESETS[] = {
-    {"full", 200000, 2, 10000, 1000000, 200000, 3000, 200000, 10000, 20, 20, 50000, 30000},
-    {"quick", 40000, 1, 10000, 200000, 20000, 500, 40000, 1000, 8, 20, 20000, 10000},
-    {"smoke", 2000, 1, 1000, 5000, 2000, 50, 2000, 100, 2, 4, 2000, 1000},
+    {"full", 200000, 2, 10000, 1000000, 200000, 3000, 200000, 10000, 20, 20, 50000, 30000, 4},
+    {"quick", 40000, 1, 10000, 200000, 20000, 500, 40000, 1000, 8, 20, 20000, 10000, 4},
+    {"smoke", 2000, 1, 1000, 5000, 2000, 50, 2000, 100, 2, 4, 2000, 1000, 4},
 };
 
 static void preset(bench_cfg *c, const char *mode)
@@ -117,6 +126,7 @@ static void preset(bench_cfg *c, const char *mode)
     c->rss_handles = p->rss_handles;
     c->redis_ops = p->redis_ops;
     c->pg_ops = p->pg_ops;
+    c->pg_clients = p->pg_clients;
 }
 
 static void register_all(const bench_cfg *c)
@@ -155,6 +165,15 @@ static void register_all(const bench_cfg *c)
     res_add("size_per_state", "big", name);
     res_add("redis", "redis", "Redis Lua fixed window, 1 client");
     res_add("postgresql", "postgresql", "PostgreSQL UPSERT (pgbench), 1 client");
+    res_add("pg_floor_1", "pg", "pg floor: pgbench UPSERT, 1 client");
+    res_add("pg_check_1", "pg", "rls_check_at on PostgreSQL, 1 connection");
+    snprintf(name, sizeof name, "pg floor: pgbench UPSERT, %d clients", c->pg_clients);
+    res_add("pg_floor_n", "pg", name);
+    snprintf(name, sizeof name, "rls_check_at on PostgreSQL, %d connections", c->pg_clients);
+    res_add("pg_check_n", "pg", name);
+    res_add("pg_sqlite_1", "pg", "rls_check_at on SQLite, 1 process (vs pg)");
+    snprintf(name, sizeof name, "rls_check_at on SQLite, %d processes (vs pg)", c->pg_clients);
+    res_add("pg_sqlite_n", "pg", name);
 }
 
 /* Runs one single-process scenario into the result, keeping the better
@@ -175,8 +194,8 @@ static void run_core(const bench_cfg *cfg)
 {
     long per = cfg->ops / cfg->rounds;
     char rules[6][512], err[300];
-    check_spec one = {"check.db", RULES_ONE, 1, PREP_NONE, 0, 0, cfg->keys};
-    check_spec two = {"check2.db", RULES_TWO, 1, PREP_NONE, 0, 0, cfg->keys};
+    check_spec one = {"check.db", RULES_ONE, 1, PREP_NONE, 0, 0, cfg->keys, NULL};
+    check_spec two = {"check2.db", RULES_TWO, 1, PREP_NONE, 0, 0, cfg->keys, NULL};
     bench_lat lat;
     for (int i = 0; i < 6; i++)
         rules_for_algorithm(rules[i], sizeof rules[i], ALGORITHMS[i]);
@@ -189,7 +208,7 @@ static void run_core(const bench_cfg *cfg)
         keep_best(res_find("two_limits"), rc, &lat, err);
         for (int i = 0; i < 6; i++) {
             char id[40];
-            check_spec a = {"algo.db", rules[i], 1, PREP_NONE, 0, 0, cfg->keys};
+            check_spec a = {"algo.db", rules[i], 1, PREP_NONE, 0, 0, cfg->keys, NULL};
             snprintf(id, sizeof id, "algo_%s", ALGORITHMS[i]);
             rc = bench_check(cfg, &a, per, &lat, NULL, err, sizeof err);
             keep_best(res_find(id), rc, &lat, err);
@@ -210,8 +229,8 @@ static void run_denied(const bench_cfg *cfg)
     double prep;
     bench_lat lat;
     long blocked = cfg->blocked_keys < cfg->keys ? cfg->blocked_keys : cfg->keys;
-    check_spec over = {"denied.db", RULES_DENY, 0, PREP_OVER_LIMIT, 0, 1, cfg->keys};
-    check_spec block = {"blocked.db", RULES_ONE, 0, PREP_BLOCK, 0, 1, blocked};
+    check_spec over = {"denied.db", RULES_DENY, 0, PREP_OVER_LIMIT, 0, 1, cfg->keys, NULL};
+    check_spec block = {"blocked.db", RULES_ONE, 0, PREP_BLOCK, 0, 1, blocked, NULL};
     bench_result *r = res_find("denied_over_limit");
     if (bench_check(cfg, &over, cfg->ops, &lat, &prep, err, sizeof err) != 0) {
         res_status(r, RES_FAILED, "%s", err);
@@ -236,7 +255,7 @@ static void run_durability(const bench_cfg *cfg)
 {
     char err[300];
     bench_lat lat;
-    check_spec full = {"full.db", RULES_ONE, 1, PREP_NONE, 1, 0, cfg->keys};
+    check_spec full = {"full.db", RULES_ONE, 1, PREP_NONE, 1, 0, cfg->keys, NULL};
     bench_result *r = res_find("floor_fsync");
     keep_best(r, bench_floor(cfg, 1, cfg->full_ops, &lat, err, sizeof err), &lat, err);
     report_line(r);
@@ -261,8 +280,9 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: rlbench [--quick | --smoke] [--ops N] [--keys N] [--big-keys N]\n"
-            "               [--json FILE] [--dir DIR] [--no-peers] [--only GROUP,...]\n"
-            "groups: core denied durability multi big redis postgresql\n");
+            "               [--pg-clients N] [--json FILE] [--dir DIR] [--no-peers]\n"
+            "               [--only GROUP,...]\n"
+            "groups: core denied durability multi big redis postgresql pg\n");
 }
 
 static long arg_long(const char *s, long lo, long hi)
@@ -276,7 +296,7 @@ int main(int argc, char **argv)
 {
     bench_cfg cfg;
     const char *json = NULL, *dir = NULL, *mode = "full", *only = NULL;
-    long ops = 0, keys = 0, big = 0;
+    long ops = 0, keys = 0, big = 0, pg_clients = 0;
     int no_peers = 0;
     char exe[PATH_MAX], jsonbuf[PATH_MAX + 32], dirbuf[PATH_MAX];
     memset(&cfg, 0, sizeof cfg);
@@ -293,6 +313,9 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--keys") == 0 && v && (keys = arg_long(v, 1, 1L << 24)) > 0)
             i++;
         else if (strcmp(a, "--big-keys") == 0 && v && (big = arg_long(v, 1, 1L << 24)) > 0)
+            i++;
+        else if (strcmp(a, "--pg-clients") == 0 && v &&
+                 (pg_clients = arg_long(v, 1, BENCH_PROCS_MAX)) > 0)
             i++;
         else if (strcmp(a, "--json") == 0 && v)
             json = argv[++i];
@@ -311,6 +334,7 @@ int main(int argc, char **argv)
     cfg.ops = ops ? ops : cfg.ops;
     cfg.keys = keys ? keys : cfg.keys;
     cfg.big_keys = big ? big : cfg.big_keys;
+    cfg.pg_clients = pg_clients ? (int)pg_clients : cfg.pg_clients;
     if (cfg.rounds > 1 && cfg.ops < 2 * 100)
         cfg.rounds = 1;
     for (const char *s = cfg.only; s && *s;) {
@@ -379,7 +403,7 @@ int main(int argc, char **argv)
     } steps[] = {{"core", run_core, 0},    {"denied", run_denied, 0},
                  {"durability", run_durability, 0}, {"multi", run_multi, 0},
                  {"big", bench_big, 0},    {"redis", bench_redis, 1},
-                 {"postgresql", bench_postgres, 1}};
+                 {"postgresql", bench_postgres, 1}, {"pg", bench_pg, 0}};
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
         if (steps[i].peer && !cfg.peers) {
             res_skip_group(steps[i].group, "peers disabled by --no-peers");

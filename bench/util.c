@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -44,6 +45,25 @@ int64_t noon_clock_ms(void)
         t0 = now_us();
     }
     return base_ms + (int64_t)((now_us() - t0) / 1000.0);
+}
+
+static double rusage_us(int who)
+{
+    struct rusage ru;
+    if (getrusage(who, &ru) != 0)
+        return 0;
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+double cpu_self_us(void)
+{
+    return rusage_us(RUSAGE_SELF);
+}
+
+double cpu_children_us(void)
+{
+    return rusage_us(RUSAGE_CHILDREN);
 }
 
 /* ---- latency recorder --------------------------------------------------- */
