@@ -1,9 +1,12 @@
 /*
- * db.h - the handle and the internal interface of the SQLite storage layer.
+ * db.h - the handle and the internal interface of the storage layer.
  *
  * Storage owns the connection, the prepared statements, the per-handle cache
  * of the active rule set and the stats accumulator.  It does no algorithm
- * arithmetic: core decides, storage reads and writes rows.
+ * arithmetic: core decides, storage reads and writes rows.  The statements
+ * below run on SQLite or PostgreSQL through a driver (sql.h); what only a
+ * SQLite file has (WAL, checkpoints, the writers' turn, split files) is
+ * declared here too and used only when db->sql is set.
  */
 #ifndef RLS_DB_H
 #define RLS_DB_H
