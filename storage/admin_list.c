@@ -313,8 +313,7 @@ int rls_reset_at(rls_db *db, const char *action, const char *key, int64_t now_ms
                        "again)", why);
         }
     }
-    if (db->opt.durability != RLS_DURABILITY_FULL)
-        sql_durable(db, 0);
+    rls__durable_restore(db);
     free(lids);
     free(ctx);
     return rc;

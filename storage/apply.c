@@ -133,8 +133,7 @@ int rls__rules_store(rls_db *db, const char *yaml, size_t len, const ruleset *rs
         else
             rls__rollback(db);
     }
-    if (db->opt.durability != RLS_DURABILITY_FULL)
-        sql_durable(db, 0);
+    rls__durable_restore(db);
     if (rc == RLS_OK && version)
         *version = v;
     return rc;

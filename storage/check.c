@@ -228,11 +228,6 @@ static int wants_full_sync(rls_db *db, const char *action)
     return 0;
 }
 
-static void set_sync(rls_db *db, int full)
-{
-    sql_durable(db, full);
-}
-
 static int check_tx_body(rls_db *db, key_ctx *ctx, const char *action, const char *key,
                          int64_t cost, int64_t now, int op, int64_t ttl, int64_t *id,
                          rls_result *res);
@@ -244,13 +239,13 @@ static int check_tx(rls_db *db, key_ctx *ctx, const char *action, const char *ke
 {
     int full = op != OP_PEEK && wants_full_sync(db, action);
     if (full)
-        set_sync(db, 1);
+        sql_durable(db, 1);
     int rc, attempt = 0;
     do {
         rc = check_tx_body(db, ctx, action, key, cost, now, op, ttl, id, res);
     } while (rls__tx_retry(db, rc, &attempt));
     if (full)
-        set_sync(db, 0);
+        rls__durable_restore(db);
     return rc;
 }
 

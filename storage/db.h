@@ -339,6 +339,11 @@ static inline int sql_exec(rls_db *db, const char *sql) { return db->drv->exec(d
 static inline int64_t sql_changes(rls_db *db) { return db->drv->changes(db); }
 static inline int sql_in_tx(rls_db *db) { return db->drv->in_tx(db); }
 static inline int sql_durable(rls_db *db, int full) { return db->drv->durable(db, full); }
+/* Back to the handle's own level after a fully synchronous transaction. */
+static inline void rls__durable_restore(rls_db *db)
+{
+    sql_durable(db, db->opt.durability == RLS_DURABILITY_FULL);
+}
 
 #define RLS_CKPT_FD_NONE (-1)         /* not opened yet */
 #define RLS_CKPT_FD_UNAVAILABLE (-2)  /* cannot be opened: never checkpoint */

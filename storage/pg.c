@@ -243,9 +243,8 @@ static int pg_step(rls_stmt *s)
     struct pg_conn *pc = st->db->pg;
     if (!st->started && st->rollbacks)
         rls__pg_drop_held(pc);   /* undone before it was sent */
-    if (!st->started && (st->commits || st->rollbacks) && pc->begin_pending &&
-        pc->nheld == 0) {
-        pc->begin_pending = 0;   /* nothing was sent: nothing to end */
+    if (!st->started && (st->commits || st->rollbacks) && pc->begin_sql && pc->nheld == 0) {
+        pc->begin_sql = NULL;    /* nothing was sent: nothing to end */
         st->started = 1;
         st->row = st->nrows = 0;
         pc->changes = 0;
@@ -263,8 +262,7 @@ static int pg_step(rls_stmt *s)
         if (pc->lost && (rc = rls__pg_reconnect(st->db)) != SQL_OK)
             return rc;
         if (st->begins) {
-            pc->begin_pending = 1;   /* sent with the next statement */
-            pc->begin_sql = st->sql;
+            pc->begin_sql = st->sql; /* sent with the next statement */
             st->started = 1;
             st->row = st->nrows = 0;
             return SQL_DONE;
@@ -277,7 +275,7 @@ static int pg_step(rls_stmt *s)
             lens[i] = p->kind == P_INT ? 8 : p->len;
             fmts[i] = 1;
         }
-        if (st->defer && (pc->begin_pending || PQtransactionStatus(pc->c) == PQTRANS_INTRANS)) {
+        if (st->defer && (pc->begin_sql || PQtransactionStatus(pc->c) == PQTRANS_INTRANS)) {
             st->defer = 0;       /* held back, sent with the next statement */
             if ((rc = rls__pg_hold(st->db, st->name, st->nparams, vals, lens)) != SQL_OK)
                 return rc;
@@ -364,6 +362,19 @@ static void pg_finalize(rls_stmt *s)
     free(st);
 }
 
+/* Makes *buf hold at least need bytes; 0, or -1 out of memory. */
+static int fit(char **buf, int *cap, int need)
+{
+    if (need <= *cap)
+        return 0;
+    char *p = realloc(*buf, (size_t)need);
+    if (!p)
+        return -1;
+    *buf = p;
+    *cap = need;
+    return 0;
+}
+
 static pg_param *param(pg_stmt *st, int i)
 {
     return i >= 1 && i <= PG_MAX_PARAMS ? &st->par[i - 1] : NULL;
@@ -391,13 +402,8 @@ static int pg_bind_bytes(rls_stmt *s, int i, const void *ptr, int n, int life, i
     if (!ptr)
         ptr = "";
     if (life == SQL_TRANSIENT) {
-        if (n + 1 > p->owncap) {
-            char *q = realloc(p->own, (size_t)n + 1);
-            if (!q)
-                return SQL_NOMEM;
-            p->own = q;
-            p->owncap = n + 1;
-        }
+        if (fit(&p->own, &p->owncap, n + 1) != 0)
+            return SQL_NOMEM;
         memcpy(p->own, ptr, (size_t)n);
         ptr = p->own;
     }
@@ -483,13 +489,8 @@ static pg_col *bytea_col(pg_stmt *st, int i)
     if (len < 2 || v[0] != '\\' || v[1] != 'x')
         return NULL;  /* bytea_output = escape is never set by this library */
     int n = (len - 2) / 2;
-    if (n + 1 > c->cap) {
-        char *p = realloc(c->p, (size_t)n + 1);
-        if (!p)
-            return NULL;
-        c->p = p;
-        c->cap = n + 1;
-    }
+    if (fit(&c->p, &c->cap, n + 1) != 0)
+        return NULL;
     for (int k = 0; k < n; k++) {
         int hi = hexval(v[2 + 2 * k]), lo = hexval(v[3 + 2 * k]);
         if (hi < 0 || lo < 0)
@@ -552,7 +553,7 @@ static int pg_in_tx(rls_db *db)
     if (!db->pg || !db->pg->c)
         return 0;
     PGTransactionStatusType t = PQtransactionStatus(db->pg->c);
-    return db->pg->begin_pending || db->pg->nheld > 0 || t == PQTRANS_INTRANS ||
+    return db->pg->begin_sql || db->pg->nheld > 0 || t == PQTRANS_INTRANS ||
            t == PQTRANS_INERROR || t == PQTRANS_ACTIVE;
 }
 

@@ -22,8 +22,8 @@ struct pg_conn {
     int durable;             /* synchronous_commit is on for the session */
     int retryable;           /* the last failure may succeed in a new transaction */
     int lost;                /* the connection broke; reconnect before the next one */
-    int begin_pending;       /* BEGIN not sent yet: it goes with the next statement */
-    const char *begin_sql;   /* ... its text (a read transaction's differs) */
+    const char *begin_sql;   /* a BEGIN not sent yet (its text: a read transaction's
+                              * differs), or NULL: it goes with the next statement */
     struct pg_held **held;   /* writes not sent yet (pg_pipe.c) */
     int nheld, capheld;
     char errmsg[512];

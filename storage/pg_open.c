@@ -298,7 +298,7 @@ void rls__pg_abandon(rls_db *db)
     db->pg->c = NULL;
     db->pg->stmts = NULL;
     db->pg->lost = 0;
-    db->pg->begin_pending = 0;
+    db->pg->begin_sql = NULL;
     rls__pg_pipe_free(db->pg);
 }
 

@@ -89,19 +89,20 @@ PGresult *rls__pg_run(rls_db *db, const char *name, int n, const char *const *va
     PGconn *c = pc->c;
     static const int binary[PG_MAX_PARAMS] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
     *rc = SQL_OK;
-    if (!pc->begin_pending && pc->nheld == 0) {
+    if (!pc->begin_sql && pc->nheld == 0) {
         if (name)
             return PQexecPrepared(c, name, n, vals, lens, fmts, 0);
         return NULL;
     }
-    int begin = pc->begin_pending, queries = begin + pc->nheld + (name != NULL);
-    pc->begin_pending = 0;
+    const char *begin = pc->begin_sql;
+    int queries = (begin != NULL) + pc->nheld + (name != NULL);
+    pc->begin_sql = NULL;
     if (!PQenterPipelineMode(c)) {
         rls__pg_drop_held(pc);
         *rc = rls__pg_fail(db, NULL, NULL);
         return NULL;
     }
-    int sent = !begin || PQsendQueryParams(c, pc->begin_sql, 0, NULL, NULL, NULL, NULL, 0);
+    int sent = !begin || PQsendQueryParams(c, begin, 0, NULL, NULL, NULL, NULL, 0);
     for (int i = 0; sent && i < pc->nheld; i++) {
         const struct pg_held *h = pc->held[i];
         sent = PQsendQueryPrepared(c, h->name, h->n, h->vals, h->lens, binary, 0);

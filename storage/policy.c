@@ -31,8 +31,7 @@ static int admin_tx(rls_db *db, int64_t now, admin_fn fn, void *arg)
         else
             rls__rollback(db);
     }
-    if (db->opt.durability != RLS_DURABILITY_FULL)
-        sql_durable(db, 0);
+    rls__durable_restore(db);
     return rc;
 }
 
