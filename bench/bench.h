@@ -227,12 +227,16 @@ int bench_check_cpu(const bench_cfg *cfg, const check_spec *sp, long ops, bench_
 
 /* multi.c: nproc processes on one file, ops checks in total. */
 int bench_multi(const bench_cfg *cfg, int nproc, long ops, bench_result *r);
+/* bench_procs' flags: rls_check_at on noon_clock_ms(); each process checks
+ * the keys it will check once before the timing; each process walks the
+ * whole key space (from its own starting point) instead of a share of its
+ * own */
+enum { PROCS_VCLOCK = 1, PROCS_WARM = 2, PROCS_SHARED = 4 };
 /* nproc processes, each with its own handle on target (a file or a URI
- * whose rules are already applied), ops checks in total, rls_check_at on
- * noon_clock_ms() when vclock; figures into r, CPU time into cpu (may be
- * NULL; its server part from server_cpu, sampled while every handle is
- * still open). */
-int bench_procs(const bench_cfg *cfg, const char *target, int nproc, long ops, int vclock,
+ * whose rules are already applied), ops checks in total (PROCS_* flags);
+ * figures into r, CPU time into cpu (may be NULL; its server part from
+ * server_cpu, sampled while every handle is still open). */
+int bench_procs(const bench_cfg *cfg, const char *target, int nproc, long ops, int flags,
                 int (*server_cpu)(double *us), bench_result *r, cpu_use *cpu);
 
 /* bigdb.c: every big-key scenario (fill, checks, rltop, size, RSS). */

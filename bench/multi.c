@@ -13,7 +13,12 @@
  *
  * bench_procs is the same on any database whose rules are already applied:
  * a file, or a PostgreSQL URI (pg_backend.c, one connection per process),
- * with rls_check_at on noon_clock_ms() if asked.  Each process also reports
+ * with rls_check_at on noon_clock_ms() if asked.  With PROCS_WARM each
+ * process first checks, untimed, the keys it will check (the steady state
+ * of a process that has seen its keys); with PROCS_SHARED every process
+ * walks the whole key space from its own starting point, so each key is
+ * written by every process in turn (hosts sharing keys), instead of the
+ * keys of one process being nobody else's.  Each process also reports
  * the CPU time of its timed loop; a database server's CPU time is sampled
  * after the start and again once every process has reported, while every
  * handle is still open (processes close theirs only after that).
@@ -50,9 +55,22 @@ static int read_full(int fd, void *buf, size_t n)
     return 0;
 }
 
-static void child(const char *path, int c, int nproc, long ops, long keys, int vclock,
+/* The key index of process c's i-th check. */
+static long key_index(long i, int c, int nproc, long keys, int flags)
+{
+    return flags & PROCS_SHARED ? i + c * (keys / nproc) : i * nproc + c;
+}
+
+static int one_check(rls_db *db, const char *key, int vclock, rls_result *res)
+{
+    return vclock ? rls_check_at(db, "signup", key, 1, noon_clock_ms(), res)
+                  : rls_check(db, "signup", key, 1, res);
+}
+
+static void child(const char *path, int c, int nproc, long ops, long keys, int flags,
                   int ready_fd, int go_fd, int res_fd, int done_fd)
 {
+    int vclock = flags & PROCS_VCLOCK;
     child_report rep;
     rls_db *db = NULL;
     rls_result res;
@@ -61,8 +79,13 @@ static void child(const char *path, int c, int nproc, long ops, long keys, int v
     memset(&rep, 0, sizeof rep);
     int rc = rls_open(&db, path, NULL);
     if (rc == RLS_OK) /* warm-up */
-        rc = vclock ? rls_check_at(db, "signup", "10.255.255.255", 1, noon_clock_ms(), &res)
-                    : rls_check(db, "signup", "10.255.255.255", 1, &res);
+        rc = one_check(db, "10.255.255.255", vclock, &res);
+    /* the keys it will check, each once */
+    long distinct = flags & PROCS_SHARED ? keys : (keys + nproc - 1) / nproc;
+    for (long i = 0; rc == RLS_OK && flags & PROCS_WARM && i < ops && i < distinct; i++) {
+        key_of(key, sizeof key, key_index(i, c, nproc, keys, flags), keys);
+        rc = one_check(db, key, vclock, &res);
+    }
     if (rc != RLS_OK || lat_init(&lat, ops) != 0) {
         snprintf(rep.err, sizeof rep.err, "process %d: %s: %s", c, rls_strerror(rc),
                  rls_errmsg(db));
@@ -75,10 +98,9 @@ static void child(const char *path, int c, int nproc, long ops, long keys, int v
     double c0 = cpu_self_us();
     rep.t_start = now_us();
     for (long i = 0; i < ops && !rep.errors; i++) {
-        key_of(key, sizeof key, i * nproc + c, keys);
+        key_of(key, sizeof key, key_index(i, c, nproc, keys, flags), keys);
         double a = now_us();
-        rc = vclock ? rls_check_at(db, "signup", key, 1, noon_clock_ms(), &res)
-                    : rls_check(db, "signup", key, 1, &res);
+        rc = one_check(db, key, vclock, &res);
         lat.v[lat.n++] = now_us() - a;
         if (rc != RLS_OK || !res.allowed) {
             if (!rep.errors)
@@ -122,7 +144,7 @@ int bench_multi(const bench_cfg *cfg, int nproc, long ops, bench_result *r)
     return ret;
 }
 
-int bench_procs(const bench_cfg *cfg, const char *path, int nproc, long ops, int vclock,
+int bench_procs(const bench_cfg *cfg, const char *path, int nproc, long ops, int flags,
                 int (*server_cpu)(double *us), bench_result *r, cpu_use *cpu)
 {
     int ready[2] = {-1, -1}, go[2] = {-1, -1}, res[2] = {-1, -1}, done[2] = {-1, -1};
@@ -151,7 +173,7 @@ int bench_procs(const bench_cfg *cfg, const char *path, int nproc, long ops, int
             close(go[1]);
             close(res[0]);
             close(done[1]);
-            child(path, c, nproc, per, cfg->keys, vclock, ready[1], go[0], res[1], done[0]);
+            child(path, c, nproc, per, cfg->keys, flags, ready[1], go[0], res[1], done[0]);
         }
         pids[started++] = p;
     }

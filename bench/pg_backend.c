@@ -3,32 +3,45 @@
  * against a raw PostgreSQL floor measured in the same run, on the same
  * private cluster, and against rlstore on SQLite side by side.
  *
- *   pg_floor_1   pgbench, 1 client: one prepared "INSERT ... ON CONFLICT DO
- *                UPDATE ... RETURNING" counter per transaction (peer_pg.c),
- *                synchronous_commit=off, on the key space of the checks
- *   pg_check_1   rls_check_at, fixed_window, one limit, through one
- *                connection (rls_open of a postgresql:// URI whose search_path
- *                is a schema created for the run)
- *   pg_floor_n   the floor with cfg->pg_clients clients (-c N -j N)
- *   pg_check_n   rls_check_at from cfg->pg_clients processes, one
- *                connection each, on the same schema (multi.c)
- *   pg_sqlite_1  the same checks on SQLite (a file), 1 process
- *   pg_sqlite_n  the same on SQLite, cfg->pg_clients processes on one file
+ *   pg_floor_1        pgbench, 1 client: one prepared "INSERT ... ON
+ *                     CONFLICT DO UPDATE ... RETURNING" counter per
+ *                     transaction (peer_pg.c), synchronous_commit=off, on
+ *                     the key space of the checks
+ *   pg_check_1        rls_check_at, fixed_window, one limit, through one
+ *                     connection (rls_open of a postgresql:// URI whose
+ *                     search_path is a schema created for the run), by a
+ *                     handle that has checked every key once before the
+ *                     timing: the steady state of a long-running process,
+ *                     whose checks of keys it knows take one round trip
+ *   pg_check_1_cold   the same by a new handle, each key once: keys it has
+ *                     never seen (two round trips each)
+ *   pg_floor_n        the floor with cfg->pg_clients clients (-c N -j N)
+ *   pg_check_n        rls_check_at from cfg->pg_clients processes, one
+ *                     connection each, on the same schema (multi.c), each
+ *                     on a share of the keys of its own that it checked
+ *                     once before the timing (hosts with key affinity)
+ *   pg_check_n_shared the same processes, each having checked every key
+ *                     once, each walking the key space from its own point
+ *                     (keys written by every process in turn: hosts sharing
+ *                     keys, whose knowledge is mostly stale)
+ *   pg_sqlite_1       the same checks on SQLite (a file), 1 process
+ *   pg_sqlite_n       the same on SQLite, cfg->pg_clients processes on one file
  *
  * Every key exists before the timing: the floor's table is refilled with
  * every key before each run, the schema and the SQLite files get one check
- * per key first, so each timed operation updates an existing row (the
- * steady state of keys that come back; a check that creates its key runs
- * one statement more).  The PostgreSQL scenarios run in cfg->rounds
- * interleaved rounds of cfg->pg_ops / rounds operations each, keeping each
- * scenario's best round; every one is unpinned (the floor and the checks
- * in the same placement).
+ * per key first, so each timed operation updates an existing row (a check
+ * that creates its key takes the usual three round trips).  The PostgreSQL
+ * scenarios run in cfg->rounds interleaved rounds of cfg->pg_ops / rounds
+ * operations each, keeping each scenario's best round; every one is
+ * unpinned (the floor and the checks in the same placement).
  *
  * Each records its CPU time per operation: the client's (this process, the
  * client processes, or pgbench) and the server's (every process of the
  * cluster, from /proc).  Targets (report.c): throughput >= 0.8x the floor
- * with the same number of clients.  Without PostgreSQL's server binaries
- * the group is reported skipped (not installed) and does not fail the run.
+ * with the same number of clients, for pg_check_1 and pg_check_n; the cold
+ * and shared scenarios are reported against the same floors, without a
+ * target.  Without PostgreSQL's server binaries the group is reported
+ * skipped (not installed) and does not fail the run.
  */
 #include <math.h>
 #include <stdio.h>
@@ -37,7 +50,8 @@
 #include <rlstore.h>
 #include "bench.h"
 
-static const char *const PG_IDS[] = {"pg_floor_1", "pg_check_1", "pg_floor_n", "pg_check_n",
+static const char *const PG_IDS[] = {"pg_floor_1",  "pg_check_1",        "pg_check_1_cold",
+                                     "pg_floor_n",  "pg_check_n",        "pg_check_n_shared",
                                      "pg_sqlite_1", "pg_sqlite_n"};
 #define NPG_IDS (sizeof PG_IDS / sizeof PG_IDS[0])
 
@@ -171,13 +185,18 @@ static int pg_schema(const bench_cfg *cfg, char *uri, size_t size, char *err, si
     return setup_target(cfg, uri, cfg->pg_clients, err, errsize);
 }
 
-static void check1_round(const bench_cfg *cfg, const char *uri, long ops)
+/* pg_check_1 (warm != 0: the handle checks every key once first) or
+ * pg_check_1_cold (each key once, new to the handle). */
+static void check1_round(const bench_cfg *cfg, const char *uri, long ops, int warm)
 {
-    bench_result *r = res_find("pg_check_1"), tmp;
+    const char *id = warm ? "pg_check_1" : "pg_check_1_cold";
+    bench_result *r = res_find(id), tmp;
     char err[300];
     bench_lat lat;
     cpu_use cpu;
-    check_spec sp = {NULL, RULES_ONE, 1, PREP_NONE, 0, 1, cfg->keys, uri};
+    check_spec sp = {NULL, RULES_ONE, 1, warm ? PREP_WARM : PREP_NONE, 0, 1, cfg->keys, uri};
+    if (!warm && ops > cfg->keys)
+        ops = cfg->keys;
     scratch_of(&tmp, r);
     if (bench_check_cpu(cfg, &sp, ops, &lat, NULL, pg_server_cpu_us, &cpu, err,
                         sizeof err) != 0) {
@@ -185,21 +204,31 @@ static void check1_round(const bench_cfg *cfg, const char *uri, long ops)
     } else {
         res_set_lat(&tmp, &lat);
         res_extra(&tmp, "connections", 1, "");
-        cpu_extras(&tmp, &cpu, lat.ops, "1 connection, Unix socket, rls_check_at, every key present");
+        cpu_extras(&tmp, &cpu, lat.ops,
+                   warm ? "1 connection, Unix socket, rls_check_at, every key present and"
+                          " checked once by this handle before"
+                        : "1 connection, Unix socket, rls_check_at, every key present,"
+                          " each new to this handle");
     }
     keep_better(r, &tmp);
 }
 
-static void checkn_round(const bench_cfg *cfg, const char *uri, long ops)
+/* pg_check_n (each process on keys of its own, checked once first) or
+ * pg_check_n_shared (every process on every key, each checked once by
+ * each first). */
+static void checkn_round(const bench_cfg *cfg, const char *uri, long ops, int shared)
 {
-    bench_result *r = res_find("pg_check_n"), tmp;
-    char what[128];
+    bench_result *r = res_find(shared ? "pg_check_n_shared" : "pg_check_n"), tmp;
+    char what[160];
     cpu_use cpu;
+    int flags = PROCS_VCLOCK | PROCS_WARM | (shared ? PROCS_SHARED : 0);
     scratch_of(&tmp, r);
-    if (bench_procs(cfg, uri, cfg->pg_clients, ops, 1, pg_server_cpu_us, &tmp, &cpu) == 0) {
+    if (bench_procs(cfg, uri, cfg->pg_clients, ops, flags, pg_server_cpu_us, &tmp, &cpu) == 0) {
         res_extra(&tmp, "connections", cfg->pg_clients, "");
         snprintf(what, sizeof what, "%d processes, one connection each, Unix socket, "
-                 "rls_check_at, every key present", cfg->pg_clients);
+                 "rls_check_at, every key present, %s", cfg->pg_clients,
+                 shared ? "every process on every key, each checked once by each before"
+                        : "each process on keys of its own, checked once before");
         cpu_extras(&tmp, &cpu, tmp.lat.ops, what);
     }
     keep_better(r, &tmp);
@@ -224,7 +253,7 @@ static void sqlite_refs(const bench_cfg *cfg, long ops)
     remove_db(path);
     if (setup_target(cfg, path, 1, err, sizeof err) != 0) {
         res_status(r, RES_FAILED, "%s", err);
-    } else if (bench_procs(cfg, path, cfg->pg_clients, ops, 1, NULL, r, &cpu) == 0) {
+    } else if (bench_procs(cfg, path, cfg->pg_clients, ops, PROCS_VCLOCK, NULL, r, &cpu) == 0) {
         snprintf(what, sizeof what, "%d processes on one file, rls_check_at, every key present",
                  cfg->pg_clients);
         cpu_extras(r, &cpu, r->lat.ops, what);
@@ -246,19 +275,21 @@ static void side_by_side(const bench_cfg *cfg)
     static const struct {
         const char *label, *sqlite, *pg, *floor;
     } rows[] = {{"1 connection", "pg_sqlite_1", "pg_check_1", "pg_floor_1"},
-                {"N connections", "pg_sqlite_n", "pg_check_n", "pg_floor_n"}};
+                {"  keys new", "pg_sqlite_1", "pg_check_1_cold", "pg_floor_1"},
+                {"N connections", "pg_sqlite_n", "pg_check_n", "pg_floor_n"},
+                {"  keys shared", "pg_sqlite_n", "pg_check_n_shared", "pg_floor_n"}};
     printf("  SQLite vs PostgreSQL (rls_check_at, fixed_window, %ld keys; CPU us per check "
            "client+server):\n", cfg->keys);
     printf("  %-16s %12s %12s %12s %9s %9s %16s\n", "", "SQLite/s", "PG/s", "PG floor/s",
            "PG/floor", "PG/SQLite", "PG CPU/check");
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 4; i++) {
         const bench_result *s = res_find(rows[i].sqlite), *p = res_find(rows[i].pg),
                            *f = res_find(rows[i].floor);
         double sr = s->status == RES_OK ? lat_rate(&s->lat) : NAN;
         double pr = p->status == RES_OK ? lat_rate(&p->lat) : NAN;
         double fr = f->status == RES_OK ? lat_rate(&f->lat) : NAN;
         char label[32];
-        if (i == 1)
+        if (i == 2)
             snprintf(label, sizeof label, "%d connections", cfg->pg_clients);
         else
             snprintf(label, sizeof label, "%s", rows[i].label);
@@ -294,18 +325,22 @@ void bench_pg(const bench_cfg *cfg)
         return;
     }
     double w0 = now_us();
-    if (pg_schema(cfg, uri, sizeof uri, err, sizeof err) != 0) {
-        res_status(res_find("pg_check_1"), RES_FAILED, "%s", err);
-        res_status(res_find("pg_check_n"), RES_FAILED, "%s", err);
-    }
+    int schema_ok = pg_schema(cfg, uri, sizeof uri, err, sizeof err) == 0;
+    for (size_t i = 0; !schema_ok && i < NPG_IDS; i++)
+        if (strncmp(PG_IDS[i], "pg_check", 8) == 0)
+            res_status(res_find(PG_IDS[i]), RES_FAILED, "%s", err);
     double warm = (now_us() - w0) / 1e6;
     for (int round = 0; round < rounds; round++) {
         floor_round(cfg, "pg_floor_1", 1, per);
         if (res_find("pg_check_1")->status != RES_FAILED)
-            check1_round(cfg, uri, per);
+            check1_round(cfg, uri, per, 1);
+        if (res_find("pg_check_1_cold")->status != RES_FAILED)
+            check1_round(cfg, uri, per, 0);
         floor_round(cfg, "pg_floor_n", cfg->pg_clients, per);
         if (res_find("pg_check_n")->status != RES_FAILED)
-            checkn_round(cfg, uri, per);
+            checkn_round(cfg, uri, per, 0);
+        if (res_find("pg_check_n_shared")->status != RES_FAILED)
+            checkn_round(cfg, uri, per, 1);
     }
     pg_stop();
     sqlite_refs(cfg, per);

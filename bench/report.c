@@ -166,6 +166,12 @@ static const ratio_spec RATIOS[] = {
     {"pg_check_n", "pg_sqlite_n", M_RATE, NULL, T_NONE, 0, "throughput vs SQLite"},
     {"pg_check_n", "pg_sqlite_n", M_P50, NULL, T_NONE, 0, "p50 vs SQLite"},
     {"pg_check_n", "pg_check_1", M_RATE, NULL, T_NONE, 0, "throughput vs 1 connection"},
+    /* the other side of the one-round-trip check: states the handle does
+     * not know (new to it, or written since by another process) */
+    {"pg_check_1_cold", "pg_floor_1", M_RATE, NULL, T_NONE, 0, "throughput vs PG floor"},
+    {"pg_check_1_cold", "pg_check_1", M_RATE, NULL, T_NONE, 0, "throughput vs keys it knew"},
+    {"pg_check_n_shared", "pg_floor_n", M_RATE, NULL, T_NONE, 0, "throughput vs PG floor"},
+    {"pg_check_n_shared", "pg_check_n", M_RATE, NULL, T_NONE, 0, "throughput vs own keys"},
 };
 #define NRATIOS ((int)(sizeof RATIOS / sizeof RATIOS[0]))
 

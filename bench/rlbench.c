@@ -167,10 +167,14 @@ static void register_all(const bench_cfg *c)
     res_add("postgresql", "postgresql", "PostgreSQL UPSERT (pgbench), 1 client");
     res_add("pg_floor_1", "pg", "pg floor: pgbench UPSERT, 1 client");
     res_add("pg_check_1", "pg", "rls_check_at on PostgreSQL, 1 connection");
+    res_add("pg_check_1_cold", "pg", "rls_check_at on PostgreSQL, 1 connection, keys new to it");
     snprintf(name, sizeof name, "pg floor: pgbench UPSERT, %d clients", c->pg_clients);
     res_add("pg_floor_n", "pg", name);
     snprintf(name, sizeof name, "rls_check_at on PostgreSQL, %d connections", c->pg_clients);
     res_add("pg_check_n", "pg", name);
+    snprintf(name, sizeof name, "rls_check_at on PostgreSQL, %d connections, keys shared",
+             c->pg_clients);
+    res_add("pg_check_n_shared", "pg", name);
     res_add("pg_sqlite_1", "pg", "rls_check_at on SQLite, 1 process (vs pg)");
     snprintf(name, sizeof name, "rls_check_at on SQLite, %d processes (vs pg)", c->pg_clients);
     res_add("pg_sqlite_n", "pg", name);

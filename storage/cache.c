@@ -270,8 +270,9 @@ int rls__cache_refresh(rls_db *db)
     /* PostgreSQL's write transactions see each commit as it happens: the
      * rules are read once per transaction, so that what a transaction
      * resolved (and the pointers into it) stays valid to its end, as
-     * SQLite's snapshot gives. */
-    if (db->pg && db->in_tx && db->tx_refreshed)
+     * SQLite's snapshot gives.  A one-flight check (pg_fast.c) decides
+     * with the rules as cached, and its guard fails if they changed. */
+    if (db->pg && ((db->in_tx && db->tx_refreshed) || db->fast_trust))
         return RLS_OK;
     int same = same_version(db);
     if (!same)

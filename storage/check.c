@@ -15,6 +15,14 @@
 enum check_op { OP_CHECK = 0, OP_PEEK = 1, OP_RESERVE = 2 };
 
 #define GC_STEP_ROWS 64       /* state rows examined per step */
+/* PostgreSQL: a step's cost is its round trips more than its rows, so it
+ * runs this many times as seldom over as many times the rows */
+#define GC_PG_FACTOR 8
+
+static uint32_t gc_every(const rls_db *db)
+{
+    return db->pg ? RLS_GC_EVERY_WRITES * GC_PG_FACTOR : RLS_GC_EVERY_WRITES;
+}
 
 /* The failure policy for this call: the action's, else the rules', else
  * the handle's. */
@@ -118,11 +126,21 @@ static int add_reservation(rls_db *db, key_ctx *ctx, int64_t cost, int64_t now,
  * earlier of the caller's time and the real clock, so one caller whose
  * clock runs ahead cannot expire everyone's state.
  */
+static int stats_due(const rls_db *db, int64_t now)
+{
+    return (db->nstats > 0 || rls__keystat_pending(db)) &&
+           (now - db->stats_flushed_ms >= 1000 || now < db->stats_flushed_ms);
+}
+
+int rls__housekeeping_due(const rls_db *db, int64_t now)
+{
+    return db->writes_since_gc + 1 >= gc_every(db) || stats_due(db, now);
+}
+
 static int housekeeping(rls_db *db, int64_t now)
 {
-    int gc = ++db->writes_since_gc >= RLS_GC_EVERY_WRITES;
-    int stats = (db->nstats > 0 || rls__keystat_pending(db)) &&
-                (now - db->stats_flushed_ms >= 1000 || now < db->stats_flushed_ms);
+    int gc = ++db->writes_since_gc >= gc_every(db);
+    int stats = stats_due(db, now);
     int64_t real;
     if (!gc && !stats)
         return RLS_OK;
@@ -135,7 +153,7 @@ static int housekeeping(rls_db *db, int64_t now)
         db->writes_since_gc = 0;
         if (rls__now(&real) != RLS_OK || real > now)
             real = now;
-        rc = rls__gc_step(db, real, GC_STEP_ROWS, NULL);
+        rc = rls__gc_step(db, real, db->pg ? GC_STEP_ROWS * GC_PG_FACTOR : GC_STEP_ROWS, NULL);
     }
     if (rc != RLS_OK && !sql_in_tx(db)) {
         /* SQLite rolled back the whole transaction (SQLITE_NOMEM, IOERR or
@@ -241,6 +259,9 @@ static int check_tx(rls_db *db, key_ctx *ctx, const char *action, const char *ke
     if (full)
         sql_durable(db, 1);
     int rc, attempt = 0;
+    if (op == OP_CHECK && !full && db->pg &&
+        (rc = rls__pg_fast_check(db, ctx, action, key, cost, now, res)) != RLS__FAST_PASS)
+        return rc;   /* one round trip (pg_fast.c) */
     do {
         rc = check_tx_body(db, ctx, action, key, cost, now, op, ttl, id, res);
     } while (rls__tx_retry(db, rc, &attempt));
@@ -255,7 +276,7 @@ static int check_tx_body(rls_db *db, key_ctx *ctx, const char *action, const cha
 {
     int charge = op != OP_PEEK;
     decide_out dout, *decided = &dout;
-    int rc;
+    int rc, states_read = 0;
 
     ctx->n = 0;
     if ((rc = rls__begin(db, charge)))
@@ -274,6 +295,7 @@ static int check_tx_body(rls_db *db, key_ctx *ctx, const char *action, const cha
     } else {
         if ((rc = keyctx_read_states(db, ctx)))
             goto fail;
+        states_read = 1;
         if (decide_check(ctx->items, ctx->n, ctx->behaviour, now, db->gc_horizon, cost,
                          charge, res, &dout) != 0) {
             rc = rls__error(db, RLS_ECONFIG, "action '%s' has a limit the engine refuses",
@@ -299,6 +321,8 @@ static int check_tx_body(rls_db *db, key_ctx *ctx, const char *action, const cha
     }
     db->in_check = 0;
     rc = rls__commit(db);
+    if (rc == RLS_OK && charge && db->pg)
+        rls__pg_fast_learn(db, ctx, states_read);   /* the next check's flight */
     if (rc == RLS_OK && charge) {
         rls__cache_validate(db);
         rls__deny_note(db, action, key, ctx->deny_fp, ctx->deny_gen, ctx->deny_usable, ctx,

@@ -290,6 +290,8 @@ struct rls_db {
     int empties_known;             /* the two flags below are valid */
     int policy_none;               /* no blocks, exact assignments, overrides */
     int res_none;                  /* no reservations */
+    int fast_trust;                /* PostgreSQL: rules as cached, checked later (pg_fast.c) */
+    struct state_cache *sc;        /* last known states (statecache.c), or NULL */
 
     stat_acc *stats;
     int nstats, capstats;
@@ -469,5 +471,29 @@ void rls__deny_close(rls_db *db);
 
 /* ---- check.c --------------------------------------------------------- */
 int rls__refund_reservation(rls_db *db, int64_t id, int64_t now, int *found);
+/* Are stats to flush or a GC step to take with the next charging check? */
+int rls__housekeeping_due(const rls_db *db, int64_t now);
+
+/* ---- statecache.c: last known states (PostgreSQL's one-flight check) --- */
+/* 1 and *st filled (a sliding log in a new buffer with room for one more
+ * entry) when (lid, key) is known under algorithm alg; 2 when the key is
+ * marked as having policy rows; 0 if neither; -1 out of memory. */
+int rls__sc_get(rls_db *db, int64_t lid, const char *key, size_t klen, int alg,
+                algo_state *st);
+void rls__sc_put(rls_db *db, int64_t lid, const char *key, size_t klen, int alg,
+                 const algo_state *st);
+void rls__sc_mark_policy(rls_db *db, int64_t lid, const char *key, size_t klen);
+void rls__sc_drop(rls_db *db, int64_t lid, const char *key, size_t klen);
+void rls__sc_free(rls_db *db);
+
+/* ---- pg_fast.c: a check in one round trip to PostgreSQL ---------------- */
+#define RLS__FAST_PASS (-1)  /* not done: take the usual path */
+/* RLS_OK with *res, RLS__FAST_PASS (nothing written), or the error of a
+ * flight whose outcome is unknown. */
+int rls__pg_fast_check(rls_db *db, struct key_ctx *ctx, const char *action, const char *key,
+                       int64_t cost, int64_t now, rls_result *res);
+/* After the usual path's commit: what the handle now knows of the key
+ * (its states, if states_read, or that it has policy rows). */
+void rls__pg_fast_learn(rls_db *db, const struct key_ctx *ctx, int states_read);
 
 #endif

@@ -650,6 +650,7 @@ void rls_close(rls_db *db)
         rls__wal_close(db);
     }
     rls__cache_free(db);
+    rls__sc_free(db);
     rls__deny_close(db);
     rls__keystat_free(db);
     free(db->stats);

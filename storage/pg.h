@@ -28,6 +28,8 @@ struct pg_conn {
     int nheld, capheld;
     char errmsg[512];
     pg_stmt *stmts;          /* every live statement (re-prepared after a reconnect) */
+    unsigned long fast_gen;  /* connection pg_fast.c's statements were prepared on */
+    int fast_stale;          /* how often known states were stale, 0..1024 (pg_fast.c) */
 };
 
 /* SQLite's statement text in PostgreSQL's dialect (malloc'd; NULL: out of

@@ -65,10 +65,11 @@ SCEN = ["floor", "fixed_window_10k", "two_limits", "algo_fixed_window", "algo_sl
         "denied_over_limit", "denied_blocked", "floor_fsync", "full_durability", "multi_1",
         "multi_2", "multi_4", "fill_big", "fixed_window_big", "rltop_during_load",
         "rss_per_handle", "size_per_state", "redis", "postgresql",
-        "pg_floor_1", "pg_floor_n", "pg_check_1", "pg_check_n", "pg_sqlite_1", "pg_sqlite_n"]
+        "pg_floor_1", "pg_floor_n", "pg_check_1", "pg_check_1_cold", "pg_check_n",
+        "pg_check_n_shared", "pg_sqlite_1", "pg_sqlite_n"]
 # ok, or skipped with the reason when the peer's programs are not installed
-PEERS = {"redis", "postgresql", "pg_floor_1", "pg_floor_n", "pg_check_1", "pg_check_n",
-         "pg_sqlite_1", "pg_sqlite_n"}
+PEERS = {"redis", "postgresql", "pg_floor_1", "pg_floor_n", "pg_check_1", "pg_check_1_cold",
+         "pg_check_n", "pg_check_n_shared", "pg_sqlite_1", "pg_sqlite_n"}
 NOLAT = {"rss_per_handle": "mb_per_handle", "size_per_state": "bytes_per_state"}
 err = []
 by = {s["id"]: s for s in d["scenarios"]}
@@ -200,7 +201,7 @@ fi
 #    (not installed), scenario by scenario, and the run still succeeds
 if RLBENCH_PG_BIN="$tmp/nonexistent" "$bin" --smoke --only pg --dir "$tmp/d" \
     --json "$tmp/g.json" >"$tmp/out" 2>&1 &&
-    python3 -c 'import json,sys; s=[x for x in json.load(open(sys.argv[1]))["scenarios"] if x["id"].startswith("pg_")]; sys.exit(not (len(s)==6 and all(x["status"]=="skipped" and x["note"].startswith("not installed") for x in s)))' \
+    python3 -c 'import json,sys; s=[x for x in json.load(open(sys.argv[1]))["scenarios"] if x["id"].startswith("pg_")]; sys.exit(not (len(s)==8 and all(x["status"]=="skipped" and x["note"].startswith("not installed") for x in s)))' \
         "$tmp/g.json" >>"$tmp/out" 2>&1; then
     ok "PostgreSQL not installed: the pg group is reported skipped"
 else

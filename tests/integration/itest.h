@@ -30,6 +30,13 @@ static inline const char *it_pg(void)
             skip();                                                           \
     } while (0)
 
+/* Skips a test that is about the PostgreSQL backend alone. */
+#define IT_PG_ONLY()                                                          \
+    do {                                                                      \
+        if (!it_pg())                                                         \
+            skip();                                                           \
+    } while (0)
+
 static inline int it_is_uri(const char *path)
 {
     return strncmp(path, "postgresql://", 13) == 0 || strncmp(path, "postgres://", 11) == 0;
@@ -123,16 +130,23 @@ static inline void it_free(itest *t)
     free(t);
 }
 
-/* One check that must succeed; returns allowed. */
-static inline int it_check(itest *t, const char *action, const char *key, int64_t cost,
-                           int64_t now, rls_result *res)
+/* One check through db that must succeed; returns allowed. */
+static inline int it_check_on(rls_db *db, const char *action, const char *key, int64_t cost,
+                              int64_t now, rls_result *res)
 {
     rls_result tmp;
     rls_result *r = res ? res : &tmp;
-    int rc = rls_check_at(t->db, action, key, cost, now, r);
+    int rc = rls_check_at(db, action, key, cost, now, r);
     if (rc != RLS_OK)
-        fail_msg("check %s %s: %s: %s", action, key, rls_errname(rc), rls_errmsg(t->db));
+        fail_msg("check %s %s: %s: %s", action, key, rls_errname(rc), rls_errmsg(db));
     return r->allowed;
+}
+
+/* The same through t's handle. */
+static inline int it_check(itest *t, const char *action, const char *key, int64_t cost,
+                           int64_t now, rls_result *res)
+{
+    return it_check_on(t->db, action, key, cost, now, res);
 }
 
 /* Number of admitted checks among n identical ones at now. */

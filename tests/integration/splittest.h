@@ -86,12 +86,7 @@ static inline void pair_free(pair *p)
 
 static inline int check(rls_db *db, const char *action, const char *key, int64_t now, rls_result *r)
 {
-    rls_result tmp;
-    rls_result *res = r ? r : &tmp;
-    int rc = rls_check_at(db, action, key, 1, now, res);
-    if (rc != RLS_OK)
-        fail_msg("check %s %s: %s: %s", action, key, rls_errname(rc), rls_errmsg(db));
-    return res->allowed;
+    return it_check_on(db, action, key, 1, now, r);
 }
 
 static inline int admit_n(rls_db *db, const char *action, const char *key, int n, int64_t now)

@@ -151,11 +151,12 @@ static void gc_in_small_steps_during_checks(void **state)
     itest *t = it_new(RULES);
     checks(t, "api", "old", 0, 300, T0);
     expect(t, "api", 300, T0);
-    /* later checks collect the old rows a little at a time */
-    for (int round = 0; round < 20; round++)
+    /* later checks collect the old rows a little at a time (a step every
+     * 64 writes on SQLite, every 512 on PostgreSQL) */
+    for (int round = 0; round < 60; round++)
         checks(t, "api", "new", round * 10, round * 10 + 10, T0 + 120000 + round * 1000);
     int64_t left = truth(t, "api");
-    assert_true(left < 500);   /* some were collected */
+    assert_true(left < 900);   /* some were collected */
     expect(t, "api", left, T0 + 200000);
     it_free(t);
 }

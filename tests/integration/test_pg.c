@@ -16,12 +16,6 @@
     "    limits:\n"                                                           \
     "      - { name: r, algorithm: fixed_window, limit: 3, window: 1m }\n"
 
-#define IT_PG_ONLY()                                                          \
-    do {                                                                      \
-        if (!it_pg())                                                         \
-            skip();                                                           \
-    } while (0)
-
 static void lost_connection_is_reestablished(void **state)
 {
     IT_PG_ONLY();

@@ -1,0 +1,558 @@
+/*
+ * pg_fast.c - a check in one round trip to PostgreSQL.
+ *
+ * The usual check transaction (check.c) reads the control row, reads and
+ * locks each state, then writes: three round trips however they are
+ * pipelined, because core must see the states before anything can be
+ * written.  Here the handle decides from the states it last wrote or read
+ * (statecache.c), with the rules it has cached, and sends one implicit
+ * transaction (statements and a Sync, one pipeline): for each limit, the
+ * new state written only where the stored state still equals the one
+ * decided from (a compare-and-set), or for a limit the decision leaves
+ * alone, that equality checked under a row lock; each under a guard that
+ * holds only while the rules are the generation the handle decided with,
+ * the GC horizon is not past the check's time, and the key has nothing of
+ * its own the usual path would read (a block, an exact tier assignment, an
+ * override, a reservation that has expired).
+ *
+ * Exact: a stored state equal to the one decided from yields the same
+ * decision, whatever was written in between (core's decision is a function
+ * of the states, rules, time and cost alone), and the row locks the writes
+ * and holds take make the states the decision used current together at
+ * the commit, as the usual path's FOR UPDATE does.  With several limits,
+ * a write or hold that does not hold raises an error (division by the
+ * count of rows it matched), so the transaction is all or nothing; with
+ * one, its row count says it.
+ *
+ * A state the handle does not know costs a round trip more (the reads
+ * alone, then the flight).  A handle that finds its states stale now and
+ * then (another host wrote them) sends the reads after the transaction's
+ * Sync in the same pipeline, so a stale state too costs one more; one
+ * that finds most of them stale (hosts sharing every key) reads first, and
+ * runs no compare-and-set in vain (FAST_STALE_*).
+ * After FAST_ATTEMPTS flights, and for a new key, a key with policy rows
+ * (marked in statecache.c), a rule change, a penalty to impose, the
+ * housekeeping of the usual path (stats, a GC step) or a `durability: full`
+ * limit, the check takes the usual path: nothing was written.  An error
+ * the server reports inside the transaction means it did not commit; a
+ * connection lost after the Sync was sent and before it was answered
+ * leaves the outcome unknown, answered like a COMMIT lost the same way:
+ * never run twice.  A connection that the server closed while idle is
+ * found before the flight (idle_conn_alive), and the usual path connects
+ * again.
+ */
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include "keyctx.h"
+#include "pg.h"
+
+#define FAST_ATTEMPTS 3
+/* How often the states a handle knew were stale (another host wrote them
+ * since), 0..1024, an average over about its last eight known keys: past
+ * FAST_STALE_READS the reads travel with every flight (a stale state then
+ * costs one flight more, not two), past FAST_STALE_VERIFY the states are
+ * read first (two flights, but no compare-and-set run in vain: cheaper for
+ * the server when most would fail, as for hosts that share every key). */
+#define FAST_STALE_READS 64
+#define FAST_STALE_VERIFY 512
+#define FAST_MAX_OPS (2 * RESOLVE_MAX_LIMITS)   /* a write and a read per limit */
+#define FAST_MAX_PARAMS 19
+
+/* CAS and HOLD fail the transaction when they do not hold; a check of one
+ * limit needs no more than the row they return or not (CAS1, HOLD1): no
+ * error to raise and roll back. */
+enum { F_CAS, F_HOLD, F_CAS1, F_HOLD1, F_READ, F__COUNT };
+
+/* the guard: the rules the handle decided with, the GC horizon not past
+ * the check's time `now`, and nothing of the key's own that the usual path
+ * reads (keyctx.c): no block, exact tier assignment or override for the
+ * key as normalised ($2) or as given (raw) and the action or all actions
+ * (a superset of what applies), no reservation of it that has expired;
+ * the four probes in one subquery (one plan node to start, not four: the
+ * executor's start-up is most of such a statement's cost) */
+#define F_GUARD(gen, now, raw, act)                                           \
+    " AND EXISTS (SELECT 1 FROM rls_meta WHERE id = 1 AND rules_gen = $" gen  \
+    " AND gc_horizon <= $" now ")"                                            \
+    " AND NOT EXISTS (SELECT 1 FROM rls_blocks WHERE key IN ($2, $" raw ")"   \
+    " AND action IN ('', $" act ")"                                           \
+    " UNION ALL SELECT 1 FROM rls_assignments WHERE pattern IN ($2, $" raw ")" \
+    " AND action IN ('', $" act ") AND kind = 0"                              \
+    " UNION ALL SELECT 1 FROM rls_overrides WHERE key = $2 AND action = $" act \
+    " UNION ALL SELECT 1 FROM rls_reservations WHERE key = $2 AND action = $" act \
+    " AND expires_ms <= $" now ")"
+#define F_CAS_SQL                                                             \
+    "UPDATE rls_state SET a = $4, b = $5, c = $6, last_ms = $7, exp_ms = $8, log = $9" \
+    " WHERE lid = $1 AND key = $2 AND alg = $3 AND a = $10 AND b = $11 AND c = $12" \
+    " AND last_ms = $13 AND exp_ms = $14 AND log IS NOT DISTINCT FROM $15"  \
+    F_GUARD("16", "17", "18", "19") " RETURNING 1"
+#define F_HOLD_SQL                                                            \
+    "SELECT 1 FROM rls_state WHERE lid = $1 AND key = $2 AND alg = $3 AND a = $4" \
+    " AND b = $5 AND c = $6 AND last_ms = $7 AND exp_ms = $8"                 \
+    " AND log IS NOT DISTINCT FROM $9" F_GUARD("10", "11", "12", "13") " FOR UPDATE"
+#define F_CAS_BYTES (1u << 1 | 1u << 8 | 1u << 14 | 1u << 17)
+#define F_CAS_TEXT (1u << 18)
+#define F_HOLD_BYTES (1u << 1 | 1u << 8 | 1u << 11)
+#define F_HOLD_TEXT (1u << 12)
+
+static const struct fast_stmt {
+    const char *name, *sql;
+    int nparams;
+    uint32_t bytea, text;   /* bit i: parameter i+1 is bytes, text; else int8 */
+} FAST[F__COUNT] = {
+    {"rls_fast_cas", "WITH u AS (" F_CAS_SQL ") SELECT 1 / count(*) FROM u", 19, F_CAS_BYTES,
+     F_CAS_TEXT},
+    {"rls_fast_hold", "SELECT 1 / count(*) FROM (" F_HOLD_SQL ") s", 13, F_HOLD_BYTES,
+     F_HOLD_TEXT},
+    {"rls_fast_cas1", F_CAS_SQL, 19, F_CAS_BYTES, F_CAS_TEXT},
+    {"rls_fast_hold1", F_HOLD_SQL, 13, F_HOLD_BYTES, F_HOLD_TEXT},
+    {"rls_fast_read",
+     "SELECT alg, a, b, c, last_ms, exp_ms, log FROM rls_state WHERE lid = $1 AND key = $2",
+     2, 1u << 1, 0},
+};
+
+#define OID_BYTEA 17
+#define OID_INT8 20
+#define OID_TEXT 25
+
+/* One execution: its statement and parameters (binary). */
+typedef struct fast_op {
+    int stmt;
+    int n;
+    const char *val[FAST_MAX_PARAMS];
+    int len[FAST_MAX_PARAMS];
+    unsigned char i8[FAST_MAX_PARAMS][8];
+} fast_op;
+
+static void p_int(fast_op *op, int64_t v)
+{
+    int i = op->n++;
+    uint64_t u = (uint64_t)v;
+    for (int b = 0; b < 8; b++)
+        op->i8[i][b] = (unsigned char)(u >> (56 - 8 * b));
+    op->val[i] = (const char *)op->i8[i];
+    op->len[i] = 8;
+}
+
+static void p_bytes(fast_op *op, const void *p, size_t len)
+{
+    int i = op->n++;
+    op->val[i] = p ? p : NULL;
+    op->len[i] = p ? (int)len : 0;
+}
+
+/* The stored form of a state's log: NULL when it has no entry (as
+ * keyctx_write_states writes it). */
+static void p_log(fast_op *op, const algo_state *s)
+{
+    p_bytes(op, s->log && s->log_len ? s->log : NULL, s->log_len);
+}
+
+static void p_state(fast_op *op, int alg, const algo_state *s, int with_alg)
+{
+    if (with_alg)
+        p_int(op, alg);
+    p_int(op, s->a);
+    p_int(op, s->b);
+    p_int(op, s->c);
+    p_int(op, s->last_ms);
+    p_int(op, s->expires_ms);
+    p_log(op, s);
+}
+
+static int64_t get_i8(const PGresult *r, int col)
+{
+    const unsigned char *v = (const unsigned char *)PQgetvalue(r, 0, col);
+    uint64_t u = 0;
+    if (PQgetlength(r, 0, col) != 8)
+        return 0;
+    for (int b = 0; b < 8; b++)
+        u = u << 8 | v[b];
+    return (int64_t)u;
+}
+
+/* Prepares the statements on this connection once. */
+static int fast_prepare(rls_db *db)
+{
+    struct pg_conn *pc = db->pg;
+    if (pc->fast_gen == pc->gen)
+        return SQL_OK;
+    for (int s = 0; s < F__COUNT; s++) {
+        Oid types[FAST_MAX_PARAMS];
+        for (int i = 0; i < FAST[s].nparams; i++)
+            types[i] = FAST[s].bytea >> i & 1u  ? OID_BYTEA
+                       : FAST[s].text >> i & 1u ? OID_TEXT : OID_INT8;
+        PGresult *r = PQprepare(pc->c, FAST[s].name, FAST[s].sql, FAST[s].nparams, types);
+        int ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
+        int rc = ok ? SQL_OK : rls__pg_fail(db, r, "cannot prepare statement");
+        PQclear(r);
+        if (!ok)
+            return rc;
+    }
+    pc->fast_gen = pc->gen;
+    return SQL_OK;
+}
+
+/* What a flight's transaction did. */
+enum { TX_COMMITTED, TX_MISMATCH, TX_FAILED, TX_UNKNOWN };
+
+/*
+ * Sends ops[0..ntx) as one implicit transaction and a Sync (none when ntx
+ * is 0), then ops[ntx..n) and a Sync, and reads every result: out[i] gets
+ * op i's (NULL when it did not run), *err the transaction's first error.
+ * Returns TX_COMMITTED, TX_MISMATCH (a write or hold did not hold),
+ * TX_FAILED (another error the server reported: nothing committed) or
+ * TX_UNKNOWN (the connection broke first: the connection is marked lost).
+ */
+static int flight(rls_db *db, const fast_op *ops, int ntx, int n, PGresult **out,
+                  PGresult **err)
+{
+    struct pg_conn *pc = db->pg;
+    PGconn *c = pc->c;
+    static const int binary[FAST_MAX_PARAMS] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+                                                1, 1, 1, 1, 1, 1, 1, 1, 1};
+    int outcome = TX_COMMITTED, sent, flushed = 0, synced = 0;
+
+    *err = NULL;
+    for (int i = 0; i < n; i++)
+        out[i] = NULL;
+    sent = PQenterPipelineMode(c);
+    for (int i = 0; sent && i < n; i++) {
+        sent = PQsendQueryPrepared(c, FAST[ops[i].stmt].name, ops[i].n, ops[i].val,
+                                   ops[i].len, binary, 1);
+        if (sent && i == ntx - 1)
+            flushed = sent = PQpipelineSync(c);
+    }
+    if (n > ntx)
+        sent = sent && PQpipelineSync(c);
+
+    /* each op's result and a NULL; a SYNC after each segment */
+    int syncs = 0, want = (ntx > 0) + (n > ntx);
+    for (int i = 0; sent && syncs < want;) {
+        PGresult *r = PQgetResult(c);
+        if (!r) {
+            if (PQstatus(c) != CONNECTION_OK)
+                break;
+            continue;   /* the end of op i-1's results */
+        }
+        ExecStatusType s = PQresultStatus(r);
+        if (s == PGRES_PIPELINE_SYNC) {
+            PQclear(r);
+            synced |= ++syncs == 1;
+            continue;
+        }
+        if (i >= n) {   /* more than was asked for */
+            PQclear(r);
+            break;
+        }
+        if (i < ntx && s == PGRES_FATAL_ERROR && !*err) {
+            const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+            outcome = !state ? TX_UNKNOWN : strcmp(state, "22012") == 0 ? TX_MISMATCH
+                                                                         : TX_FAILED;
+            *err = r;
+        } else if (s == PGRES_TUPLES_OK || s == PGRES_COMMAND_OK) {
+            out[i] = r;
+        } else {
+            PQclear(r);
+        }
+        i++;
+    }
+    /* The server commits at the transaction's Sync.  Not flushed whole:
+     * it never got it.  Flushed, and neither its answer nor an error of
+     * the server's came back: it may have. */
+    if (ntx > 0 && !synced && outcome == TX_COMMITTED)
+        outcome = flushed ? TX_UNKNOWN : TX_FAILED;
+    /* the one statement of a one-limit check matched no row: it changed
+     * nothing, and the transaction committed nothing */
+    if (outcome == TX_COMMITTED && ntx == 1 &&
+        (ops[0].stmt == F_CAS1 || ops[0].stmt == F_HOLD1) && out[0] &&
+        PQntuples(out[0]) == 0)
+        outcome = TX_MISMATCH;
+    if (syncs < want || !PQexitPipelineMode(c)) {
+        pc->lost = 1;           /* start afresh before the next transaction */
+        for (int i = 0; i < n; i++) {
+            PQclear(out[i]);
+            out[i] = NULL;
+        }
+    }
+    return outcome;
+}
+
+/* A connection the server closed while it was idle (a restart, a
+ * terminated session) shows as readable: it is marked lost, and the usual
+ * path connects again and runs its transaction, where a flight that found
+ * it broken could not tell whether it had committed. */
+static int idle_conn_alive(struct pg_conn *pc)
+{
+    struct pollfd p = {PQsocket(pc->c), POLLIN, 0};
+    int r = p.fd < 0 ? -1 : poll(&p, 1, 0);
+    if (r == 0)
+        return 1;
+    if (r > 0 && PQconsumeInput(pc->c) && PQstatus(pc->c) == CONNECTION_OK)
+        return 1;   /* a message of the server's (a parameter's new value) */
+    pc->lost = 1;
+    return 0;
+}
+
+/* Can this handle try the one-round-trip check at `now` at all? */
+static int fast_usable(rls_db *db, int64_t now)
+{
+    return db->pg && db->pg->c && !db->pg->lost && !db->in_tx && db->rules &&
+           db->rules_gen >= 0 && db->gc_horizon <= now && !rls__housekeeping_due(db, now) &&
+           idle_conn_alive(db->pg);
+}
+
+/* What the reads found: the current state of each limit, learnt; 1 if
+ * each equals the state the flight decided from (old; NULL: no flight),
+ * so a failed guard, not a stale state, failed it. */
+static int learn(rls_db *db, const key_ctx *ctx, PGresult *const *reads,
+                 const algo_state *old)
+{
+    int same = old != NULL;
+    for (int i = 0; i < ctx->n; i++) {
+        const PGresult *r = reads[i];
+        int64_t lid = ctx->rl[i].def->id;
+        if (!r || PQntuples(r) != 1) {
+            if (r)
+                rls__sc_drop(db, lid, ctx->key, ctx->keylen);
+            same = 0;
+            continue;
+        }
+        algo_state s;
+        memset(&s, 0, sizeof s);
+        s.a = get_i8(r, 1);
+        s.b = get_i8(r, 2);
+        s.c = get_i8(r, 3);
+        s.last_ms = get_i8(r, 4);
+        s.expires_ms = get_i8(r, 5);
+        if (!PQgetisnull(r, 0, 6)) {
+            s.log = (unsigned char *)PQgetvalue(r, 0, 6);
+            s.log_len = (size_t)PQgetlength(r, 0, 6);
+        }
+        int alg = (int)get_i8(r, 0);
+        if (same) {
+            const algo_state *o = &old[i];
+            size_t ol = o->log ? o->log_len : 0, sl = s.log ? s.log_len : 0;
+            same = alg == ctx->rl[i].def->algorithm && s.a == o->a && s.b == o->b &&
+                   s.c == o->c && s.last_ms == o->last_ms && s.expires_ms == o->expires_ms &&
+                   ol == sl && (ol == 0 || memcmp(o->log, s.log, ol) == 0);
+        }
+        rls__sc_put(db, lid, ctx->key, ctx->keylen, alg, &s);
+    }
+    return same;
+}
+
+static void note_stale(struct pg_conn *pc, int stale)
+{
+    pc->fast_stale += stale ? (1024 - pc->fast_stale) >> 3 : -(pc->fast_stale >> 3);
+}
+
+/* The states of ctx's limits as the handle knows them: 1 all known (a
+ * copy in old too), 0 one is not, -1 out of memory. */
+static int known_states(rls_db *db, key_ctx *ctx, algo_state *old)
+{
+    int k = 1;
+    memset(old, 0, sizeof *old * (size_t)ctx->n);
+    for (int i = 0; i < ctx->n && k == 1; i++) {
+        const rule_limit *def = ctx->rl[i].def;
+        ctx->items[i].rl = &ctx->rl[i];
+        ctx->items[i].st = &ctx->st[i];
+        ctx->row[i] = 1;
+        k = rls__sc_get(db, def->id, ctx->key, ctx->keylen, def->algorithm, &ctx->st[i]);
+        if (k == 1)
+            k = rls__sc_get(db, def->id, ctx->key, ctx->keylen, def->algorithm, &old[i]);
+    }
+    ctx->nfound = ctx->n;
+    return k;
+}
+
+static void free_logs(algo_state *st, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free(st[i].log);
+        st[i].log = NULL;
+    }
+}
+
+static void add_reads(const key_ctx *ctx, fast_op *ops, int *n)
+{
+    for (int i = 0; i < ctx->n; i++) {
+        fast_op *op = &ops[(*n)++];
+        op->stmt = F_READ;
+        op->n = 0;
+        p_int(op, ctx->rl[i].def->id);
+        p_bytes(op, ctx->key, ctx->keylen);
+    }
+}
+
+/* The transaction: each limit's new state where it changed, its state
+ * held where it did not, each under the guard. */
+static void add_writes(rls_db *db, const key_ctx *ctx, const algo_state *old, int64_t now,
+                       fast_op *ops, int *n)
+{
+    for (int i = 0; i < ctx->n; i++) {
+        const rule_limit *def = ctx->rl[i].def;
+        fast_op *op = &ops[(*n)++];
+        op->n = 0;
+        p_int(op, def->id);
+        p_bytes(op, ctx->key, ctx->keylen);
+        int changed = ctx->items[i].changed;
+        op->stmt = (changed ? F_CAS : F_HOLD) + (ctx->n == 1 ? F_CAS1 - F_CAS : 0);
+        p_state(op, def->algorithm, changed ? &ctx->st[i] : &old[i], 1);
+        if (changed)
+            p_state(op, def->algorithm, &old[i], 0);   /* as it must still be */
+        p_int(op, db->rules_gen);
+        p_int(op, now);
+        p_bytes(op, ctx->raw, strlen(ctx->raw));
+        p_bytes(op, ctx->act->name, strlen(ctx->act->name));
+    }
+}
+
+static void clear_results(PGresult **res, int n)
+{
+    for (int i = 0; i < n; i++) {
+        PQclear(res[i]);
+        res[i] = NULL;
+    }
+}
+
+/* After a committed flight. */
+static void committed(rls_db *db, key_ctx *ctx, int64_t now, const rls_result *res)
+{
+    for (int i = 0; i < ctx->n; i++)
+        if (ctx->items[i].changed)
+            rls__sc_put(db, ctx->rl[i].def->id, ctx->key, ctx->keylen,
+                        ctx->rl[i].def->algorithm, &ctx->st[i]);
+    rls__stats_count(db, ctx->act->name, now, res->allowed);
+    rls__keystat_note(db, ctx->act->name, ctx->key, ctx->keylen, res, now);
+    db->writes_since_gc++;
+}
+
+/* One attempt: RLS_OK (done), RLS__FAST_PASS (take the usual path), a
+ * positive code to try again, or an error. */
+#define FAST_AGAIN 1000
+
+static int attempt(rls_db *db, key_ctx *ctx, int64_t cost, int64_t now, int *read_done,
+                   rls_result *res)
+{
+    struct pg_conn *pc = db->pg;
+    fast_op ops[FAST_MAX_OPS];
+    PGresult *out[FAST_MAX_OPS], *err = NULL;
+    algo_state old[RESOLVE_MAX_LIMITS];
+    decide_out dout;
+    int n = 0, rc, k = known_states(db, ctx, old);
+
+    if (k == 2) {
+        keyctx_release(ctx);
+        free_logs(old, ctx->n);
+        return RLS__FAST_PASS;   /* the key's policy rows: the usual path reads them */
+    }
+    if (k <= 0 || (!*read_done && pc->fast_stale >= FAST_STALE_VERIFY)) {
+        /* states the handle does not know, or likely stale: read them all,
+         * then decide */
+        keyctx_release(ctx);
+        if (k < 0 || *read_done) {
+            free_logs(old, ctx->n);
+            return RLS__FAST_PASS;   /* still unknown: a new key, the usual path */
+        }
+        add_reads(ctx, ops, &n);
+        flight(db, ops, 0, n, out, &err);
+        if (!pc->lost) {
+            int same = learn(db, ctx, out, k == 1 ? old : NULL);
+            if (k == 1)
+                note_stale(pc, !same);   /* would they have held? */
+        }
+        clear_results(out, n);
+        free_logs(old, ctx->n);
+        *read_done = 1;
+        return pc->lost ? RLS__FAST_PASS : FAST_AGAIN;
+    }
+    if (decide_check(ctx->items, ctx->n, ctx->behaviour, now, db->gc_horizon, cost, 1, res,
+                     &dout) != 0 || dout.penalty >= 0) {
+        keyctx_release(ctx);
+        free_logs(old, ctx->n);
+        return RLS__FAST_PASS;   /* a penalty to impose, or a refusal to word */
+    }
+    add_writes(db, ctx, old, now, ops, &n);
+    int ntx = n;
+    if (pc->fast_stale >= FAST_STALE_READS)
+        add_reads(ctx, ops, &n);   /* a stale state then needs no read flight */
+    int tx = flight(db, ops, ntx, n, out, &err), read_now = 0;
+    int guard_failed = 0;
+    if (tx == TX_COMMITTED)
+        committed(db, ctx, now, res);
+    if (!pc->lost && n > ntx) {
+        guard_failed = learn(db, ctx, out + ntx, old) && tx == TX_MISMATCH;
+        read_now = 1;   /* what a retry decides from was just read */
+    }
+    else if (tx == TX_MISMATCH)
+        for (int i = 0; i < ctx->n; i++)   /* stale: read afresh next */
+            rls__sc_drop(db, ctx->rl[i].def->id, ctx->key, ctx->keylen);
+    clear_results(out, n);
+    keyctx_release(ctx);
+    free_logs(old, ctx->n);
+
+    /* states just read say nothing of what the handle knew */
+    if (!*read_done && (tx == TX_COMMITTED || (tx == TX_MISMATCH && !guard_failed)))
+        note_stale(pc, tx == TX_MISMATCH);
+    *read_done |= read_now;
+
+    const char *state = err ? PQresultErrorField(err, PG_DIAG_SQLSTATE) : NULL;
+    if (tx == TX_COMMITTED)
+        rc = RLS_OK;
+    else if (tx == TX_UNKNOWN) {
+        rc = rls__sql_error(db, rls__pg_fail(db, err, NULL), "cannot commit check");
+        pc->retryable = 0;   /* it may have committed: never run it twice */
+    } else if (state && (!strcmp(state, "55P03") || !strcmp(state, "57014"))) {
+        /* a lock wait that outlived lock_timeout: the usual path would
+         * wait as long again */
+        rc = rls__sql_error(db, rls__pg_fail(db, err, NULL), "cannot write counter state");
+    } else if (tx == TX_MISMATCH && !guard_failed && !pc->lost) {
+        rc = FAST_AGAIN;
+    } else if (tx == TX_FAILED && state && (!strcmp(state, "40001") || !strcmp(state, "40P01"))) {
+        rc = FAST_AGAIN;
+    } else {
+        rc = RLS__FAST_PASS;   /* the rules or tables changed, or anything else */
+    }
+    PQclear(err);
+    return rc;
+}
+
+int rls__pg_fast_check(rls_db *db, key_ctx *ctx, const char *action, const char *key,
+                       int64_t cost, int64_t now, rls_result *res)
+{
+    int rc = RLS__FAST_PASS, read_done = 0;
+    if (!fast_usable(db, now))
+        return RLS__FAST_PASS;
+    db->fast_trust = 1;   /* the rules as cached: the guard checks them (cache.c) */
+    int lrc = keyctx_load(db, ctx, action, key, 0, now);
+    db->fast_trust = 0;
+    if (lrc != RLS_OK || ctx->n == 0 || ctx->behaviour == TIER_BLOCKED ||
+        fast_prepare(db) != SQL_OK) {
+        db->errmsg[0] = '\0';   /* the usual path says it again, if it is so */
+        keyctx_release(ctx);
+        return RLS__FAST_PASS;
+    }
+    for (int i = 0; i < FAST_ATTEMPTS; i++) {
+        if (i > 0 && !fast_usable(db, now))
+            return RLS__FAST_PASS;   /* what the last flight learnt rules it out */
+        rc = attempt(db, ctx, cost, now, &read_done, res);
+        if (rc != FAST_AGAIN)
+            return rc;
+    }
+    return RLS__FAST_PASS;
+}
+
+void rls__pg_fast_learn(rls_db *db, const key_ctx *ctx, int states_read)
+{
+    int policy = ctx->block.found || ctx->pen_found || ctx->nexact > 0 || ctx->nov > 0;
+    for (int i = 0; i < ctx->n; i++) {
+        const rule_limit *def = ctx->rl[i].def;
+        if (policy)
+            rls__sc_mark_policy(db, def->id, ctx->key, ctx->keylen);
+        else if (states_read && (ctx->items[i].changed || (ctx->row[i] && ctx->st[i].present)))
+            rls__sc_put(db, def->id, ctx->key, ctx->keylen, def->algorithm, &ctx->st[i]);
+        else
+            rls__sc_drop(db, def->id, ctx->key, ctx->keylen);
+    }
+}
