@@ -29,6 +29,7 @@ struct pg_conn {
     char errmsg[512];
     pg_stmt *stmts;          /* every live statement (re-prepared after a reconnect) */
     unsigned long fast_gen;  /* connection pg_fast.c's statements were prepared on */
+    int fast_refused;        /* ... or the server refused one of them */
     int fast_stale;          /* how often known states were stale, 0..1024 (pg_fast.c) */
 };
 

@@ -171,12 +171,16 @@ static int64_t get_i8(const PGresult *r, int col)
     return (int64_t)u;
 }
 
-/* Prepares the statements on this connection once. */
+/* Prepares the statements on this connection once.  A server that
+ * refuses one (a PostgreSQL-like engine without some of it) is not asked
+ * again on this connection: its checks take the usual path. */
 static int fast_prepare(rls_db *db)
 {
     struct pg_conn *pc = db->pg;
     if (pc->fast_gen == pc->gen)
-        return SQL_OK;
+        return pc->fast_refused ? SQL_ERROR : SQL_OK;
+    pc->fast_gen = pc->gen;
+    pc->fast_refused = 1;
     for (int s = 0; s < F__COUNT; s++) {
         Oid types[FAST_MAX_PARAMS];
         for (int i = 0; i < FAST[s].nparams; i++)
@@ -189,7 +193,7 @@ static int fast_prepare(rls_db *db)
         if (!ok)
             return rc;
     }
-    pc->fast_gen = pc->gen;
+    pc->fast_refused = 0;
     return SQL_OK;
 }
 
