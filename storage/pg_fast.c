@@ -231,13 +231,15 @@ static int flight(rls_db *db, const fast_op *ops, int ntx, int n, PGresult **out
         sent = sent && PQpipelineSync(c);
 
     /* each op's result and a NULL; a SYNC after each segment */
-    int syncs = 0, want = (ntx > 0) + (n > ntx);
+    int syncs = 0, want = (ntx > 0) + (n > ntx), nulls = 0;
     for (int i = 0; sent && syncs < want;) {
         PGresult *r = PQgetResult(c);
         if (!r) {
-            if (PQstatus(c) != CONNECTION_OK)
+            /* the end of op i-1's results; more than one per op: the
+             * protocol is not where it should be */
+            if (PQstatus(c) != CONNECTION_OK || ++nulls > n + want)
                 break;
-            continue;   /* the end of op i-1's results */
+            continue;
         }
         ExecStatusType s = PQresultStatus(r);
         if (s == PGRES_PIPELINE_SYNC) {
@@ -488,10 +490,10 @@ static int attempt(rls_db *db, key_ctx *ctx, int64_t cost, int64_t now, int *rea
     if (!pc->lost && n > ntx) {
         guard_failed = learn(db, ctx, out + ntx, old) && tx == TX_MISMATCH;
         read_now = 1;   /* what a retry decides from was just read */
-    }
-    else if (tx == TX_MISMATCH)
+    } else if (tx == TX_MISMATCH) {
         for (int i = 0; i < ctx->n; i++)   /* stale: read afresh next */
             rls__sc_drop(db, ctx->rl[i].def->id, ctx->key, ctx->keylen);
+    }
     clear_results(out, n);
     keyctx_release(ctx);
     free_logs(old, ctx->n);

@@ -5,7 +5,8 @@
 # skipped tests ("[  SKIPPED ] N test(s)") are shown but counted neither as
 # passed nor as failed.  A suite that crashes or prints no summary counts as
 # one failed test, as does one that neither passes nor skips a test.
-# VALGRIND=1 runs each under memcheck (a report fails the suite).
+# VALGRIND=1 runs each under memcheck (a report fails the suite).  Each
+# line ends with the suite's wall-clock seconds, to see where time goes.
 #
 # The suites after an argument "--pg" run a second time against a throw-away
 # PostgreSQL server (tests/pg/server.sh) with RLSTORE_TEST_PG set to the
@@ -54,6 +55,7 @@ for t in "$@"; do
         continue
     fi
     [ "$skip_rest" = 1 ] && continue
+    t0=$(date +%s)
     if [ "${VALGRIND:-0}" = 1 ]; then
         valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --child-silent-after-fork=yes \
             "$t" >"$out" 2>&1; rc=$?
@@ -69,12 +71,13 @@ for t in "$@"; do
     name=$prefix${t#"${BUILD:-build}"/tests/}
     skipped=""
     [ "$s" != 0 ] && skipped=", $s skipped"
+    secs=$(( $(date +%s) - t0 ))
     if [ "$f" != 0 ]; then
         bad="$bad $name"
-        echo "FAIL $name ($p passed, $f failed$skipped, exit $rc)"
+        echo "FAIL $name ($p passed, $f failed$skipped, exit $rc) ${secs}s"
         sed 's/^/    /' "$out" | tail -n 40
     else
-        echo "ok   $name ($p passed$skipped)"
+        echo "ok   $name ($p passed$skipped) ${secs}s"
     fi
 done
 [ -n "$bad" ] && echo "failed suites:$bad"
