@@ -228,9 +228,8 @@ int bench_check_cpu(const bench_cfg *cfg, const check_spec *sp, long ops, bench_
 /* multi.c: nproc processes on one file, ops checks in total. */
 int bench_multi(const bench_cfg *cfg, int nproc, long ops, bench_result *r);
 /* bench_procs' flags: rls_check_at on noon_clock_ms(); each process checks
- * the keys it will check once before the timing; each process walks the
- * whole key space (from its own starting point) instead of a share of its
- * own */
+ * the keys it will check once before the timing; every process walks the
+ * same keys (from its own starting point) instead of a share of its own */
 enum { PROCS_VCLOCK = 1, PROCS_WARM = 2, PROCS_SHARED = 4 };
 /* nproc processes, each with its own handle on target (a file or a URI
  * whose rules are already applied), ops checks in total (PROCS_* flags);

@@ -16,9 +16,9 @@
  * with rls_check_at on noon_clock_ms() if asked.  With PROCS_WARM each
  * process first checks, untimed, the keys it will check (the steady state
  * of a process that has seen its keys); with PROCS_SHARED every process
- * walks the whole key space from its own starting point, so each key is
- * written by every process in turn (hosts sharing keys), instead of the
- * keys of one process being nobody else's.  Each process also reports
+ * walks the same keys from its own starting point, so each key is written
+ * by every process in turn (hosts sharing keys), instead of the keys of
+ * one process being nobody else's.  Each process also reports
  * the CPU time of its timed loop; a database server's CPU time is sampled
  * after the start and again once every process has reported, while every
  * handle is still open (processes close theirs only after that).
@@ -55,10 +55,14 @@ static int read_full(int fd, void *buf, size_t n)
     return 0;
 }
 
-/* The key index of process c's i-th check. */
-static long key_index(long i, int c, int nproc, long keys, int flags)
+/* The key index of process c's i-th check of ops: a share of its own
+ * (c, c + nproc, ...), or with PROCS_SHARED the same span of keys as every
+ * other process, from a starting point of its own (every key of the span
+ * checked by every process, at different times). */
+static long key_index(long i, int c, int nproc, long keys, long ops, int flags)
 {
-    return flags & PROCS_SHARED ? i + c * (keys / nproc) : i * nproc + c;
+    long span = ops < keys ? ops : keys;
+    return flags & PROCS_SHARED ? (i + c * (span / nproc)) % span : i * nproc + c;
 }
 
 static int one_check(rls_db *db, const char *key, int vclock, rls_result *res)
@@ -83,7 +87,7 @@ static void child(const char *path, int c, int nproc, long ops, long keys, int f
     /* the keys it will check, each once */
     long distinct = flags & PROCS_SHARED ? keys : (keys + nproc - 1) / nproc;
     for (long i = 0; rc == RLS_OK && flags & PROCS_WARM && i < ops && i < distinct; i++) {
-        key_of(key, sizeof key, key_index(i, c, nproc, keys, flags), keys);
+        key_of(key, sizeof key, key_index(i, c, nproc, keys, ops, flags), keys);
         rc = one_check(db, key, vclock, &res);
     }
     if (rc != RLS_OK || lat_init(&lat, ops) != 0) {
@@ -98,7 +102,7 @@ static void child(const char *path, int c, int nproc, long ops, long keys, int f
     double c0 = cpu_self_us();
     rep.t_start = now_us();
     for (long i = 0; i < ops && !rep.errors; i++) {
-        key_of(key, sizeof key, key_index(i, c, nproc, keys, flags), keys);
+        key_of(key, sizeof key, key_index(i, c, nproc, keys, ops, flags), keys);
         double a = now_us();
         rc = one_check(db, key, vclock, &res);
         lat.v[lat.n++] = now_us() - a;

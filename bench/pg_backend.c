@@ -20,10 +20,11 @@
  *                     connection each, on the same schema (multi.c), each
  *                     on a share of the keys of its own that it checked
  *                     once before the timing (hosts with key affinity)
- *   pg_check_n_shared the same processes, each having checked every key
- *                     once, each walking the key space from its own point
- *                     (keys written by every process in turn: hosts sharing
- *                     keys, whose knowledge is mostly stale)
+ *   pg_check_n_shared the same processes all on the same keys, each
+ *                     having checked them once, each walking them from its
+ *                     own point (every key written by every process in
+ *                     turn: hosts sharing keys, whose knowledge is mostly
+ *                     stale)
  *   pg_sqlite_1       the same checks on SQLite (a file), 1 process
  *   pg_sqlite_n       the same on SQLite, cfg->pg_clients processes on one file
  *
@@ -214,7 +215,7 @@ static void check1_round(const bench_cfg *cfg, const char *uri, long ops, int wa
 }
 
 /* pg_check_n (each process on keys of its own, checked once first) or
- * pg_check_n_shared (every process on every key, each checked once by
+ * pg_check_n_shared (every process on the same keys, each checked once by
  * each first). */
 static void checkn_round(const bench_cfg *cfg, const char *uri, long ops, int shared)
 {
@@ -227,7 +228,7 @@ static void checkn_round(const bench_cfg *cfg, const char *uri, long ops, int sh
         res_extra(&tmp, "connections", cfg->pg_clients, "");
         snprintf(what, sizeof what, "%d processes, one connection each, Unix socket, "
                  "rls_check_at, every key present, %s", cfg->pg_clients,
-                 shared ? "every process on every key, each checked once by each before"
+                 shared ? "every process on the same keys, each checked once by each before"
                         : "each process on keys of its own, checked once before");
         cpu_extras(&tmp, &cpu, tmp.lat.ops, what);
     }
