@@ -363,12 +363,10 @@ static int known_states(rls_db *db, key_ctx *ctx, algo_state *old)
         const rule_limit *def = ctx->rl[i].def;
         ctx->items[i].rl = &ctx->rl[i];
         ctx->items[i].st = &ctx->st[i];
-        ctx->row[i] = 1;
         k = rls__sc_get(db, def->id, ctx->key, ctx->keylen, def->algorithm, &ctx->st[i]);
         if (k == 1)
             k = rls__sc_get(db, def->id, ctx->key, ctx->keylen, def->algorithm, &old[i]);
     }
-    ctx->nfound = ctx->n;
     return k;
 }
 
@@ -446,21 +444,13 @@ static int attempt(rls_db *db, key_ctx *ctx, int64_t cost, int64_t now, int *rea
     PGresult *out[FAST_MAX_OPS], *err = NULL;
     algo_state old[RESOLVE_MAX_LIMITS];
     decide_out dout;
-    int n = 0, rc, k = known_states(db, ctx, old);
+    int n = 0, rc = RLS__FAST_PASS, k = known_states(db, ctx, old);
 
-    if (k == 2) {
-        keyctx_release(ctx);
-        free_logs(old, ctx->n);
-        return RLS__FAST_PASS;   /* the key's policy rows: the usual path reads them */
-    }
-    if (k <= 0 || (!*read_done && pc->fast_stale >= FAST_STALE_VERIFY)) {
+    if (k == 2 || k < 0 || (k == 0 && *read_done))
+        goto done;   /* policy rows, or still unknown (a new key): the usual path */
+    if (k == 0 || (!*read_done && pc->fast_stale >= FAST_STALE_VERIFY)) {
         /* states the handle does not know, or likely stale: read them all,
          * then decide */
-        keyctx_release(ctx);
-        if (k < 0 || *read_done) {
-            free_logs(old, ctx->n);
-            return RLS__FAST_PASS;   /* still unknown: a new key, the usual path */
-        }
         add_reads(ctx, ops, &n);
         flight(db, ops, 0, n, out, &err);
         if (!pc->lost) {
@@ -468,23 +458,18 @@ static int attempt(rls_db *db, key_ctx *ctx, int64_t cost, int64_t now, int *rea
             if (k == 1)
                 note_stale(pc, !same);   /* would they have held? */
         }
-        clear_results(out, n);
-        free_logs(old, ctx->n);
         *read_done = 1;
-        return pc->lost ? RLS__FAST_PASS : FAST_AGAIN;
+        rc = pc->lost ? RLS__FAST_PASS : FAST_AGAIN;
+        goto done;
     }
     if (decide_check(ctx->items, ctx->n, ctx->behaviour, now, db->gc_horizon, cost, 1, res,
-                     &dout) != 0 || dout.penalty >= 0) {
-        keyctx_release(ctx);
-        free_logs(old, ctx->n);
-        return RLS__FAST_PASS;   /* a penalty to impose, or a refusal to word */
-    }
+                     &dout) != 0 || dout.penalty >= 0)
+        goto done;   /* a penalty to impose, or a refusal to word */
     add_writes(db, ctx, old, now, ops, &n);
     int ntx = n;
     if (pc->fast_stale >= FAST_STALE_READS)
         add_reads(ctx, ops, &n);   /* a stale state then needs no read flight */
-    int tx = flight(db, ops, ntx, n, out, &err), read_now = 0;
-    int guard_failed = 0;
+    int tx = flight(db, ops, ntx, n, out, &err), read_now = 0, guard_failed = 0;
     if (tx == TX_COMMITTED)
         committed(db, ctx, now, res);
     if (!pc->lost && n > ntx) {
@@ -494,33 +479,30 @@ static int attempt(rls_db *db, key_ctx *ctx, int64_t cost, int64_t now, int *rea
         for (int i = 0; i < ctx->n; i++)   /* stale: read afresh next */
             rls__sc_drop(db, ctx->rl[i].def->id, ctx->key, ctx->keylen);
     }
-    clear_results(out, n);
-    keyctx_release(ctx);
-    free_logs(old, ctx->n);
-
     /* states just read say nothing of what the handle knew */
     if (!*read_done && (tx == TX_COMMITTED || (tx == TX_MISMATCH && !guard_failed)))
         note_stale(pc, tx == TX_MISMATCH);
     *read_done |= read_now;
 
     const char *state = err ? PQresultErrorField(err, PG_DIAG_SQLSTATE) : NULL;
-    if (tx == TX_COMMITTED)
+    if (tx == TX_COMMITTED) {
         rc = RLS_OK;
-    else if (tx == TX_UNKNOWN) {
+    } else if (tx == TX_UNKNOWN) {
         rc = rls__sql_error(db, rls__pg_fail(db, err, NULL), "cannot commit check");
         pc->retryable = 0;   /* it may have committed: never run it twice */
     } else if (state && (!strcmp(state, "55P03") || !strcmp(state, "57014"))) {
         /* a lock wait that outlived lock_timeout: the usual path would
          * wait as long again */
         rc = rls__sql_error(db, rls__pg_fail(db, err, NULL), "cannot write counter state");
-    } else if (tx == TX_MISMATCH && !guard_failed && !pc->lost) {
+    } else if ((tx == TX_MISMATCH && !guard_failed && !pc->lost) ||
+               (tx == TX_FAILED && state && (!strcmp(state, "40001") || !strcmp(state, "40P01")))) {
         rc = FAST_AGAIN;
-    } else if (tx == TX_FAILED && state && (!strcmp(state, "40001") || !strcmp(state, "40P01"))) {
-        rc = FAST_AGAIN;
-    } else {
-        rc = RLS__FAST_PASS;   /* the rules or tables changed, or anything else */
-    }
+    }   /* else the rules or tables changed, or anything else: the usual path */
+done:
+    clear_results(out, n);
     PQclear(err);
+    keyctx_release(ctx);
+    free_logs(old, ctx->n);
     return rc;
 }
 
