@@ -232,7 +232,13 @@
     XX(STATE_NEW, RLS__STATE_INSERT " ON CONFLICT(key, lid) DO NOTHING")     \
     XX(RES_GET, "SELECT action, key, cost, created_ms, expires_ms, lids FROM rls_reservations" \
        " WHERE id = ?1 FOR UPDATE")                                           \
-    XX(META_LOCK, "SELECT 1 FROM rls_meta WHERE id = 1 FOR UPDATE")
+    XX(META_LOCK, "SELECT 1 FROM rls_meta WHERE id = 1 FOR UPDATE")              \
+    /* rule-set versions 1..n, as SQLite numbers them: an identity sequence \
+     * would skip the number of every apply rolled back or killed (the     \
+     * inserts are serialised by META_LOCK, apply.c) */                     \
+    XX(RULESET_ADD, "INSERT INTO rls_rulesets(version, created_ms, os_user, tool, source," \
+       " comment, yaml) SELECT coalesce(max(version), 0) + 1, ?1, ?2, ?3, ?4, ?5, ?6"     \
+       " FROM rls_rulesets RETURNING version")
 
 enum rls_split_side { SPLIT_NONE = 0, SPLIT_RULES, SPLIT_COUNTERS, SPLIT_OWN };
 

@@ -2,8 +2,9 @@
  * test_pg.c - what only the PostgreSQL backend does (storage/pg*.c): it
  * survives a lost connection, waits for a row another session holds,
  * reports a held-back write's failure at the statement it travelled with
- * and loses nothing, keeps passwords out of messages, refuses schemas it did not make or
- * cannot read, and a read-only handle creates nothing.  Runs when
+ * and loses nothing, numbers rule sets without gaps as SQLite does, keeps
+ * passwords out of messages, refuses schemas it did not make or cannot
+ * read, and a read-only handle creates nothing.  Runs when
  * RLSTORE_TEST_PG names a live server (tests/pg/); on SQLite every test is
  * skipped, and reported as skipped.
  */
@@ -85,6 +86,24 @@ static void failed_held_back_write_fails_the_check(void **state)
     it_free(t);
 }
 
+static void a_rolled_back_apply_leaves_no_gap_in_the_versions(void **state)
+{
+    IT_PG_ONLY();
+    itest *t = it_new(RULES);
+    int64_t v = 0;
+    /* the audit row is refused: the apply is rolled back after its rule set
+     * was inserted */
+    it_sql_exec(t->path, "ALTER TABLE rls_audit ADD CONSTRAINT noapply CHECK (op <> 'rules.apply') NOT VALID");
+    assert_int_not_equal(rls_rules_apply_at(t->db, RULES, strlen(RULES), "r.yaml", NULL,
+                                            T0 + 1, &v), RLS_OK);
+    it_sql_exec(t->path, "ALTER TABLE rls_audit DROP CONSTRAINT noapply");
+    assert_int_equal(rls_rules_apply_at(t->db, RULES, strlen(RULES), "r.yaml", NULL, T0 + 2, &v),
+                     RLS_OK);
+    assert_int_equal(v, 2);   /* versions 1..n, as on SQLite */
+    assert_int_equal(it_sql_int(t->path, "SELECT max(version) FROM rls_rulesets"), 2);
+    it_free(t);
+}
+
 static void password_never_shown(void **state)
 {
     IT_PG_ONLY();
@@ -143,6 +162,7 @@ int main(void)
         cmocka_unit_test(lost_connection_is_reestablished),
         cmocka_unit_test(held_row_makes_a_check_wait_then_fail_by_name),
         cmocka_unit_test(failed_held_back_write_fails_the_check),
+        cmocka_unit_test(a_rolled_back_apply_leaves_no_gap_in_the_versions),
         cmocka_unit_test(password_never_shown),
         cmocka_unit_test(newer_or_foreign_schemas_are_refused),
         cmocka_unit_test(read_only_or_no_create_makes_nothing),
