@@ -34,6 +34,24 @@ static void drop_notice(void *arg, const char *message)
     (void)message;
 }
 
+/*
+ * A server process on glibc returns the top of its heap to the kernel
+ * whenever more than 128 KiB of it is free (M_TRIM_THRESHOLD's default).
+ * Each execution of a check statement allocates ~140 KiB there (every
+ * B-tree scan it starts takes ~27 KiB) and frees it at its end: the heap
+ * was trimmed and grown again, and its pages faulted in anew, on every
+ * statement: a quarter of the server's CPU per check (two brk and ~35
+ * page faults a statement; PERFORMANCE.md).  glibc raises both thresholds
+ * for good when a block it had to map on its own (larger than the mmap
+ * threshold) is freed: one query that builds a 1 MiB value does that,
+ * after which the session keeps up to 2 MiB of free heap.  On another C
+ * library it costs one query per connection; its failure changes nothing.
+ */
+static void keep_heap(PGconn *c)
+{
+    PQclear(PQexec(c, "SELECT length(repeat('x', 1048576))"));
+}
+
 static int session_setup(rls_db *db)
 {
     char sql[320];
@@ -46,8 +64,10 @@ static int session_setup(rls_db *db)
              full ? "on" : "off", wait,
              db->opt.read_only ? "; SET default_transaction_read_only = on" : "");
     int rc = rls__pg_exec(db, sql);
-    if (rc == SQL_OK)
+    if (rc == SQL_OK) {
         db->pg->durable = full;
+        keep_heap(db->pg->c);
+    }
     return rc;
 }
 
