@@ -295,6 +295,7 @@ int rls__cache_refresh(rls_db *db)
     if (db->pg) {   /* PostgreSQL: known for this transaction (db.h) */
         db->policy_none = sql_column_int(st, 3);
         db->res_none = sql_column_int(st, 4);
+        db->policy_gen = sql_column_int64(st, 5);
         db->empties_known = 1;
         db->tx_refreshed = 1;
     }

@@ -221,12 +221,13 @@
     XX(BEGIN_READ, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")         \
     /* no data version to trust between transactions: the emptiness of the  \
      * policy and reservation tables comes with the control row, so a check \
-     * of a key without any skips those reads (cache.c) */                  \
+     * of a key without any skips those reads (cache.c), and so does the    \
+     * policy tables' generation (schema/pg/002, pg_fast.c) */              \
     XX(META_GET, "SELECT rules_gen, gc_horizon, active_version,"              \
        " NOT EXISTS (SELECT 1 FROM rls_blocks)"                               \
        " AND NOT EXISTS (SELECT 1 FROM rls_assignments WHERE kind = 0)"       \
        " AND NOT EXISTS (SELECT 1 FROM rls_overrides),"                       \
-       " NOT EXISTS (SELECT 1 FROM rls_reservations) FROM rls_meta WHERE id = 1") \
+       " NOT EXISTS (SELECT 1 FROM rls_reservations), policy_gen FROM rls_meta WHERE id = 1") \
     XX(STATE_GET, "SELECT alg, a, b, c, last_ms, exp_ms, log FROM rls_state"  \
        " WHERE lid = ?1 AND key = ?2 FOR UPDATE")                             \
     XX(STATE_NEW, RLS__STATE_INSERT " ON CONFLICT(key, lid) DO NOTHING")     \
@@ -297,6 +298,7 @@ struct rls_db {
     int policy_none;               /* no blocks, exact assignments, overrides */
     int res_none;                  /* no reservations */
     int fast_trust;                /* PostgreSQL: rules as cached, checked later (pg_fast.c) */
+    int64_t policy_gen;            /* PostgreSQL: rls_meta.policy_gen as last read */
     struct state_cache *sc;        /* last known states (statecache.c), or NULL */
 
     stat_acc *stats;
@@ -489,6 +491,10 @@ int rls__sc_get(rls_db *db, int64_t lid, const char *key, size_t klen, int alg,
 void rls__sc_put(rls_db *db, int64_t lid, const char *key, size_t klen, int alg,
                  const algo_state *st);
 void rls__sc_mark_policy(rls_db *db, int64_t lid, const char *key, size_t klen);
+/* The policy generation at which (lid, key)'s key was seen without policy
+ * rows, or -1 (not known, or not kept); setting it needs a kept state. */
+int64_t rls__sc_clean_gen(rls_db *db, int64_t lid, const char *key, size_t klen);
+void rls__sc_set_clean_gen(rls_db *db, int64_t lid, const char *key, size_t klen, int64_t gen);
 void rls__sc_drop(rls_db *db, int64_t lid, const char *key, size_t klen);
 void rls__sc_free(rls_db *db);
 

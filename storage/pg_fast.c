@@ -61,38 +61,66 @@
 
 /* CAS and HOLD fail the transaction when they do not hold; a check of one
  * limit needs no more than the row they return or not (CAS1, HOLD1): no
- * error to raise and roll back. */
-enum { F_CAS, F_HOLD, F_CAS1, F_HOLD1, F_READ, F__COUNT };
+ * error to raise and roll back.  Each in two forms: the first probes the
+ * policy tables for the key and returns their generation (policy_gen,
+ * schema/pg/002) as it read them; the G form, for a key the handle saw
+ * without policy rows at generation P, only asks that the generation still
+ * be P (one column of the row it reads anyway, where the probes start
+ * three scans of three tables: about a quarter of the server's CPU per
+ * check). */
+enum {
+    F_CAS, F_HOLD, F_CAS1, F_HOLD1,
+    F_GCAS, F_GHOLD, F_GCAS1, F_GHOLD1,
+    F_READ, F__COUNT
+};
+#define F_ONE (F_CAS1 - F_CAS)    /* from a statement to its one-limit form */
+#define F_GEN (F_GCAS - F_CAS)    /* from a statement to its G form */
 
-/* the guard: the rules the handle decided with, the GC horizon not past
+/* The guard: the rules the handle decided with, the GC horizon not past
  * the check's time `now`, and nothing of the key's own that the usual path
  * reads (keyctx.c): no block, exact tier assignment or override for the
  * key as normalised ($2) or as given (raw) and the action or all actions
  * (a superset of what applies), no reservation of it that has expired;
  * the four probes in one subquery (one plan node to start, not four: the
- * executor's start-up is most of such a statement's cost) */
+ * executor's start-up is most of such a statement's cost). */
+#define F_META(gen, now) \
+    " AND EXISTS (SELECT 1 FROM rls_meta WHERE id = 1 AND rules_gen = $" gen " AND gc_horizon <= $" now
+#define F_RESERVATIONS(now, act)                                              \
+    " SELECT 1 FROM rls_reservations WHERE key = $2 AND action = $" act       \
+    " AND expires_ms <= $" now
 #define F_GUARD(gen, now, raw, act)                                           \
-    " AND EXISTS (SELECT 1 FROM rls_meta WHERE id = 1 AND rules_gen = $" gen  \
-    " AND gc_horizon <= $" now ")"                                            \
+    F_META(gen, now) ")"                                                      \
     " AND NOT EXISTS (SELECT 1 FROM rls_blocks WHERE key IN ($2, $" raw ")"   \
     " AND action IN ('', $" act ")"                                           \
     " UNION ALL SELECT 1 FROM rls_assignments WHERE pattern IN ($2, $" raw ")" \
     " AND action IN ('', $" act ") AND kind = 0"                              \
     " UNION ALL SELECT 1 FROM rls_overrides WHERE key = $2 AND action = $" act \
-    " UNION ALL SELECT 1 FROM rls_reservations WHERE key = $2 AND action = $" act \
-    " AND expires_ms <= $" now ")"
-#define F_CAS_SQL                                                             \
+    " UNION ALL" F_RESERVATIONS(now, act) ")"
+/* the G form's: the policy generation ($pgen) in place of the three probes */
+#define F_GGUARD(gen, now, pgen, act)                                         \
+    F_META(gen, now) " AND policy_gen = $" pgen ")"                           \
+    " AND NOT EXISTS (" F_RESERVATIONS(now, act) ")"
+#define F_POLICY_GEN "(SELECT policy_gen FROM rls_meta WHERE id = 1)"
+#define F_CAS_SQL(guard, ret)                                                 \
     "UPDATE rls_state SET a = $4, b = $5, c = $6, last_ms = $7, exp_ms = $8, log = $9" \
     " WHERE lid = $1 AND key = $2 AND alg = $3 AND a = $10 AND b = $11 AND c = $12" \
     " AND last_ms = $13 AND exp_ms = $14 AND log IS NOT DISTINCT FROM $15"  \
-    F_GUARD("16", "17", "18", "19") " RETURNING 1"
-#define F_HOLD_SQL                                                            \
-    "SELECT 1 FROM rls_state WHERE lid = $1 AND key = $2 AND alg = $3 AND a = $4" \
+    guard("16", "17", "18", "19") ret
+#define F_HOLD_SQL(guard, ret)                                                \
+    "SELECT " ret " FROM rls_state WHERE lid = $1 AND key = $2 AND alg = $3 AND a = $4" \
     " AND b = $5 AND c = $6 AND last_ms = $7 AND exp_ms = $8"                 \
-    " AND log IS NOT DISTINCT FROM $9" F_GUARD("10", "11", "12", "13") " FOR UPDATE"
-#define F_CAS_BYTES (1u << 1 | 1u << 8 | 1u << 14 | 1u << 17)
+    " AND log IS NOT DISTINCT FROM $9" guard("10", "11", "12", "13") " FOR UPDATE"
+/* the probing forms' results: 1 (or 1 / count), then the generation */
+#define F_PCAS F_CAS_SQL(F_GUARD, " RETURNING " F_POLICY_GEN " AS g")
+#define F_PHOLD F_HOLD_SQL(F_GUARD, F_POLICY_GEN " AS g")
+#define F_GCAS_SQL F_CAS_SQL(F_GGUARD, " RETURNING 1")
+#define F_GCAS1_SQL F_CAS_SQL(F_GGUARD, "")
+#define F_GHOLD_SQL F_HOLD_SQL(F_GGUARD, "1")
+/* parameter types: the raw key (bytes) of the probes is the generation
+ * (int8) in the G forms */
+#define F_CAS_BYTES (1u << 1 | 1u << 8 | 1u << 14)
 #define F_CAS_TEXT (1u << 18)
-#define F_HOLD_BYTES (1u << 1 | 1u << 8 | 1u << 11)
+#define F_HOLD_BYTES (1u << 1 | 1u << 8)
 #define F_HOLD_TEXT (1u << 12)
 
 static const struct fast_stmt {
@@ -100,14 +128,23 @@ static const struct fast_stmt {
     int nparams;
     uint32_t bytea, text;   /* bit i: parameter i+1 is bytes, text; else int8 */
 } FAST[F__COUNT] = {
-    {"rls_fast_cas", "WITH u AS (" F_CAS_SQL ") SELECT 1 / count(*) FROM u", 19, F_CAS_BYTES,
+    {"rls_fast_cas", "WITH u AS (" F_PCAS ") SELECT 1 / count(*), max(g) FROM u", 19,
+     F_CAS_BYTES | 1u << 17, F_CAS_TEXT},
+    {"rls_fast_hold", "SELECT 1 / count(*), max(g) FROM (" F_PHOLD ") s", 13,
+     F_HOLD_BYTES | 1u << 11, F_HOLD_TEXT},
+    {"rls_fast_cas1", F_PCAS, 19, F_CAS_BYTES | 1u << 17, F_CAS_TEXT},
+    {"rls_fast_hold1", F_PHOLD, 13, F_HOLD_BYTES | 1u << 11, F_HOLD_TEXT},
+    {"rls_fast_gcas", "WITH u AS (" F_GCAS_SQL ") SELECT 1 / count(*) FROM u", 19, F_CAS_BYTES,
      F_CAS_TEXT},
-    {"rls_fast_hold", "SELECT 1 / count(*) FROM (" F_HOLD_SQL ") s", 13, F_HOLD_BYTES,
+    {"rls_fast_ghold", "SELECT 1 / count(*) FROM (" F_GHOLD_SQL ") s", 13, F_HOLD_BYTES,
      F_HOLD_TEXT},
-    {"rls_fast_cas1", F_CAS_SQL, 19, F_CAS_BYTES, F_CAS_TEXT},
-    {"rls_fast_hold1", F_HOLD_SQL, 13, F_HOLD_BYTES, F_HOLD_TEXT},
+    {"rls_fast_gcas1", F_GCAS1_SQL, 19, F_CAS_BYTES, F_CAS_TEXT},
+    {"rls_fast_ghold1", F_GHOLD_SQL, 13, F_HOLD_BYTES, F_HOLD_TEXT},
+    /* one row always: the state's columns (NULL when it has none), then
+     * the policy generation */
     {"rls_fast_read",
-     "SELECT alg, a, b, c, last_ms, exp_ms, log FROM rls_state WHERE lid = $1 AND key = $2",
+     "SELECT alg, a, b, c, last_ms, exp_ms, log, policy_gen FROM rls_meta m"
+     " LEFT JOIN rls_state s ON s.lid = $1 AND s.key = $2 WHERE m.id = 1",
      2, 1u << 1, 0},
 };
 
@@ -171,30 +208,56 @@ static int64_t get_i8(const PGresult *r, int col)
     return (int64_t)u;
 }
 
-/* Prepares the statements on this connection once.  A server that
- * refuses one (a PostgreSQL-like engine without some of it) is not asked
- * again on this connection: its checks take the usual path. */
+/* Prepares the statements on this connection once, all in one pipeline
+ * (one round trip, not one each).  A server that refuses one (a
+ * PostgreSQL-like engine without some of it) is not asked again on this
+ * connection: its checks take the usual path. */
 static int fast_prepare(rls_db *db)
 {
     struct pg_conn *pc = db->pg;
+    PGconn *c = pc->c;
     if (pc->fast_gen == pc->gen)
         return pc->fast_refused ? SQL_ERROR : SQL_OK;
     pc->fast_gen = pc->gen;
     pc->fast_refused = 1;
-    for (int s = 0; s < F__COUNT; s++) {
+    int sent = PQenterPipelineMode(c), synced = 0, rc = SQL_OK;
+    for (int s = 0; sent && s < F__COUNT; s++) {
         Oid types[FAST_MAX_PARAMS];
         for (int i = 0; i < FAST[s].nparams; i++)
             types[i] = FAST[s].bytea >> i & 1u  ? OID_BYTEA
                        : FAST[s].text >> i & 1u ? OID_TEXT : OID_INT8;
-        PGresult *r = PQprepare(pc->c, FAST[s].name, FAST[s].sql, FAST[s].nparams, types);
-        int ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
-        int rc = ok ? SQL_OK : rls__pg_fail(db, r, "cannot prepare statement");
-        PQclear(r);
-        if (!ok)
-            return rc;
+        sent = PQsendPrepare(c, FAST[s].name, FAST[s].sql, FAST[s].nparams, types);
     }
-    pc->fast_refused = 0;
-    return SQL_OK;
+    sent = sent && PQpipelineSync(c);
+    /* each statement's result and a NULL, then the Sync's; after an
+     * error, the rest come back aborted */
+    for (int nulls = 0; sent;) {
+        PGresult *r = PQgetResult(c);
+        if (!r) {
+            if (PQstatus(c) != CONNECTION_OK || ++nulls > F__COUNT)
+                break;
+            continue;
+        }
+        ExecStatusType st = PQresultStatus(r);
+        synced = st == PGRES_PIPELINE_SYNC;
+        if (!synced && st != PGRES_COMMAND_OK && rc == SQL_OK)
+            rc = rls__pg_fail(db, r, "cannot prepare statement");
+        PQclear(r);
+        if (synced)
+            break;
+    }
+    if (!synced || !PQexitPipelineMode(c)) {
+        pc->lost = 1;   /* the usual path connects again */
+        return rc != SQL_OK ? rc : SQL_ERROR;
+    }
+    if (rc == SQL_OK)
+        pc->fast_refused = 0;
+    return rc;
+}
+
+static int one_limit(int stmt)
+{
+    return stmt == F_CAS1 || stmt == F_HOLD1 || stmt == F_GCAS1 || stmt == F_GHOLD1;
 }
 
 /* What a flight's transaction did. */
@@ -270,9 +333,9 @@ static int flight(rls_db *db, const fast_op *ops, int ntx, int n, PGresult **out
         outcome = flushed ? TX_UNKNOWN : TX_FAILED;
     /* the one statement of a one-limit check matched no row: it changed
      * nothing, and the transaction committed nothing */
-    if (outcome == TX_COMMITTED && ntx == 1 &&
-        (ops[0].stmt == F_CAS1 || ops[0].stmt == F_HOLD1) && out[0] &&
-        PQntuples(out[0]) == 0)
+    if (outcome == TX_COMMITTED && ntx == 1 && one_limit(ops[0].stmt) && out[0] &&
+        (ops[0].stmt == F_GCAS1 ? strcmp(PQcmdTuples(out[0]), "0") == 0
+                                : PQntuples(out[0]) == 0))
         outcome = TX_MISMATCH;
     if (syncs < want || !PQexitPipelineMode(c)) {
         pc->lost = 1;           /* start afresh before the next transaction */
@@ -318,7 +381,9 @@ static int learn(rls_db *db, const key_ctx *ctx, PGresult *const *reads,
     for (int i = 0; i < ctx->n; i++) {
         const PGresult *r = reads[i];
         int64_t lid = ctx->rl[i].def->id;
-        if (!r || PQntuples(r) != 1) {
+        if (r && PQntuples(r) == 1 && !PQgetisnull(r, 0, 7))
+            db->policy_gen = get_i8(r, 7);
+        if (!r || PQntuples(r) != 1 || PQgetisnull(r, 0, 0)) {
             if (r)
                 rls__sc_drop(db, lid, ctx->key, ctx->keylen);
             same = 0;
@@ -389,10 +454,22 @@ static void add_reads(const key_ctx *ctx, fast_op *ops, int *n)
     }
 }
 
+/* The policy generation at which the handle saw ctx's key without policy
+ * rows for each of its limits, if that is the generation it last read;
+ * else -1: the probes must look. */
+static int64_t clean_gen(rls_db *db, const key_ctx *ctx)
+{
+    for (int i = 0; i < ctx->n; i++)
+        if (rls__sc_clean_gen(db, ctx->rl[i].def->id, ctx->key, ctx->keylen) != db->policy_gen)
+            return -1;
+    return db->policy_gen;
+}
+
 /* The transaction: each limit's new state where it changed, its state
- * held where it did not, each under the guard. */
+ * held where it did not, each under the guard: the probing form's, or
+ * with pgen >= 0 the G form's. */
 static void add_writes(rls_db *db, const key_ctx *ctx, const algo_state *old, int64_t now,
-                       fast_op *ops, int *n)
+                       int64_t pgen, fast_op *ops, int *n)
 {
     for (int i = 0; i < ctx->n; i++) {
         const rule_limit *def = ctx->rl[i].def;
@@ -401,13 +478,16 @@ static void add_writes(rls_db *db, const key_ctx *ctx, const algo_state *old, in
         p_int(op, def->id);
         p_bytes(op, ctx->key, ctx->keylen);
         int changed = ctx->items[i].changed;
-        op->stmt = (changed ? F_CAS : F_HOLD) + (ctx->n == 1 ? F_CAS1 - F_CAS : 0);
+        op->stmt = (changed ? F_CAS : F_HOLD) + (ctx->n == 1 ? F_ONE : 0) + (pgen >= 0 ? F_GEN : 0);
         p_state(op, def->algorithm, changed ? &ctx->st[i] : &old[i], 1);
         if (changed)
             p_state(op, def->algorithm, &old[i], 0);   /* as it must still be */
         p_int(op, db->rules_gen);
         p_int(op, now);
-        p_bytes(op, ctx->raw, strlen(ctx->raw));
+        if (pgen >= 0)
+            p_int(op, pgen);
+        else
+            p_bytes(op, ctx->raw, strlen(ctx->raw));
         p_bytes(op, ctx->act->name, strlen(ctx->act->name));
     }
 }
@@ -417,6 +497,21 @@ static void clear_results(PGresult **res, int n)
     for (int i = 0; i < n; i++) {
         PQclear(res[i]);
         res[i] = NULL;
+    }
+}
+
+/* After a committed flight of the probing forms: the generation each
+ * probe read the policy tables at, which found none of the key's. */
+static void learn_clean(rls_db *db, const key_ctx *ctx, const fast_op *ops,
+                        PGresult *const *out)
+{
+    for (int i = 0; i < ctx->n; i++) {
+        const PGresult *r = out[i];
+        int col = one_limit(ops[i].stmt) ? 0 : 1;
+        if (ops[i].stmt >= F_GCAS || !r || PQntuples(r) != 1 || PQgetisnull(r, 0, col))
+            continue;
+        db->policy_gen = get_i8(r, col);
+        rls__sc_set_clean_gen(db, ctx->rl[i].def->id, ctx->key, ctx->keylen, db->policy_gen);
     }
 }
 
@@ -465,15 +560,20 @@ static int attempt(rls_db *db, key_ctx *ctx, int64_t cost, int64_t now, int *rea
     if (decide_check(ctx->items, ctx->n, ctx->behaviour, now, db->gc_horizon, cost, 1, res,
                      &dout) != 0 || dout.penalty >= 0)
         goto done;   /* a penalty to impose, or a refusal to word */
-    add_writes(db, ctx, old, now, ops, &n);
+    int64_t pgen = clean_gen(db, ctx);
+    add_writes(db, ctx, old, now, pgen, ops, &n);
     int ntx = n;
     if (pc->fast_stale >= FAST_STALE_READS)
         add_reads(ctx, ops, &n);   /* a stale state then needs no read flight */
     int tx = flight(db, ops, ntx, n, out, &err), read_now = 0, guard_failed = 0;
-    if (tx == TX_COMMITTED)
+    if (tx == TX_COMMITTED) {
         committed(db, ctx, now, res);
+        learn_clean(db, ctx, ops, out);
+    }
     if (!pc->lost && n > ntx) {
         guard_failed = learn(db, ctx, out + ntx, old) && tx == TX_MISMATCH;
+        if (guard_failed && pgen >= 0 && db->policy_gen != pgen)
+            guard_failed = 0;   /* the policy tables changed: the probes look */
         read_now = 1;   /* what a retry decides from was just read */
     } else if (tx == TX_MISMATCH) {
         for (int i = 0; i < ctx->n; i++)   /* stale: read afresh next */
@@ -536,11 +636,16 @@ void rls__pg_fast_learn(rls_db *db, const key_ctx *ctx, int states_read)
     int policy = ctx->block.found || ctx->pen_found || ctx->nexact > 0 || ctx->nov > 0;
     for (int i = 0; i < ctx->n; i++) {
         const rule_limit *def = ctx->rl[i].def;
-        if (policy)
+        if (policy) {
             rls__sc_mark_policy(db, def->id, ctx->key, ctx->keylen);
-        else if (states_read && (ctx->items[i].changed || (ctx->row[i] && ctx->st[i].present)))
+        } else if (states_read &&
+                   (ctx->items[i].changed || (ctx->row[i] && ctx->st[i].present))) {
             rls__sc_put(db, def->id, ctx->key, ctx->keylen, def->algorithm, &ctx->st[i]);
-        else
+            /* the transaction read the generation before the key's policy
+             * rows (cache.c): none were there at it */
+            rls__sc_set_clean_gen(db, def->id, ctx->key, ctx->keylen, db->policy_gen);
+        } else {
             rls__sc_drop(db, def->id, ctx->key, ctx->keylen);
+        }
     }
 }

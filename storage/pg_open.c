@@ -40,16 +40,18 @@ static void drop_notice(void *arg, const char *message)
  * Each execution of a check statement allocates ~140 KiB there (every
  * B-tree scan it starts takes ~27 KiB) and frees it at its end: the heap
  * was trimmed and grown again, and its pages faulted in anew, on every
- * statement: a quarter of the server's CPU per check (two brk and ~35
- * page faults a statement; PERFORMANCE.md).  glibc raises both thresholds
- * for good when a block it had to map on its own (larger than the mmap
- * threshold) is freed: one query that builds a 1 MiB value does that,
- * after which the session keeps up to 2 MiB of free heap.  On another C
- * library it costs one query per connection; its failure changes nothing.
+ * statement: a quarter of the server's CPU per check (two brk and tens
+ * of page faults a statement; PERFORMANCE.md).  glibc raises both
+ * thresholds for good when a block it had to map on its own (larger than
+ * the mmap threshold) is freed: one query that builds a 256 KiB value
+ * does that (0.3 ms; repeat() of one character or length() would take
+ * milliseconds), after which the session keeps up to 512 KiB of free
+ * heap.  On another C library it costs one query per connection; its
+ * failure changes nothing.
  */
 static void keep_heap(PGconn *c)
 {
-    PQclear(PQexec(c, "SELECT length(repeat('x', 1048576))"));
+    PQclear(PQexec(c, "SELECT octet_length(repeat(repeat('x', 1024), 256))"));
 }
 
 static int session_setup(rls_db *db)

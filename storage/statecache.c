@@ -12,7 +12,9 @@
  * with a sliding log longer than RLS_SC_LOG_MAX bytes are not kept.  A key
  * that has rows of its own in the policy tables (a block, an exact tier
  * assignment, an override) is marked instead: its checks take the usual
- * path, which reads them.
+ * path, which reads them.  A key seen without them is noted with the
+ * policy tables' generation it was seen at (schema/pg/002): while the
+ * generation stays, so does that.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,7 @@ typedef struct sc_entry {
     int64_t lid;
     int alg;
     int policy;                   /* the key has policy rows: no state kept */
+    int64_t clean_gen;            /* policy generation it had none at, or -1 */
     int64_t a, b, c, last_ms, expires_ms;
     size_t log_len, keylen;
     unsigned char bytes[];        /* the key, then the log */
@@ -148,8 +151,11 @@ static void store(rls_db *db, int64_t lid, const char *key, size_t klen, int alg
     }
     struct state_cache *sc = db->sc;
     sc_entry **link = find(db, h, lid, key, klen), *e;
+    int64_t clean_gen = -1;
     if (link) {
         e = *link;
+        if (!policy && !e->policy)
+            clean_gen = e->clean_gen;   /* a new state says nothing of policy */
         *link = e->next;   /* unlinked; linked again below */
         sc->count--;
         if (e->log_len < loglen) {
@@ -172,6 +178,7 @@ static void store(rls_db *db, int64_t lid, const char *key, size_t klen, int alg
     e->lid = lid;
     e->alg = alg;
     e->policy = policy;
+    e->clean_gen = clean_gen;
     e->a = st->a;
     e->b = st->b;
     e->c = st->c;
@@ -197,6 +204,19 @@ void rls__sc_put(rls_db *db, int64_t lid, const char *key, size_t klen, int alg,
 void rls__sc_mark_policy(rls_db *db, int64_t lid, const char *key, size_t klen)
 {
     store(db, lid, key, klen, 0, NULL);
+}
+
+int64_t rls__sc_clean_gen(rls_db *db, int64_t lid, const char *key, size_t klen)
+{
+    sc_entry **pe = find(db, hash_of(lid, key, klen), lid, key, klen);
+    return pe && !(*pe)->policy ? (*pe)->clean_gen : -1;
+}
+
+void rls__sc_set_clean_gen(rls_db *db, int64_t lid, const char *key, size_t klen, int64_t gen)
+{
+    sc_entry **pe = find(db, hash_of(lid, key, klen), lid, key, klen);
+    if (pe && !(*pe)->policy)
+        (*pe)->clean_gen = gen;
 }
 
 void rls__sc_drop(rls_db *db, int64_t lid, const char *key, size_t klen)

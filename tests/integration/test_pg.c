@@ -152,7 +152,44 @@ static void read_only_or_no_create_makes_nothing(void **state)
                                          " WHERE table_schema = current_schema()"), 0);
     /* and a handle that may create does */
     assert_int_equal(rls_open(&t->db, t->path, NULL), RLS_OK);
-    assert_int_equal(it_sql_int(t->path, "SELECT version FROM rls_schema"), 1);
+    assert_int_equal(it_sql_int(t->path, "SELECT version FROM rls_schema"), 2);
+    it_free(t);
+}
+
+/* A database made by a library of schema version 1 (before the policy
+ * generation) is brought to version 2 by the next open: the column, and
+ * the triggers that move it with every write of a policy row (and not
+ * with a deletion); the rules and counters it held are kept. */
+static void a_version_1_schema_is_upgraded(void **state)
+{
+    IT_PG_ONLY();
+    itest *t = it_new(RULES);
+    assert_true(it_check(t, "api", "k", 1, T0, NULL));
+    rls_close(t->db);
+    t->db = NULL;
+    it_sql_exec(t->path, "DROP TRIGGER rls_blocks_written ON rls_blocks;"
+                         " DROP TRIGGER rls_assignments_written ON rls_assignments;"
+                         " DROP TRIGGER rls_overrides_written ON rls_overrides;"
+                         " DROP FUNCTION rls_policy_written();"
+                         " ALTER TABLE rls_meta DROP COLUMN policy_gen;"
+                         " UPDATE rls_schema SET version = 1");
+    assert_int_equal(rls_open(&t->db, t->path, NULL), RLS_OK);
+    assert_int_equal(it_sql_int(t->path, "SELECT version FROM rls_schema"), 2);
+    assert_int_equal(it_sql_int(t->path, "SELECT policy_gen FROM rls_meta"), 0);
+    assert_int_equal(it_sql_int(t->path, "SELECT count(*) FROM rls_rulesets"), 1);
+    assert_int_equal(it_sql_int(t->path, "SELECT count(*) FROM rls_state"), 1);
+
+    assert_int_equal(rls_block_set_at(t->db, "api", "k", 0, "test", T0 + 1), RLS_OK);
+    int64_t after_block = it_sql_int(t->path, "SELECT policy_gen FROM rls_meta");
+    assert_true(after_block > 0);
+    assert_int_equal(rls_override_set_at(t->db, "api", "k", "r", 9, 0, T0 + 2), RLS_OK);
+    int64_t after_override = it_sql_int(t->path, "SELECT policy_gen FROM rls_meta");
+    assert_true(after_override > after_block);
+    assert_int_equal(rls_block_unset_at(t->db, "api", "k", T0 + 3), RLS_OK);
+    assert_int_equal(it_sql_int(t->path, "SELECT policy_gen FROM rls_meta"), after_override);
+    it_sql_exec(t->path, "INSERT INTO rls_assignments(pattern, action, kind, tier, created_ms)"
+                         " VALUES ('k'::bytea, '', 0, 'gold', 0)");
+    assert_true(it_sql_int(t->path, "SELECT policy_gen FROM rls_meta") > after_override);
     it_free(t);
 }
 
@@ -166,6 +203,7 @@ int main(void)
         cmocka_unit_test(password_never_shown),
         cmocka_unit_test(newer_or_foreign_schemas_are_refused),
         cmocka_unit_test(read_only_or_no_create_makes_nothing),
+        cmocka_unit_test(a_version_1_schema_is_upgraded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

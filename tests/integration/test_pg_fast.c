@@ -48,12 +48,36 @@ static int last_was_one_flight(const itest *t, const char *name)
     const char *q = PQgetvalue(r, 0, 0);
     int one = strncmp(q, "UPDATE rls_state SET", 20) == 0 || strncmp(q, "WITH u AS", 9) == 0 ||
               strncmp(q, "SELECT 1 FROM rls_state", 23) == 0 ||
-              strncmp(q, "SELECT 1 / count(*)", 19) == 0 || strncmp(q, "SELECT alg,", 11) == 0;
+              strncmp(q, "SELECT 1 / count(*)", 19) == 0 || strncmp(q, "SELECT alg,", 11) == 0 ||
+              strncmp(q, "SELECT (SELECT policy_gen", 25) == 0;
     int usual = strcmp(q, "COMMIT") == 0 || strncmp(q, "RELEASE", 7) == 0;
     if (one == usual)
         fail_msg("session %s ended with an unexpected statement: %s", name, q);
     PQclear(r);
     return one;
+}
+
+/* Does the last statement of the session `name` contain `part`?  The
+ * one-flight write has two forms: with the policy tables' probes
+ * ("rls_blocks"), or for a key seen without policy rows at the current
+ * generation, with that generation alone ("policy_gen = $"). */
+static int last_statement_has(const char *name, const char *part)
+{
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT query FROM pg_stat_activity WHERE application_name = '%s'",
+             name);
+    PGresult *r = it_pg_run(it_pg(), sql);
+    assert_int_equal(PQntuples(r), 1);
+    int has = strstr(PQgetvalue(r, 0, 0), part) != NULL;
+    if (!has && getenv("TDBG"))
+        fprintf(stderr, "last: %.90s\n", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return has;
+}
+
+static int64_t policy_gen(const itest *t)
+{
+    return it_sql_int(t->path, "SELECT policy_gen FROM rls_meta");
 }
 
 /* The count stored for the limit named `limit` of key (fixed windows). */
@@ -202,6 +226,102 @@ static void policy_rows_of_a_key_reach_a_handle_that_knew_it(void **state)
     assert_true(check(a, "api", "k", T0 + 12, &r));
     assert_int_equal(r.limit, 100);
     assert_int_equal(r.remaining, 96);
+    rls_close(a);
+    it_free(t);
+}
+
+#define WIDE_LIMIT                                                            \
+    "version: 1\n"                                                            \
+    "actions:\n"                                                              \
+    "  api:\n"                                                                \
+    "    limits:\n"                                                           \
+    "      - { name: r, algorithm: fixed_window, limit: 100, window: 1m }\n"
+
+/* Checks key through the session `name` (each admitted, each one flight)
+ * until one takes the G form: how many it took, or -1 after `max`.  A
+ * session that has found states stale sends reads after its flights for a
+ * while (pg_fast.c FAST_STALE_READS), and the last statement is then a
+ * read: its staleness fades by an eighth with each check. */
+static int checks_until_g_form(const itest *t, rls_db *db, const char *name, const char *key,
+                               int64_t *now, int max)
+{
+    rls_result r;
+    for (int i = 1; i <= max; i++) {
+        assert_true(check(db, "api", key, (*now)++, &r));
+        assert_true(last_was_one_flight(t, name));
+        if (last_statement_has(name, "policy_gen = $"))
+            return i;
+    }
+    return -1;
+}
+
+static void a_clean_key_skips_the_probes_while_the_policy_tables_stay(void **state)
+{
+    IT_PG_ONLY();
+    itest *t = it_new(WIDE_LIMIT);
+    rls_db *a = host(t, "gen_a");
+    rls_result r;
+    int64_t now = T0;
+    assert_true(check(a, "api", "k", now++, &r));   /* the usual path: none for k */
+    assert_int_equal(checks_until_g_form(t, a, "gen_a", "k", &now, 1), 1);
+    assert_false(last_statement_has("gen_a", "rls_blocks"));
+
+    /* another key's block moves the generation: k's next checks are one
+     * flight each still, and the G form comes back once k was probed */
+    int64_t gen = policy_gen(t);
+    assert_int_equal(rls_block_set_at(t->db, "api", "x", 0, "test", now++), RLS_OK);
+    assert_true(policy_gen(t) > gen);
+    assert_true(check(a, "api", "k", now++, &r));
+    assert_int_not_equal(checks_until_g_form(t, a, "gen_a", "k", &now, 12), -1);
+    assert_int_equal(stored_count(t, "r", "k"), now - T0 - 1);   /* one per check */
+
+    /* deleting policy rows does not move it, nor do checks */
+    gen = policy_gen(t);
+    assert_int_equal(rls_block_unset_at(t->db, "api", "x", now++), RLS_OK);
+    assert_int_equal(checks_until_g_form(t, a, "gen_a", "k", &now, 1), 1);
+    assert_int_equal(policy_gen(t), gen);
+    rls_close(a);
+    it_free(t);
+}
+
+/* Rows written by hand, from a session whose search_path is another
+ * schema, move the generation of the schema they are written in
+ * (schema/pg/002's trigger), so a handle that knew the key sees them. */
+static void policy_rows_written_by_hand_reach_a_handle_that_knew_the_key(void **state)
+{
+    IT_PG_ONLY();
+    itest *t = it_new(WIDE_LIMIT);
+    rls_db *a = host(t, "hand_a");
+    rls_result r;
+    char sql[512];
+    int64_t now = T0;
+    assert_true(check(a, "api", "k", now++, &r));
+    assert_int_equal(checks_until_g_form(t, a, "hand_a", "k", &now, 1), 1);
+
+    snprintf(sql, sizeof sql,
+             "INSERT INTO %s.rls_blocks(key, action, until_ms, kind, created_ms)"
+             " VALUES ('k'::bytea, 'api', 0, 0, 0)", t->schema);
+    PQclear(it_pg_run(it_pg(), sql));   /* it_pg(): the server's default schema */
+    assert_false(check(a, "api", "k", now++, &r));
+    assert_int_equal(r.reason, RLS_REASON_BLOCKED);
+
+    snprintf(sql, sizeof sql, "DELETE FROM %s.rls_blocks", t->schema);
+    PQclear(it_pg_run(it_pg(), sql));
+    assert_true(check(a, "api", "k", now++, &r));
+    assert_int_not_equal(checks_until_g_form(t, a, "hand_a", "k", &now, 12), -1);
+    /* an override, then changed by an UPDATE */
+    snprintf(sql, sizeof sql,
+             "INSERT INTO %s.rls_overrides(key, action, limit_name, lim, created_ms)"
+             " VALUES ('k'::bytea, 'api', 'r', 1000, 0)", t->schema);
+    PQclear(it_pg_run(it_pg(), sql));
+    int64_t used = stored_count(t, "r", "k");
+    assert_true(check(a, "api", "k", now++, &r));
+    assert_int_equal(r.limit, 1000);
+    assert_int_equal(r.remaining, 1000 - used - 1);
+    snprintf(sql, sizeof sql, "UPDATE %s.rls_overrides SET lim = 3", t->schema);
+    PQclear(it_pg_run(it_pg(), sql));
+    assert_false(check(a, "api", "k", now++, &r));
+    assert_int_equal(r.limit, 3);
     rls_close(a);
     it_free(t);
 }
@@ -371,6 +491,8 @@ int main(void)
         cmocka_unit_test(a_stale_limit_leaves_no_limit_half_charged),
         cmocka_unit_test(a_rule_change_reaches_a_handle_that_knew_the_key),
         cmocka_unit_test(policy_rows_of_a_key_reach_a_handle_that_knew_it),
+        cmocka_unit_test(a_clean_key_skips_the_probes_while_the_policy_tables_stay),
+        cmocka_unit_test(policy_rows_written_by_hand_reach_a_handle_that_knew_the_key),
         cmocka_unit_test(an_expired_reservation_is_given_back_before_a_known_key_is_checked),
         cmocka_unit_test(a_reset_by_another_host_starts_the_key_afresh),
         cmocka_unit_test(a_sliding_log_is_compared_whole),
