@@ -69,8 +69,6 @@ static int last_statement_has(const char *name, const char *part)
     PGresult *r = it_pg_run(it_pg(), sql);
     assert_int_equal(PQntuples(r), 1);
     int has = strstr(PQgetvalue(r, 0, 0), part) != NULL;
-    if (!has && getenv("TDBG"))
-        fprintf(stderr, "last: %.90s\n", PQgetvalue(r, 0, 0));
     PQclear(r);
     return has;
 }
