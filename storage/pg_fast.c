@@ -13,7 +13,11 @@
  * holds only while the rules are the generation the handle decided with,
  * the GC horizon is not past the check's time, and the key has nothing of
  * its own the usual path would read (a block, an exact tier assignment, an
- * override, a reservation that has expired).
+ * override, a reservation that has expired).  For a key the handle saw
+ * without the first three at the policy tables' current generation
+ * (rls_meta.policy_gen, schema/pg/002, moved by every write of them), that
+ * generation being unchanged stands for them; else the statement probes
+ * the tables, and returns the generation it probed at.
  *
  * Exact: a stored state equal to the one decided from yields the same
  * decision, whatever was written in between (core's decision is a function
@@ -83,13 +87,14 @@ enum {
  * (a superset of what applies), no reservation of it that has expired;
  * the four probes in one subquery (one plan node to start, not four: the
  * executor's start-up is most of such a statement's cost). */
-#define F_META(gen, now) \
-    " AND EXISTS (SELECT 1 FROM rls_meta WHERE id = 1 AND rules_gen = $" gen " AND gc_horizon <= $" now
+#define F_META(gen, now, more)                                                \
+    " AND EXISTS (SELECT 1 FROM rls_meta WHERE id = 1 AND rules_gen = $" gen  \
+    " AND gc_horizon <= $" now more ")"
 #define F_RESERVATIONS(now, act)                                              \
     " SELECT 1 FROM rls_reservations WHERE key = $2 AND action = $" act       \
     " AND expires_ms <= $" now
 #define F_GUARD(gen, now, raw, act)                                           \
-    F_META(gen, now) ")"                                                      \
+    F_META(gen, now, "")                                                      \
     " AND NOT EXISTS (SELECT 1 FROM rls_blocks WHERE key IN ($2, $" raw ")"   \
     " AND action IN ('', $" act ")"                                           \
     " UNION ALL SELECT 1 FROM rls_assignments WHERE pattern IN ($2, $" raw ")" \
@@ -98,7 +103,7 @@ enum {
     " UNION ALL" F_RESERVATIONS(now, act) ")"
 /* the G form's: the policy generation ($pgen) in place of the three probes */
 #define F_GGUARD(gen, now, pgen, act)                                         \
-    F_META(gen, now) " AND policy_gen = $" pgen ")"                           \
+    F_META(gen, now, " AND policy_gen = $" pgen)                              \
     " AND NOT EXISTS (" F_RESERVATIONS(now, act) ")"
 #define F_POLICY_GEN "(SELECT policy_gen FROM rls_meta WHERE id = 1)"
 #define F_CAS_SQL(guard, ret)                                                 \

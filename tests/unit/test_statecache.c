@@ -2,7 +2,8 @@
  * test_statecache.c - the last known states of a handle (storage/
  * statecache.c): what is stored comes back as stored, under its algorithm
  * only, a sliding log with room for one more entry; a policy mark hides
- * the state; a drop forgets; past its bound the cache evicts and holds no
+ * the state; a drop forgets; the policy generation a key was seen clean
+ * at stays with its new states until a mark or a drop; past its bound the cache evicts and holds no
  * more than the bound; every key of a growing table stays findable.
  */
 #include <stdarg.h>
@@ -132,6 +133,35 @@ static void a_policy_mark_hides_the_state_until_a_state_is_stored(void **state)
     free_db(db);
 }
 
+/* The policy generation a key was seen clean at: kept across new states
+ * of the key (they say nothing of policy), lost with a policy mark or a
+ * drop, never set on a key the cache does not hold. */
+static void a_clean_generation_stays_with_the_key_until_marked_or_dropped(void **state)
+{
+    rls_db *db = new_db();
+    assert_int_equal(rls__sc_clean_gen(db, 1, "k", 1), -1);
+    rls__sc_set_clean_gen(db, 1, "k", 1, 7);   /* no entry: nothing kept */
+    assert_int_equal(rls__sc_clean_gen(db, 1, "k", 1), -1);
+    put_n(db, 1, "k", ALGO_FIXED_WINDOW, 1);
+    assert_int_equal(rls__sc_clean_gen(db, 1, "k", 1), -1);
+    rls__sc_set_clean_gen(db, 1, "k", 1, 7);
+    assert_int_equal(rls__sc_clean_gen(db, 1, "k", 1), 7);
+    assert_int_equal(rls__sc_clean_gen(db, 2, "k", 1), -1);   /* another limit */
+    put_n(db, 1, "k", ALGO_FIXED_WINDOW, 2);
+    assert_int_equal(rls__sc_clean_gen(db, 1, "k", 1), 7);
+    assert_true(holds(db, 1, "k", ALGO_FIXED_WINDOW, 2));
+    rls__sc_mark_policy(db, 1, "k", 1);
+    assert_int_equal(rls__sc_clean_gen(db, 1, "k", 1), -1);
+    rls__sc_set_clean_gen(db, 1, "k", 1, 8);   /* marked: not kept */
+    put_n(db, 1, "k", ALGO_FIXED_WINDOW, 3);   /* policy gone: seen afresh */
+    assert_int_equal(rls__sc_clean_gen(db, 1, "k", 1), -1);
+    rls__sc_set_clean_gen(db, 1, "k", 1, 9);
+    rls__sc_drop(db, 1, "k", 1);
+    put_n(db, 1, "k", ALGO_FIXED_WINDOW, 4);
+    assert_int_equal(rls__sc_clean_gen(db, 1, "k", 1), -1);
+    free_db(db);
+}
+
 static void many_keys_grow_the_table_and_stay_findable(void **state)
 {
     rls_db *db = new_db();
@@ -176,6 +206,7 @@ int main(void)
         cmocka_unit_test(a_stored_state_comes_back_under_its_algorithm_only),
         cmocka_unit_test(a_sliding_log_is_copied_with_room_for_one_more),
         cmocka_unit_test(a_policy_mark_hides_the_state_until_a_state_is_stored),
+        cmocka_unit_test(a_clean_generation_stays_with_the_key_until_marked_or_dropped),
         cmocka_unit_test(many_keys_grow_the_table_and_stay_findable),
         cmocka_unit_test(past_its_bound_it_evicts_and_holds_no_more),
     };
