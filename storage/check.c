@@ -250,6 +250,20 @@ static int check_tx_body(rls_db *db, key_ctx *ctx, const char *action, const cha
                          int64_t cost, int64_t now, int op, int64_t ttl, int64_t *id,
                          rls_result *res);
 
+/* A check counted in the stats whose transaction then failed did not
+ * happen (or, its COMMIT lost, may have: stats may lose, never count
+ * twice): the count is taken back, so that the transaction run again
+ * (PostgreSQL's retries) counts it once.  A flush that took it already
+ * went with the rolled-back transaction. */
+static void uncount(rls_db *db, const key_ctx *ctx, int64_t now, const rls_result *res,
+                    int counted, int noted)
+{
+    if (counted)
+        rls__stats_uncount(db, ctx->act->name, now, res->allowed);
+    if (noted)
+        rls__keystat_unnote(db, ctx->act->name, ctx->key, ctx->keylen, res);
+}
+
 /* One check, peek or reservation, fsynced when a limit asks for it. */
 static int check_tx(rls_db *db, key_ctx *ctx, const char *action, const char *key,
                     int64_t cost, int64_t now, int op, int64_t ttl, int64_t *id,
@@ -276,7 +290,7 @@ static int check_tx_body(rls_db *db, key_ctx *ctx, const char *action, const cha
 {
     int charge = op != OP_PEEK;
     decide_out dout, *decided = &dout;
-    int rc, states_read = 0;
+    int rc, states_read = 0, counted = 0, noted = 0;
 
     ctx->n = 0;
     if ((rc = rls__begin(db, charge)))
@@ -314,13 +328,15 @@ static int check_tx_body(rls_db *db, key_ctx *ctx, const char *action, const cha
                           no_reservation_of_key(db, ctx);
     }
     if (charge) {
-        rls__stats_count(db, ctx->act->name, now, res->allowed);
-        rls__keystat_note(db, ctx->act->name, ctx->key, ctx->keylen, res, now);
+        counted = rls__stats_count(db, ctx->act->name, now, res->allowed);
+        noted = rls__keystat_note(db, ctx->act->name, ctx->key, ctx->keylen, res, now);
         if ((rc = housekeeping(db, now)))
             goto fail;
     }
     db->in_check = 0;
     rc = rls__commit(db);
+    if (rc != RLS_OK)
+        uncount(db, ctx, now, res, counted, noted);
     if (rc == RLS_OK && charge && db->pg)
         rls__pg_fast_learn(db, ctx, states_read);   /* the next check's flight */
     if (rc == RLS_OK && charge) {
@@ -332,6 +348,7 @@ static int check_tx_body(rls_db *db, key_ctx *ctx, const char *action, const cha
     return rc;
 fail:
     db->in_check = 0;
+    uncount(db, ctx, now, res, counted, noted);
     keyctx_release(ctx);
     rls__rollback(db);
     return rc;

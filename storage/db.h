@@ -437,15 +437,23 @@ int rls__no_reservations(const rls_db *db);
 void rls__cache_free(rls_db *db);
 
 /* ---- gc.c / stats ---------------------------------------------------- */
-void rls__stats_count(rls_db *db, const char *action, int64_t now, int allowed);
+/* Counts a check in the second of `now`: 1, or 0 when memory is short.
+ * rls__stats_uncount takes a count back (a transaction that counted it and
+ * is run again), unless a flush took it already. */
+int rls__stats_count(rls_db *db, const char *action, int64_t now, int allowed);
+void rls__stats_uncount(rls_db *db, const char *action, int64_t now, int allowed);
 int rls__stats_flush(rls_db *db, int64_t now, int force);
 int rls__gc_step(rls_db *db, int64_t now, int max_rows, int64_t *deleted);
 
 /* ---- keystats.c ------------------------------------------------------ */
 /* Notes a check of (action, key) with its result: denials and a deciding
- * limit at 50 % or more are remembered until the next flush. */
-void rls__keystat_note(rls_db *db, const char *action, const char *key, size_t keylen,
-                       const rls_result *res, int64_t now);
+ * limit at 50 % or more are remembered until the next flush.  1 when it
+ * noted it; rls__keystat_unnote takes a noted denial back, as
+ * rls__stats_uncount does. */
+int rls__keystat_note(rls_db *db, const char *action, const char *key, size_t keylen,
+                      const rls_result *res, int64_t now);
+void rls__keystat_unnote(rls_db *db, const char *action, const char *key, size_t keylen,
+                         const rls_result *res);
 int rls__keystat_pending(const rls_db *db);
 int rls__keystat_flush(rls_db *db);
 void rls__keystat_free(rls_db *db);

@@ -23,19 +23,24 @@
 #define MISC_EVERY_MS (60 * 1000LL)
 #define RESERVATIONS_PER_STEP 16
 
-void rls__stats_count(rls_db *db, const char *action, int64_t now, int allowed)
+static stat_acc *stat_of(rls_db *db, const char *action, int64_t sec)
 {
-    int64_t sec = now / 1000;
-    stat_acc *s = NULL;
     for (int i = 0; i < db->nstats; i++)
         if (db->stats[i].sec == sec && strcmp(db->stats[i].action, action) == 0)
-            s = &db->stats[i];
+            return &db->stats[i];
+    return NULL;
+}
+
+int rls__stats_count(rls_db *db, const char *action, int64_t now, int allowed)
+{
+    int64_t sec = now / 1000;
+    stat_acc *s = stat_of(db, action, sec);
     if (!s) {
         if (db->nstats == db->capstats) {
             int cap = db->capstats ? db->capstats * 2 : 8;
             stat_acc *n = realloc(db->stats, sizeof *n * (size_t)cap);
             if (!n)
-                return;  /* stats may be lost, counters never are */
+                return 0;  /* stats may be lost, counters never are */
             db->stats = n;
             db->capstats = cap;
         }
@@ -48,6 +53,16 @@ void rls__stats_count(rls_db *db, const char *action, int64_t now, int allowed)
         s->allowed++;
     else
         s->denied++;
+    return 1;
+}
+
+void rls__stats_uncount(rls_db *db, const char *action, int64_t now, int allowed)
+{
+    stat_acc *s = stat_of(db, action, now / 1000);
+    if (s && allowed && s->allowed > 0)
+        s->allowed--;
+    else if (s && !allowed && s->denied > 0)
+        s->denied--;
 }
 
 int rls__stats_flush(rls_db *db, int64_t now, int force)

@@ -37,33 +37,38 @@ static uint32_t hash(const char *action, const char *key, size_t keylen)
     return h;
 }
 
-void rls__keystat_note(rls_db *db, const char *action, const char *key, size_t keylen,
-                       const rls_result *res, int64_t now)
+/* The slot of (action, key): its entry, or the free slot it would take. */
+static struct key_acc *slot_of(rls_db *db, const char *action, const char *key, size_t keylen)
+{
+    uint32_t i = hash(action, key, keylen) & (KACC_SLOTS - 1);
+    for (;;) {
+        struct key_acc *e = &db->kacc[i];
+        if (!e->key || (e->keylen == keylen && memcmp(e->key, key, keylen) == 0 &&
+                        strcmp(e->action, action) == 0))
+            return e;
+        i = (i + 1) & (KACC_SLOTS - 1);
+    }
+}
+
+int rls__keystat_note(rls_db *db, const char *action, const char *key, size_t keylen,
+                      const rls_result *res, int64_t now)
 {
     int64_t ppm = 1000000;
     if (res->allowed) {
         if (res->limit <= 0)
-            return;
+            return 0;
         int64_t used = res->limit - res->remaining;
         ppm = (int64_t)((double)used * 1e6 / (double)res->limit);
         if (ppm < HOT_PPM)
-            return;
+            return 0;
     }
     if (!db->kacc && !(db->kacc = calloc(KACC_SLOTS, sizeof *db->kacc)))
-        return;
-    uint32_t i = hash(action, key, keylen) & (KACC_SLOTS - 1);
-    struct key_acc *e;
-    for (;;) {
-        e = &db->kacc[i];
-        if (!e->key)
-            break;
-        if (e->keylen == keylen && memcmp(e->key, key, keylen) == 0 &&
-            strcmp(e->action, action) == 0)
-            goto found;
-        i = (i + 1) & (KACC_SLOTS - 1);
-    }
+        return 0;
+    struct key_acc *e = slot_of(db, action, key, keylen);
+    if (e->key)
+        goto found;
     if (db->nkacc >= KACC_MAX || !(e->key = malloc(keylen ? keylen : 1)))
-        return;  /* full until the next flush: these figures may lose a little */
+        return 0;  /* full until the next flush: these figures may lose a little */
     memcpy(e->key, key, keylen);
     e->keylen = keylen;
     snprintf(e->action, sizeof e->action, "%s", action);
@@ -76,6 +81,15 @@ found:
     }
     e->ppm = ppm;
     e->seen = now;
+    return 1;
+}
+
+void rls__keystat_unnote(rls_db *db, const char *action, const char *key, size_t keylen,
+                         const rls_result *res)
+{
+    struct key_acc *e = db->kacc ? slot_of(db, action, key, keylen) : NULL;
+    if (e && e->key && !res->allowed && e->denied > 0)
+        e->denied--;   /* the rest are last values: the next note sets them */
 }
 
 int rls__keystat_pending(const rls_db *db)

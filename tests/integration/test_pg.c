@@ -193,6 +193,35 @@ static void a_version_1_schema_is_upgraded(void **state)
     it_free(t);
 }
 
+/* A check whose COMMIT fails with a serialization failure (what
+ * CockroachDB's SERIALIZABLE gives at COMMIT; here a deferred trigger
+ * raises it once) is run again, and counts once: in its counter and in
+ * the statistics (the first attempt's count is taken back). */
+static void a_check_run_again_after_its_commit_failed_counts_once(void **state)
+{
+    IT_PG_ONLY();
+    itest *t = it_new(RULES);
+    rls_result r;
+    assert_true(it_check(t, "api", "a", 1, T0, &r));   /* flushes the stats */
+    it_sql_exec(t->path,
+                "CREATE SEQUENCE fail_once;"
+                " CREATE FUNCTION fail_commit() RETURNS trigger LANGUAGE plpgsql AS $$"
+                " BEGIN IF nextval('fail_once') = 1 THEN"
+                " RAISE EXCEPTION 'test: fails once' USING ERRCODE = '40001'; END IF;"
+                " RETURN NULL; END $$;"
+                " CREATE CONSTRAINT TRIGGER fail_commit AFTER INSERT OR UPDATE ON rls_state"
+                " DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION fail_commit()");
+    assert_true(it_check(t, "api", "b", 1, T0 + 1, &r));   /* a new key: the usual path */
+    assert_int_equal(r.remaining, 2);
+    assert_int_equal(it_sql_int(t->path, "SELECT nextval('fail_once')"), 3);   /* it ran twice */
+    assert_int_equal(it_sql_int(t->path, "SELECT b FROM rls_state WHERE key = 'b'::bytea"), 1);
+    rls_close(t->db);   /* the stats still in the handle are written */
+    t->db = NULL;
+    assert_int_equal(it_sql_int(t->path, "SELECT allowed FROM rls_stats_total"
+                                         " WHERE action = 'api'"), 2);
+    it_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -204,6 +233,7 @@ int main(void)
         cmocka_unit_test(newer_or_foreign_schemas_are_refused),
         cmocka_unit_test(read_only_or_no_create_makes_nothing),
         cmocka_unit_test(a_version_1_schema_is_upgraded),
+        cmocka_unit_test(a_check_run_again_after_its_commit_failed_counts_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
