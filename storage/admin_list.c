@@ -263,6 +263,36 @@ static int key_rows(rls_db *db, const key_ctx *ctx, const int64_t *lids, int nli
                          : RLS_OK;
 }
 
+struct reset_arg {
+    const char *action, *key;
+    int64_t now;
+    key_ctx *ctx;
+    int64_t *lids;   /* out: the action's limit ids (malloc'd), for the split part */
+    int nlids;
+    int n;
+};
+
+/* The counters (one file) and the audit row, in a transaction. */
+static int reset_fn(rls_db *db, void *p)
+{
+    struct reset_arg *a = p;
+    char after[64];
+    int rc = keyctx_load(db, a->ctx, a->action, a->key, 0, a->now);
+    free(a->lids);
+    a->lids = NULL;
+    if (rc == RLS_OK && !(a->lids = action_lids(a->ctx->act, &a->nlids)))
+        rc = rls__error(db, RLS_ENOMEM, "out of memory");
+    if (rc == RLS_OK)
+        rc = key_rows(db, a->ctx, a->lids, a->nlids, !db->split, &a->n);
+    if (rc == RLS_OK && a->n == 0)
+        rc = rls__error(db, RLS_ENOTFOUND, "key has no counters for action '%s'", a->action);
+    if (rc == RLS_OK) {
+        snprintf(after, sizeof after, "%d counters cleared", a->n);
+        rc = rls__audit(db, a->now, "reset", a->action, a->ctx->key, "", after, "");
+    }
+    return rc;
+}
+
 /*
  * Forgets a key's counters, audited.  One file: in one transaction.
  * Split: the audit row (rules file) commits first, then the counters go
@@ -275,31 +305,17 @@ int rls_reset_at(rls_db *db, const char *action, const char *key, int64_t now_ms
     key_ctx *ctx;
     int64_t *lids = NULL;
     int rc = keyctx_args(db, action, key, 1, now_ms), nlids = 0, n = 0;
-    char after[64];
     if (rc || (rc = rls__rules_writable(db)))
         return rc;
     ctx = malloc(sizeof *ctx);
     if (!ctx)
         return rls__error(db, RLS_ENOMEM, "out of memory");
     ctx->n = 0;
+    struct reset_arg a = {action, key, now_ms, ctx, NULL, 0, 0};
     sql_durable(db, 1);
-    if ((rc = rls__begin(db, 1)) == RLS_OK) {
-        rc = keyctx_load(db, ctx, action, key, 0, now_ms);
-        if (rc == RLS_OK && !(lids = action_lids(ctx->act, &nlids)))
-            rc = rls__error(db, RLS_ENOMEM, "out of memory");
-        if (rc == RLS_OK)
-            rc = key_rows(db, ctx, lids, nlids, !db->split, &n);
-        if (rc == RLS_OK && n == 0)
-            rc = rls__error(db, RLS_ENOTFOUND, "key has no counters for action '%s'", action);
-        if (rc == RLS_OK) {
-            snprintf(after, sizeof after, "%d counters cleared", n);
-            rc = rls__audit(db, now_ms, "reset", action, ctx->key, "", after, "");
-        }
-        if (rc == RLS_OK)
-            rc = rls__commit(db);
-        else
-            rls__rollback(db);
-    }
+    rc = rls__write_tx(db, reset_fn, &a);
+    lids = a.lids;
+    nlids = a.nlids;
     if (rc == RLS_OK && db->split) {
         if ((rc = rls__begin(db, 1)) == RLS_OK &&
             (rc = key_rows(db, ctx, lids, nlids, 1, &n)) == RLS_OK)

@@ -487,20 +487,25 @@ static int refund_in_tx(rls_db *db, const char *action, const char *key, int nor
     return rc;
 }
 
+struct refund_arg {
+    const char *action, *key;
+    int64_t cost, now;
+};
+
+static int refund_fn(rls_db *db, void *p)
+{
+    const struct refund_arg *a = p;
+    return refund_in_tx(db, a->action, a->key, 0, a->cost, a->now, a->now, NULL, 0);
+}
+
 int rls_refund_at(rls_db *db, const char *action, const char *key, int64_t cost,
                   int64_t now_ms)
 {
     int rc = keyctx_args(db, action, key, cost, now_ms);
     if (rc)
         return rc;
-    if ((rc = rls__begin(db, 1)))
-        return rc;
-    rc = refund_in_tx(db, action, key, 0, cost, now_ms, now_ms, NULL, 0);
-    if (rc) {
-        rls__rollback(db);
-        return rc;
-    }
-    return rls__commit(db);
+    struct refund_arg a = {action, key, cost, now_ms};
+    return rls__write_tx(db, refund_fn, &a);
 }
 
 int rls_refund(rls_db *db, const char *action, const char *key, int64_t cost)
@@ -582,10 +587,53 @@ out:
     return rc;
 }
 
-/* commit (refund == 0) or cancel (refund == 1) reservation id. */
+struct resolve_arg {
+    int64_t id, now;
+    int refund;
+    int expired;   /* out: a commit found it expired and refunded it */
+};
+
+/* commit (refund == 0) or cancel (refund == 1) reservation id, in a
+ * transaction. */
+static int resolve_fn(rls_db *db, void *p)
+{
+    struct resolve_arg *a = p;
+    rls_stmt *st = rls__stmt(db, STMT_RES_GET);
+    int64_t expires = 0;
+    int found = 0, rc;
+    a->expired = 0;
+    if (!st)
+        return rls__stmt_failed(db);
+    sql_bind_int64(st, 1, a->id);
+    int src = sql_step(st);
+    if (src == SQL_ROW) {
+        found = 1;
+        expires = sql_column_int64(st, 4);
+    }
+    sql_reset(st);
+    if (src != SQL_ROW && src != SQL_DONE)
+        return rls__sql_error(db, src, "cannot read reservation");
+    if (!found)
+        return rls__error(db, RLS_ENOTFOUND, "reservation %lld does not exist (committed, "
+                          "cancelled or expired and collected)", (long long)a->id);
+    if (expires <= a->now || a->refund) {
+        if ((rc = rls__refund_reservation(db, a->id, a->now, &found)))
+            return rc;
+        a->expired = !a->refund;   /* refunded now, and the caller learns it */
+        return RLS_OK;
+    }
+    rls_stmt *del = rls__stmt(db, STMT_RES_DEL);
+    if (!del)
+        return rls__stmt_failed(db);
+    sql_bind_int64(del, 1, a->id);
+    src = sql_step(del);
+    sql_reset(del);
+    return src == SQL_DONE ? RLS_OK : rls__sql_error(db, src, "cannot delete reservation");
+}
+
 static int resolve_reservation(rls_db *db, int64_t id, int64_t now, int refund)
 {
-    int rc = rls__db_usable(db), found = 0;
+    int rc = rls__db_usable(db);
     if (rc)
         return rc;
     db->errmsg[0] = '\0';
@@ -593,59 +641,13 @@ static int resolve_reservation(rls_db *db, int64_t id, int64_t now, int refund)
         return rls__error(db, RLS_EINVAL, "reservation id %lld is invalid", (long long)id);
     if (now < RLS_TIME_MIN || now > RLS_TIME_MAX)
         return rls__error(db, RLS_ETIME, "time %lld ms is outside 1970..9999", (long long)now);
-    if ((rc = rls__begin(db, 1)))
+    struct resolve_arg a = {id, now, refund, 0};
+    if ((rc = rls__write_tx(db, resolve_fn, &a)))
         return rc;
-
-    rls_stmt *st = rls__stmt(db, STMT_RES_GET);
-    int64_t expires = 0;
-    if (!st) {
-        rc = rls__stmt_failed(db);
-        goto fail;
-    }
-    sql_bind_int64(st, 1, id);
-    int src = sql_step(st);
-    if (src == SQL_ROW) {
-        found = 1;
-        expires = sql_column_int64(st, 4);
-    }
-    sql_reset(st);
-    if (src != SQL_ROW && src != SQL_DONE) {
-        rc = rls__sql_error(db, src, "cannot read reservation");
-        goto fail;
-    }
-    if (!found) {
-        rc = rls__error(db, RLS_ENOTFOUND, "reservation %lld does not exist (committed, "
-                        "cancelled or expired and collected)", (long long)id);
-        goto fail;
-    }
-    if (expires <= now || refund) {
-        if ((rc = rls__refund_reservation(db, id, now, &found)))
-            goto fail;
-        if (!refund) {
-            /* Expired: refunded now, and the caller learns it. */
-            if ((rc = rls__commit(db)))
-                return rc;
-            return rls__error(db, RLS_EEXPIRED, "reservation %lld expired and was refunded",
-                              (long long)id);
-        }
-    } else {
-        rls_stmt *del = rls__stmt(db, STMT_RES_DEL);
-        if (!del) {
-            rc = rls__stmt_failed(db);
-            goto fail;
-        }
-        sql_bind_int64(del, 1, id);
-        src = sql_step(del);
-        sql_reset(del);
-        if (src != SQL_DONE) {
-            rc = rls__sql_error(db, src, "cannot delete reservation");
-            goto fail;
-        }
-    }
-    return rls__commit(db);
-fail:
-    rls__rollback(db);
-    return rc;
+    if (a.expired)
+        return rls__error(db, RLS_EEXPIRED, "reservation %lld expired and was refunded",
+                          (long long)id);
+    return RLS_OK;
 }
 
 int rls_commit_at(rls_db *db, int64_t id, int64_t now_ms)

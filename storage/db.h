@@ -414,6 +414,16 @@ int rls__exec_simple(rls_db *db, int id);     /* step a no-result statement */
 int rls__begin(rls_db *db, int write);
 int rls__commit(rls_db *db);
 void rls__rollback(rls_db *db);
+/*
+ * Runs fn(db, arg) in one write transaction: begins it, commits it when fn
+ * returns RLS_OK, rolls it back otherwise, and on PostgreSQL runs the whole
+ * of it again after a serialization failure, a deadlock or a connection
+ * lost before COMMIT (rls__tx_retry).  fn must leave nothing behind in the
+ * handle that a rolled-back attempt would make wrong.  fn's code, or the
+ * code of BEGIN or COMMIT.
+ */
+typedef int (*rls_tx_fn)(rls_db *db, void *arg);
+int rls__write_tx(rls_db *db, rls_tx_fn fn, void *arg);
 int rls__audit(rls_db *db, int64_t now, const char *op, const char *action,
                const char *key, const char *before, const char *after,
                const char *reason);

@@ -273,6 +273,22 @@ int rls__gc_step(rls_db *db, int64_t now, int max_rows, int64_t *deleted)
     return RLS_OK;
 }
 
+struct gc_arg {
+    int max_rows;
+    int64_t now;
+    int64_t *deleted;
+};
+
+static int gc_fn(rls_db *db, void *p)
+{
+    const struct gc_arg *a = p;
+    int rc = rls__cache_refresh(db);
+    if (rc)
+        return rc;
+    db->gc_misc_ms = 0;
+    return rls__gc_step(db, a->now, a->max_rows, a->deleted);
+}
+
 int rls_gc_at(rls_db *db, int max_rows, int64_t now_ms, int64_t *deleted)
 {
     int rc = rls__db_usable(db);
@@ -283,15 +299,6 @@ int rls_gc_at(rls_db *db, int max_rows, int64_t now_ms, int64_t *deleted)
         return rls__error(db, RLS_EINVAL, "max_rows %d is outside 1..1000000", max_rows);
     if (now_ms < RLS_TIME_MIN || now_ms > RLS_TIME_MAX)
         return rls__error(db, RLS_ETIME, "time %lld ms is outside 1970..9999", (long long)now_ms);
-    if ((rc = rls__begin(db, 1)))
-        return rc;
-    if ((rc = rls__cache_refresh(db)) == RLS_OK) {
-        db->gc_misc_ms = 0;
-        rc = rls__gc_step(db, now_ms, max_rows, deleted);
-    }
-    if (rc) {
-        rls__rollback(db);
-        return rc;
-    }
-    return rls__commit(db);
+    struct gc_arg a = {max_rows, now_ms, deleted};
+    return rls__write_tx(db, gc_fn, &a);
 }

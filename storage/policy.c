@@ -15,6 +15,18 @@
 /* Runs fn inside an audited, fully synchronous write transaction. */
 typedef int (*admin_fn)(rls_db *db, void *arg, int64_t now);
 
+struct admin_call {
+    admin_fn fn;
+    void *arg;
+    int64_t now;
+};
+
+static int admin_call_run(rls_db *db, void *p)
+{
+    struct admin_call *c = p;
+    return c->fn(db, c->arg, c->now);
+}
+
 static int admin_tx(rls_db *db, int64_t now, admin_fn fn, void *arg)
 {
     int rc;
@@ -22,15 +34,9 @@ static int admin_tx(rls_db *db, int64_t now, admin_fn fn, void *arg)
         return rls__error(db, RLS_ETIME, "time %lld ms is outside 1970..9999", (long long)now);
     if ((rc = rls__rules_writable(db)))
         return rc;   /* the audit row at least goes to the rules */
+    struct admin_call call = {fn, arg, now};
     sql_durable(db, 1);
-    rc = rls__begin(db, 1);
-    if (rc == RLS_OK) {
-        rc = fn(db, arg, now);
-        if (rc == RLS_OK)
-            rc = rls__commit(db);
-        else
-            rls__rollback(db);
-    }
+    rc = rls__write_tx(db, admin_call_run, &call);
     rls__durable_restore(db);
     return rc;
 }
@@ -92,6 +98,7 @@ struct block_arg {
     int64_t until;
     int set;
     int penalty;                        /* split: a penalty row to remove */
+    const char *nkey;                   /* the key as stored: key or nk */
     char nk[RLS_KEY_MAX_LIMIT + 64];    /* the key normalised for the action */
 };
 
@@ -120,7 +127,7 @@ static int block_get(rls_db *db, int id, const struct block_arg *a, char *before
     rls_stmt *get = rls__stmt(db, id);
     if (!get)
         return rls__stmt_failed(db);
-    sql_bind_blob(get, 1, a->key, (int)strlen(a->key), SQL_STATIC);
+    sql_bind_blob(get, 1, a->nkey, (int)strlen(a->nkey), SQL_STATIC);
     sql_bind_text(get, 2, a->action, -1, SQL_STATIC);
     int rc = sql_step(get);
     *found = rc == SQL_ROW;
@@ -148,10 +155,11 @@ static int block_fn(rls_db *db, void *p, int64_t now)
     int found = 0, rc;
     if (!put)
         return rls__stmt_failed(db);
+    a->nkey = a->key;
     if (a->action[0]) {
         if ((rc = norm_key(db, a->action, a->key, a->nk, sizeof a->nk)))
             return rc;
-        a->key = a->nk;
+        a->nkey = a->nk;
     }
     describe_block(before, sizeof before, 0, 0, "");
     if ((rc = block_get(db, STMT_BLOCK_GET_ONE, a, before, sizeof before, &found)))
@@ -164,7 +172,7 @@ static int block_fn(rls_db *db, void *p, int64_t now)
     if (!a->set && !found)
         return rls__error(db, RLS_ENOTFOUND, "key is not blocked%s%s",
                           a->action[0] ? " for action " : "", a->action);
-    sql_bind_blob(put, 1, a->key, (int)strlen(a->key), SQL_STATIC);
+    sql_bind_blob(put, 1, a->nkey, (int)strlen(a->nkey), SQL_STATIC);
     sql_bind_text(put, 2, a->action, -1, SQL_STATIC);
     if (a->set) {
         sql_bind_int64(put, 3, a->until);
@@ -177,7 +185,7 @@ static int block_fn(rls_db *db, void *p, int64_t now)
     }
     if ((rc = step_done(db, put, "cannot change block")))
         return rc;
-    return rls__audit(db, now, a->set ? "block" : "unblock", a->action, a->key, before,
+    return rls__audit(db, now, a->set ? "block" : "unblock", a->action, a->nkey, before,
                       after, a->reason);
 }
 
@@ -187,7 +195,7 @@ static int penalty_fn(rls_db *db, void *p, int64_t now)
     rls_stmt *del = rls__stmt(db, STMT_PENALTY_DEL);
     if (!del)
         return rls__stmt_failed(db);
-    sql_bind_blob(del, 1, a->key, (int)strlen(a->key), SQL_STATIC);
+    sql_bind_blob(del, 1, a->nkey, (int)strlen(a->nkey), SQL_STATIC);
     sql_bind_text(del, 2, a->action, -1, SQL_STATIC);
     return step_done(db, del, "cannot remove penalty block");
 }
@@ -225,7 +233,7 @@ int rls_block_set_at(rls_db *db, const char *action, const char *key, int64_t un
         return rc;
     if (until_ms < 0 || until_ms > RLS_TIME_MAX)
         return rls__error(db, RLS_ETIME, "block end %lld is out of range", (long long)until_ms);
-    struct block_arg a = {action ? action : "", key, reason ? reason : "", until_ms, 1, 0, ""};
+    struct block_arg a = {action ? action : "", key, reason ? reason : "", until_ms, 1, 0, key, ""};
     return block_change(db, &a, now_ms);
 }
 
@@ -237,7 +245,7 @@ int rls_block_unset_at(rls_db *db, const char *action, const char *key, int64_t 
     db->errmsg[0] = '\0';
     if ((rc = check_name(db, "action", action, 1)) || (rc = check_key(db, key)))
         return rc;
-    struct block_arg a = {action ? action : "", key, "", 0, 0, 0, ""};
+    struct block_arg a = {action ? action : "", key, "", 0, 0, 0, key, ""};
     return block_change(db, &a, now_ms);
 }
 
@@ -255,21 +263,22 @@ static int tier_fn(rls_db *db, void *p, int64_t now)
     rls_stmt *get = rls__stmt(db, STMT_ASSIGN_GET_ONE);
     rls_stmt *put = rls__stmt(db, a->tier ? STMT_ASSIGN_SET : STMT_ASSIGN_DEL);
     char before[128] = "none", after[128] = "none", nk[RLS_KEY_MAX_LIMIT + 64];
+    const char *key = a->key;   /* a->key stays as given: fn may run again */
     int rc, found = 0;
     if (!get || !put)
         return rls__stmt_failed(db);
     if (a->action[0] && a->kind == PAT_EXACT) {
         /* an exact key for one action is stored as that action's checks see it */
-        if ((rc = norm_key(db, a->action, a->key, nk, sizeof nk)))
+        if ((rc = norm_key(db, a->action, key, nk, sizeof nk)))
             return rc;
-        a->key = nk;
+        key = nk;
     } else if (a->action[0] && (rc = rls__cache_refresh(db)) == RLS_OK &&
                (!db->rules || !ruleset_action(db->rules, a->action))) {
         return rls__error(db, RLS_ENOACTION, "action '%s' is not defined", a->action);
     } else if (rc) {
         return rc;
     }
-    sql_bind_blob(get, 1, a->key, (int)strlen(a->key), SQL_STATIC);
+    sql_bind_blob(get, 1, key, (int)strlen(key), SQL_STATIC);
     sql_bind_text(get, 2, a->action, -1, SQL_STATIC);
     rc = sql_step(get);
     if (rc == SQL_ROW) {
@@ -290,7 +299,7 @@ static int tier_fn(rls_db *db, void *p, int64_t now)
             return rls__error(db, RLS_ENOTFOUND, "tier '%s' is not defined in the active rules",
                               a->tier);
     }
-    sql_bind_blob(put, 1, a->key, (int)strlen(a->key), SQL_STATIC);
+    sql_bind_blob(put, 1, key, (int)strlen(key), SQL_STATIC);
     sql_bind_text(put, 6, a->action, -1, SQL_STATIC);
     if (a->tier) {
         sql_bind_int64(put, 2, a->kind);
@@ -305,7 +314,7 @@ static int tier_fn(rls_db *db, void *p, int64_t now)
         return rc;
     if (a->kind != PAT_EXACT && (rc = rls__exec_simple(db, STMT_META_BUMP)))
         return rc;
-    return rls__audit(db, now, a->tier ? "tier.set" : "tier.unset", a->action, a->key, before,
+    return rls__audit(db, now, a->tier ? "tier.set" : "tier.unset", a->action, key, before,
                       after, "");
 }
 
@@ -409,10 +418,10 @@ static int override_fn(rls_db *db, void *p, int64_t now)
         return rls__stmt_failed(db);
     if ((rc = norm_key(db, a->action, a->key, nk, sizeof nk)))
         return rc;
-    a->key = nk;
+    const char *key = nk;
     if (a->set && (rc = check_override_fits(db, a)))
         return rc;
-    sql_bind_blob(get, 1, a->key, (int)strlen(a->key), SQL_STATIC);
+    sql_bind_blob(get, 1, key, (int)strlen(key), SQL_STATIC);
     sql_bind_text(get, 2, a->action, -1, SQL_STATIC);
     sql_bind_text(get, 3, a->name, -1, SQL_STATIC);
     rc = sql_step(get);
@@ -428,7 +437,7 @@ static int override_fn(rls_db *db, void *p, int64_t now)
         return rls__sql_error(db, rc, "cannot read override");
     if (!a->set && !found)
         return rls__error(db, RLS_ENOTFOUND, "no override of '%s' for this key", a->name);
-    sql_bind_blob(put, 1, a->key, (int)strlen(a->key), SQL_STATIC);
+    sql_bind_blob(put, 1, key, (int)strlen(key), SQL_STATIC);
     sql_bind_text(put, 2, a->action, -1, SQL_STATIC);
     sql_bind_text(put, 3, a->name, -1, SQL_STATIC);
     if (a->set) {
@@ -442,7 +451,7 @@ static int override_fn(rls_db *db, void *p, int64_t now)
     if ((rc = step_done(db, put, "cannot change override")))
         return rc;
     return rls__audit(db, now, a->set ? "override.set" : "override.unset", a->action,
-                      a->key, before, after, "");
+                      key, before, after, "");
 }
 
 int rls_override_set_at(rls_db *db, const char *action, const char *key,

@@ -249,6 +249,21 @@ void rls__rollback(rls_db *db)
     db->gave_back = 0;
 }
 
+int rls__write_tx(rls_db *db, rls_tx_fn fn, void *arg)
+{
+    int rc, attempt = 0;
+    do {
+        if ((rc = rls__begin(db, 1)) != RLS_OK)
+            continue;   /* a connection lost while idle may be retried too */
+        rc = fn(db, arg);
+        if (rc == RLS_OK)
+            rc = rls__commit(db);
+        else
+            rls__rollback(db);
+    } while (rls__tx_retry(db, rc, &attempt));
+    return rc;
+}
+
 static void bind_text_or_null(rls_stmt *st, int i, const char *s)
 {
     sql_bind_text(st, i, s ? s : "", -1, SQL_STATIC);

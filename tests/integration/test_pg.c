@@ -8,10 +8,11 @@
  * RLSTORE_TEST_PG names a live server (tests/pg/); on SQLite every test is
  * skipped, and reported as skipped.
  */
+#include <sys/wait.h>
 #include "itest.h"
 
-#define RULES                                                                 \
-    "version: 1\n"                                                            \
+#define RULES "version: 1\n" RULES_BODY
+#define RULES_BODY                                                            \
     "actions:\n"                                                              \
     "  api:\n"                                                                \
     "    limits:\n"                                                           \
@@ -193,32 +194,202 @@ static void a_version_1_schema_is_upgraded(void **state)
     it_free(t);
 }
 
-/* A check whose COMMIT fails with a serialization failure (what
- * CockroachDB's SERIALIZABLE gives at COMMIT; here a deferred trigger
- * raises it once) is run again, and counts once: in its counter and in
- * the statistics (the first attempt's count is taken back). */
+/* Makes the next COMMIT of a transaction that wrote `table` fail once with
+ * a serialization failure (what CockroachDB's SERIALIZABLE gives at
+ * COMMIT), by a deferred trigger; SELECT nextval('fail_once') afterwards
+ * says how often it fired plus one. */
+static void fail_next_commit_on(itest *t, const char *table)
+{
+    char sql[700];
+    snprintf(sql, sizeof sql,
+             "CREATE SEQUENCE fail_once;"
+             " CREATE FUNCTION fail_commit() RETURNS trigger LANGUAGE plpgsql AS $$"
+             " BEGIN IF nextval('fail_once') = 1 THEN"
+             " RAISE EXCEPTION 'test: fails once' USING ERRCODE = '40001'; END IF;"
+             " RETURN NULL; END $$;"
+             " CREATE CONSTRAINT TRIGGER fail_commit AFTER INSERT OR UPDATE OR DELETE ON %s"
+             " DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION fail_commit()",
+             table);
+    it_sql_exec(t->path, sql);
+}
+
+static int64_t fired(itest *t)
+{
+    return it_sql_int(t->path, "SELECT nextval('fail_once')") - 1;
+}
+
+/* A check whose COMMIT fails with a serialization failure is run again,
+ * and counts once: in its counter and in the statistics (the first
+ * attempt's count is taken back). */
 static void a_check_run_again_after_its_commit_failed_counts_once(void **state)
 {
     IT_PG_ONLY();
     itest *t = it_new(RULES);
     rls_result r;
     assert_true(it_check(t, "api", "a", 1, T0, &r));   /* flushes the stats */
-    it_sql_exec(t->path,
-                "CREATE SEQUENCE fail_once;"
-                " CREATE FUNCTION fail_commit() RETURNS trigger LANGUAGE plpgsql AS $$"
-                " BEGIN IF nextval('fail_once') = 1 THEN"
-                " RAISE EXCEPTION 'test: fails once' USING ERRCODE = '40001'; END IF;"
-                " RETURN NULL; END $$;"
-                " CREATE CONSTRAINT TRIGGER fail_commit AFTER INSERT OR UPDATE ON rls_state"
-                " DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION fail_commit()");
+    fail_next_commit_on(t, "rls_state");
     assert_true(it_check(t, "api", "b", 1, T0 + 1, &r));   /* a new key: the usual path */
     assert_int_equal(r.remaining, 2);
-    assert_int_equal(it_sql_int(t->path, "SELECT nextval('fail_once')"), 3);   /* it ran twice */
+    assert_int_equal(fired(t), 2);   /* it ran twice */
     assert_int_equal(it_sql_int(t->path, "SELECT b FROM rls_state WHERE key = 'b'::bytea"), 1);
     rls_close(t->db);   /* the stats still in the handle are written */
     t->db = NULL;
     assert_int_equal(it_sql_int(t->path, "SELECT allowed FROM rls_stats_total"
                                          " WHERE action = 'api'"), 2);
+    it_free(t);
+}
+
+/* The other writers are run again as well, and take effect once: an
+ * admin change (one audit row), a rule set (the next version), a refund,
+ * a reservation's commit and cancel, a reset and a GC step. */
+static void every_write_is_run_again_after_its_commit_failed(void **state)
+{
+    IT_PG_ONLY();
+    itest *t;
+    rls_result r;
+    int64_t id = 0, v = 0, deleted = -1;
+
+    t = it_new(RULES);
+    fail_next_commit_on(t, "rls_blocks");
+    assert_int_equal(rls_block_set_at(t->db, "api", "k", 0, "abuse", T0), RLS_OK);
+    assert_int_equal(fired(t), 2);
+    assert_int_equal(it_sql_int(t->path, "SELECT count(*) FROM rls_audit WHERE op = 'block'"), 1);
+    assert_false(it_check(t, "api", "k", 1, T0 + 1, NULL));
+    it_free(t);
+
+    t = it_new(RULES);
+    fail_next_commit_on(t, "rls_overrides");
+    assert_int_equal(rls_override_set_at(t->db, "api", "k", "r", 1, 0, T0), RLS_OK);
+    assert_int_equal(fired(t), 2);
+    assert_int_equal(it_sql_int(t->path, "SELECT count(*) FROM rls_audit"
+                                         " WHERE op = 'override.set'"), 1);
+    assert_true(it_check(t, "api", "k", 1, T0 + 1, NULL));
+    assert_false(it_check(t, "api", "k", 1, T0 + 2, NULL));   /* limit 1 now */
+    it_free(t);
+
+    t = it_new("version: 1\ntiers: { gold: {} }\n" RULES_BODY);
+    fail_next_commit_on(t, "rls_assignments");
+    assert_int_equal(rls_tier_assign_at(t->db, "api", "k", "gold", 0, T0), RLS_OK);
+    assert_int_equal(fired(t), 2);
+    assert_int_equal(it_sql_int(t->path, "SELECT count(*) FROM rls_assignments"), 1);
+    it_free(t);
+
+    t = it_new(RULES);
+    fail_next_commit_on(t, "rls_rulesets");
+    assert_int_equal(rls_rules_apply_at(t->db, RULES, strlen(RULES), "r.yaml", NULL, T0, &v),
+                     RLS_OK);
+    assert_int_equal(fired(t), 2);
+    assert_int_equal(v, 2);
+    assert_int_equal(it_sql_int(t->path, "SELECT max(version) FROM rls_rulesets"), 2);
+    it_free(t);
+
+    t = it_new(RULES);
+    assert_true(it_check(t, "api", "k", 2, T0, NULL));
+    fail_next_commit_on(t, "rls_state");
+    assert_int_equal(rls_refund_at(t->db, "api", "k", 1, T0 + 1), RLS_OK);
+    assert_int_equal(fired(t), 2);
+    assert_int_equal(it_sql_int(t->path, "SELECT b FROM rls_state WHERE key = 'k'::bytea"), 1);
+    it_free(t);
+
+    for (int cancel = 0; cancel <= 1; cancel++) {
+        t = it_new(RULES);
+        assert_int_equal(rls_reserve_at(t->db, "api", "k", 2, 60000, T0, &id, &r), RLS_OK);
+        assert_true(id > 0);
+        fail_next_commit_on(t, "rls_reservations");
+        assert_int_equal(cancel ? rls_cancel_at(t->db, id, T0 + 1)
+                                : rls_commit_at(t->db, id, T0 + 1), RLS_OK);
+        assert_int_equal(fired(t), 2);
+        assert_int_equal(it_sql_int(t->path, "SELECT count(*) FROM rls_reservations"), 0);
+        assert_int_equal(it_sql_int(t->path, "SELECT b FROM rls_state WHERE key = 'k'::bytea"),
+                         cancel ? 0 : 2);
+        it_free(t);
+    }
+
+    t = it_new(RULES);
+    assert_true(it_check(t, "api", "k", 1, T0, NULL));
+    fail_next_commit_on(t, "rls_state");
+    assert_int_equal(rls_reset_at(t->db, "api", "k", T0 + 1), RLS_OK);
+    assert_int_equal(fired(t), 2);
+    assert_int_equal(it_sql_int(t->path, "SELECT count(*) FROM rls_audit WHERE op = 'reset'"), 1);
+    assert_int_equal(it_sql_int(t->path, "SELECT count(*) FROM rls_state"), 0);
+    it_free(t);
+
+    t = it_new(RULES);
+    assert_true(it_check(t, "api", "k", 1, T0, NULL));
+    fail_next_commit_on(t, "rls_state");
+    assert_int_equal(rls_gc_at(t->db, 100, T0 + 3600000, &deleted), RLS_OK);
+    assert_int_equal(fired(t), 2);
+    assert_int_equal(deleted, 1);
+    assert_int_equal(it_sql_int(t->path, "SELECT count(*) FROM rls_state"), 0);
+    it_free(t);
+}
+
+/* A child process: one check of (pen, e) at `now` on its own handle; exits
+ * 0 when denied, 1 when admitted, 2 on an error. */
+static void check_in_child(const char *path, int64_t now)
+{
+    rls_db *db = NULL;
+    rls_result r;
+    if (rls_open(&db, path, NULL) != RLS_OK)
+        _exit(2);
+    int rc = rls_check_at(db, "pen", "e", 1, now, &r);
+    rls_close(db);
+    _exit(rc != RLS_OK ? 2 : r.allowed);
+}
+
+/* Two hosts denying the same key at the same instant read its penalty
+ * history before the one that locks its counter first has written the
+ * next penalty.  Both then impose that same next step, as one host's
+ * checks would have in turn (the second one would have found the key
+ * blocked): the escalation level is the one SQLite gives, not one more
+ * or one less. */
+static void concurrent_denials_escalate_a_penalty_once(void **state)
+{
+    IT_PG_ONLY();
+    itest *t = it_new("version: 1\n"
+                      "actions:\n"
+                      "  pen:\n"
+                      "    limits:\n"
+                      "      - { name: r, algorithm: fixed_window, limit: 1, window: 1m,\n"
+                      "          block_for: [1s, 1h] }\n");
+    const int64_t at = T0 + 2000;   /* the first penalty is over, not forgotten */
+    assert_true(it_check(t, "pen", "e", 1, T0, NULL));
+    assert_false(it_check(t, "pen", "e", 1, T0 + 1, NULL));   /* penalty step 0 */
+    assert_int_equal(it_sql_int(t->path, "SELECT level FROM rls_blocks"), 0);
+
+    PGconn *c = PQconnectdb(t->path);
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    PQclear(PQexec(c, "BEGIN"));
+    PQclear(PQexec(c, "SELECT a FROM rls_state WHERE key = 'e'::bytea FOR UPDATE"));
+    pid_t kids[2];
+    for (int i = 0; i < 2; i++) {
+        kids[i] = fork();
+        assert_true(kids[i] >= 0);
+        if (kids[i] == 0)
+            check_in_child(t->path, at);
+    }
+    /* both have read the key's policy and wait for its counter */
+    int64_t waiting = 0;
+    for (int i = 0; i < 1000 && waiting < 2; i++) {
+        waiting = it_sql_int(t->path, "SELECT count(*) FROM pg_stat_activity"
+                                      " WHERE datname = current_database()"
+                                      " AND wait_event_type = 'Lock'");
+        usleep(10000);
+    }
+    assert_int_equal(waiting, 2);
+    PQclear(PQexec(c, "COMMIT"));
+    PQfinish(c);
+    for (int i = 0; i < 2; i++) {
+        int st = -1;
+        assert_int_equal(waitpid(kids[i], &st, 0), kids[i]);
+        assert_true(WIFEXITED(st));
+        assert_int_equal(WEXITSTATUS(st), 0);   /* denied */
+    }
+    assert_int_equal(it_sql_int(t->path, "SELECT level FROM rls_blocks"), 1);
+    assert_int_equal(it_sql_int(t->path, "SELECT until_ms FROM rls_blocks"), at + 3600000);
+    rls_result r;
+    assert_int_equal(rls_check_at(t->db, "pen", "e", 1, at + 1, &r), RLS_OK);
+    assert_int_equal(r.reason, RLS_REASON_BLOCKED);
     it_free(t);
 }
 
@@ -234,6 +405,8 @@ int main(void)
         cmocka_unit_test(read_only_or_no_create_makes_nothing),
         cmocka_unit_test(a_version_1_schema_is_upgraded),
         cmocka_unit_test(a_check_run_again_after_its_commit_failed_counts_once),
+        cmocka_unit_test(every_write_is_run_again_after_its_commit_failed),
+        cmocka_unit_test(concurrent_denials_escalate_a_penalty_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
