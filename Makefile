@@ -68,7 +68,7 @@ INSTALL_TESTS := $(sort $(wildcard tests/install/test_*.sh))
 # (about 70 s plain), which keeps .ci/run within its time.
 PG_SQLITE_ONLY := test_wal test_busy test_split test_split_perm
 PG_SAN_LEAVE := $(if $(filter 1,$(SAN)),test_usage_scale)
-PG_RELIABILITY := test_clock test_exact test_crash
+PG_RELIABILITY := test_clock test_exact test_crash test_pg_faults
 PG_BINS      := $(patsubst tests/%.c,$(BUILD)/tests/%,$(filter-out $(addprefix %/,$(addsuffix .c,$(PG_SQLITE_ONLY) $(PG_SAN_LEAVE))),$(INTEG_SRCS)) \
                 $(addprefix tests/reliability/,$(addsuffix .c,$(PG_RELIABILITY))))
 PG_SCRIPTS   := $(filter-out %/test_man.sh,$(CLI_TESTS)) $(filter %/test_rltop.sh,$(TUI_TESTS))
