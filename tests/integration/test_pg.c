@@ -8,6 +8,7 @@
  * RLSTORE_TEST_PG names a live server (tests/pg/); on SQLite every test is
  * skipped, and reported as skipped.
  */
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include "itest.h"
 
@@ -393,6 +394,97 @@ static void concurrent_denials_escalate_a_penalty_once(void **state)
     it_free(t);
 }
 
+/* t's URI for another role of the test server (tests/pg/server.sh): the
+ * "rlstore@" of the base URI becomes "<user>@". */
+static void uri_as(char *buf, size_t size, const itest *t, const char *user)
+{
+    const char *at = strstr(t->path, "rlstore@");
+    assert_non_null(at);
+    snprintf(buf, size, "%.*s%s%s", (int)(at - t->path), t->path, user, at + 7);
+}
+
+/* Opens uri with the environment variable name set to value (NULL: unset),
+ * then restores it; the code of rls_open.  *db is closed unless keep. */
+static int open_with_env(const char *uri, const char *name, const char *value, rls_db **db)
+{
+    const char *was = getenv(name);
+    char *saved = was ? strdup(was) : NULL;
+    if (value)
+        setenv(name, value, 1);
+    else
+        unsetenv(name);
+    int rc = rls_open(db, uri, NULL);
+    if (saved)
+        setenv(name, saved, 1);
+    else
+        unsetenv(name);
+    free(saved);
+    return rc;
+}
+
+/* Passwords and TLS come from libpq's own settings and never show: a role
+ * that must give a password (scram-sha-256) logs in with PGPASSWORD or a
+ * password file (PGPASSFILE), is refused without one, and no message
+ * quotes it; a role that must use TLS is refused with PGSSLMODE=disable
+ * and checks over TLS with PGSSLMODE=require. */
+static void passwords_and_tls_come_from_libpq_settings(void **state)
+{
+    IT_PG_ONLY();
+    itest *t = it_new(RULES);
+    char uri[4200], bad[4300], pass[4096], line[256];
+    rls_db *db = NULL;
+    const char *secret = "pw-s3cret-test";   /* tests/pg/server.sh */
+    uri_as(uri, sizeof uri, t, "rlstore_pw");
+    setenv("PGCONNECT_TIMEOUT", "5", 1);
+
+    /* no password anywhere: refused */
+    assert_int_equal(open_with_env(uri, "PGPASSFILE", "/nonexistent/pgpass", &db),
+                     RLS_ECANTOPEN);
+    assert_null(db);
+    assert_non_null(strstr(rls_errmsg(NULL), "password"));
+    /* PGPASSWORD */
+    assert_int_equal(open_with_env(uri, "PGPASSWORD", secret, &db), RLS_OK);
+    assert_true(it_check_on(db, "api", "pw", 1, T0, NULL));
+    rls_close(db);
+    /* a password file */
+    tu_path(pass, sizeof pass, t->dir, "pgpass");
+    const char *port = strchr(strstr(uri, "@"), ':') + 1;
+    snprintf(line, sizeof line, "127.0.0.1:%d:rlstore_test:rlstore_pw:%s\n", atoi(port), secret);
+    FILE *f = fopen(pass, "w");
+    assert_non_null(f);
+    fputs(line, f);
+    fclose(f);
+    assert_int_equal(chmod(pass, 0600), 0);
+    assert_int_equal(open_with_env(uri, "PGPASSFILE", pass, &db), RLS_OK);
+    assert_true(it_check_on(db, "api", "pw", 1, T0 + 1, NULL));
+    rls_close(db);
+    /* a wrong password in the URI: refused, and neither it nor the right
+     * one (from the file) is quoted */
+    snprintf(bad, sizeof bad, "%.*s:wr0ng-one%s", (int)(strchr(uri, '@') - uri), uri,
+             strchr(uri, '@'));
+    assert_int_equal(open_with_env(bad, "PGPASSFILE", pass, &db), RLS_ECANTOPEN);
+    assert_null(strstr(rls_errmsg(NULL), "wr0ng"));
+    assert_null(strstr(rls_errmsg(NULL), secret));
+    assert_non_null(strstr(rls_errmsg(NULL), "password authentication failed"));
+
+    /* TLS */
+    if (it_sql_int(t->path, "SELECT setting = 'on' FROM pg_settings WHERE name = 'ssl'") != 1) {
+        it_free(t);
+        unsetenv("PGCONNECT_TIMEOUT");
+        skip();   /* the server has no certificate (no openssl): said as skipped */
+    }
+    uri_as(uri, sizeof uri, t, "rlstore_tls");
+    assert_int_equal(open_with_env(uri, "PGSSLMODE", "disable", &db), RLS_ECANTOPEN);
+    assert_int_equal(open_with_env(uri, "PGSSLMODE", "require", &db), RLS_OK);
+    assert_true(it_check_on(db, "api", "tls", 1, T0, NULL));
+    assert_int_equal(it_sql_int(t->path, "SELECT count(*) FROM pg_stat_ssl s"
+                                         " JOIN pg_stat_activity a USING (pid)"
+                                         " WHERE a.usename = 'rlstore_tls' AND s.ssl"), 1);
+    rls_close(db);
+    unsetenv("PGCONNECT_TIMEOUT");
+    it_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -407,6 +499,7 @@ int main(void)
         cmocka_unit_test(a_check_run_again_after_its_commit_failed_counts_once),
         cmocka_unit_test(every_write_is_run_again_after_its_commit_failed),
         cmocka_unit_test(concurrent_denials_escalate_a_penalty_once),
+        cmocka_unit_test(passwords_and_tls_come_from_libpq_settings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

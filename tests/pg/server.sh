@@ -18,7 +18,11 @@
 # The cluster is created by initdb in a fresh temporary directory, which
 # also holds the server's log and its Unix socket; the server listens on a
 # free TCP port of 127.0.0.1 only, with trust authentication (pg_hba.conf
-# of initdb -A trust: local socket and loopback addresses), fsync off.  The
+# of initdb -A trust: local socket and loopback addresses), fsync off.
+# Two roles of the test tables' owner's group log in otherwise, for the
+# tests of libpq's settings: rlstore_pw over TCP with the password
+# pw-s3cret-test only, rlstore_tls over TLS only (ssl on, with a
+# self-signed certificate, when openssl is installed).  The
 # binaries are found in RLSTORE_PG_BINDIR when it is set, else in PATH or
 # in /usr/lib/postgresql/<version>/bin (the newest).  PostgreSQL refuses to run as root: as root, the cluster belongs
 # to the user "postgres" and its commands run through runuser.
@@ -31,6 +35,9 @@ set -u
 PG_USER_NAME=postgres
 DB=rlstore_test
 ROLE=rlstore
+PW_ROLE=rlstore_pw            # see pg_start; the tests know these names
+PW_SECRET=pw-s3cret-test
+TLS_ROLE=rlstore_tls
 
 die() { echo "pg server: $*" >&2; exit 1; }
 
@@ -120,10 +127,28 @@ pg_start() {
         pg_stop "$DIR"
         die "initdb failed"
     fi
+    # Two more roles for the tests of libpq's own settings: PW_ROLE logs in
+    # over TCP with a password only (scram-sha-256), TLS_ROLE over TLS
+    # only, with a self-signed certificate made here (when openssl is
+    # there).  Both are members of ROLE, the owner of the test tables.
+    ssl_opt=""
+    if command -v openssl >/dev/null 2>&1 &&
+        openssl req -new -x509 -days 7 -nodes -subj /CN=127.0.0.1 \
+            -keyout "$DIR/server.key" -out "$DIR/server.crt" >"$DIR/openssl.log" 2>&1 </dev/null; then
+        chmod 600 "$DIR/server.key"
+        [ "$(id -u)" = 0 ] && chown "$PG_USER_NAME" "$DIR/server.key" "$DIR/server.crt"
+        ssl_opt="-c ssl=on -c ssl_cert_file=$DIR/server.crt -c ssl_key_file=$DIR/server.key"
+    fi
+    hba=$DIR/data/pg_hba.conf
+    { printf 'hostssl all %s 127.0.0.1/32 trust\n' "$TLS_ROLE"
+      printf 'host all %s 127.0.0.1/32 reject\n' "$TLS_ROLE"
+      printf 'host all %s 127.0.0.1/32 scram-sha-256\n' "$PW_ROLE"
+      cat "$hba"; } >"$DIR/hba.new" && as_pg cp "$DIR/hba.new" "$hba" && rm -f "$DIR/hba.new" ||
+        { pg_stop "$DIR"; die "cannot write pg_hba.conf"; }
     tries=0
     while :; do
         PORT=$(pick_port)
-        opts="-c listen_addresses=127.0.0.1 -c port=$PORT -c unix_socket_directories=$DIR"
+        opts="-c listen_addresses=127.0.0.1 -c port=$PORT -c unix_socket_directories=$DIR $ssl_opt"
         opts="$opts -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         opts="$opts -c shared_buffers=32MB -c max_connections=200 -c max_locks_per_transaction=256"
         if as_pg "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/data/server.log" -w -t 60 -o "$opts" \
@@ -141,7 +166,9 @@ pg_start() {
         die "pg_ctl start failed"
     done
     if ! PGCONNECT_TIMEOUT=10 "$PSQL" -X -q -h 127.0.0.1 -p "$PORT" -U "$ROLE" -d postgres \
-            -v ON_ERROR_STOP=1 -c "CREATE DATABASE $DB" >"$DIR/psql.log" 2>&1 </dev/null; then
+            -v ON_ERROR_STOP=1 -c "CREATE DATABASE $DB" \
+            -c "CREATE ROLE $PW_ROLE LOGIN PASSWORD '$PW_SECRET' IN ROLE $ROLE" \
+            -c "CREATE ROLE $TLS_ROLE LOGIN IN ROLE $ROLE" >"$DIR/psql.log" 2>&1 </dev/null; then
         tail -n 5 "$DIR/psql.log" >&2
         pg_stop "$DIR"
         die "CREATE DATABASE $DB failed"
