@@ -485,6 +485,62 @@ static void passwords_and_tls_come_from_libpq_settings(void **state)
     it_free(t);
 }
 
+/* What synchronous_commit each kind of commit ran with, as SQLite's
+ * NORMAL/FULL split: off for checks (the one-round-trip check too), on
+ * for checks of a `durability: full` limit, for every check of a handle
+ * opened with RLS_DURABILITY_FULL, and for admin changes.  A trigger
+ * records the setting of every write. */
+static void commits_wait_for_the_wal_as_sqlite_syncs(void **state)
+{
+    IT_PG_ONLY();
+    itest *t = it_new("version: 1\n"
+                      "actions:\n"
+                      "  api:\n"
+                      "    limits: [ { name: r, algorithm: fixed_window, limit: 9, window: 1m } ]\n"
+                      "  pay:\n"
+                      "    limits: [ { name: d, algorithm: fixed_window, limit: 9, window: 1d,"
+                      " durability: full } ]\n");
+    it_sql_exec(t->path,
+                "CREATE TABLE sync_log(id serial, tab text, sync text);"
+                " CREATE FUNCTION log_sync() RETURNS trigger LANGUAGE plpgsql AS $$"
+                " BEGIN INSERT INTO sync_log(tab, sync)"
+                " VALUES (TG_TABLE_NAME, current_setting('synchronous_commit')); RETURN NULL; END $$;"
+                " CREATE TRIGGER log_state AFTER INSERT OR UPDATE ON rls_state"
+                " FOR EACH ROW EXECUTE FUNCTION log_sync();"
+                " CREATE TRIGGER log_audit AFTER INSERT ON rls_audit"
+                " FOR EACH ROW EXECUTE FUNCTION log_sync()");
+#define LAST_SYNC(tab)                                                        \
+    it_sql_int(t->path, "SELECT sync = 'on' FROM sync_log WHERE tab = '" tab   \
+                        "' ORDER BY id DESC LIMIT 1")
+    assert_true(it_check(t, "api", "k", 1, T0, NULL));          /* a new key */
+    assert_int_equal(LAST_SYNC("rls_state"), 0);
+    assert_true(it_check(t, "api", "k", 1, T0 + 1, NULL));      /* one round trip */
+    assert_int_equal(LAST_SYNC("rls_state"), 0);
+    assert_true(it_check(t, "pay", "k", 1, T0 + 2, NULL));
+    assert_int_equal(LAST_SYNC("rls_state"), 1);
+    assert_true(it_check(t, "api", "k", 1, T0 + 3, NULL));      /* back to off */
+    assert_int_equal(LAST_SYNC("rls_state"), 0);
+    assert_int_equal(rls_block_set_at(t->db, "api", "b", 0, "x", T0 + 4), RLS_OK);
+    assert_int_equal(LAST_SYNC("rls_audit"), 1);
+    assert_true(it_check(t, "api", "k", 1, T0 + 5, NULL));
+    assert_int_equal(LAST_SYNC("rls_state"), 0);
+    assert_int_equal(it_sql_int(t->path, "SELECT count(*) FROM sync_log WHERE tab = 'rls_state'"),
+                     5);   /* every check wrote through the trigger */
+
+    rls_options o;
+    rls_options_init(&o);
+    o.durability = RLS_DURABILITY_FULL;
+    rls_db *db = NULL;
+    assert_int_equal(rls_open(&db, t->path, &o), RLS_OK);
+    assert_true(it_check_on(db, "api", "f", 1, T0 + 6, NULL));
+    assert_int_equal(LAST_SYNC("rls_state"), 1);
+    assert_true(it_check_on(db, "api", "f", 1, T0 + 7, NULL));
+    assert_int_equal(LAST_SYNC("rls_state"), 1);
+#undef LAST_SYNC
+    rls_close(db);
+    it_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -500,6 +556,7 @@ int main(void)
         cmocka_unit_test(every_write_is_run_again_after_its_commit_failed),
         cmocka_unit_test(concurrent_denials_escalate_a_penalty_once),
         cmocka_unit_test(passwords_and_tls_come_from_libpq_settings),
+        cmocka_unit_test(commits_wait_for_the_wal_as_sqlite_syncs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
