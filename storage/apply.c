@@ -103,11 +103,36 @@ int rls__rules_parse(rls_db *db, const char *yaml, size_t len, const char *name,
     return rc;
 }
 
+int rls__rules_store_tx(rls_db *db, const char *yaml, size_t len, const ruleset *rs,
+                        const char *name, const char *comment, const char *op, int64_t expect,
+                        int64_t now_ms, int64_t *version)
+{
+    char before[64], after[64];
+    int64_t v = 0;
+    int rc;
+
+    if ((rc = rls__exec_simple(db, STMT_META_LOCK)) == RLS_OK &&
+        (rc = rls__cache_refresh(db)) == RLS_OK && expect >= 0 &&
+        db->active_version != expect)
+        rc = rls__error(db, RLS_ECONFLICT, "the active rules are version %lld, not %lld",
+                        (long long)db->active_version, (long long)expect);
+    if (rc == RLS_OK && (rc = register_limits(db, rs)) == RLS_OK) {
+        snprintf(before, sizeof before, "version %lld", (long long)db->active_version);
+        rc = store_version(db, yaml, len, name, comment, now_ms, &v);
+    }
+    if (rc == RLS_OK) {
+        snprintf(after, sizeof after, "version %lld", (long long)v);
+        rc = rls__audit(db, now_ms, op, "", NULL, before, after, comment ? comment : "");
+    }
+    if (rc == RLS_OK && version)
+        *version = v;
+    return rc;
+}
+
 int rls__rules_store(rls_db *db, const char *yaml, size_t len, const ruleset *rs,
                      const char *name, const char *comment, const char *op, int64_t expect,
                      int64_t now_ms, int64_t *version)
 {
-    char before[64], after[64];
     int64_t v = 0;
     int rc;
 
@@ -115,19 +140,7 @@ int rls__rules_store(rls_db *db, const char *yaml, size_t len, const ruleset *rs
         return rc;
     sql_durable(db, 1);
     if ((rc = rls__begin(db, 1)) == RLS_OK) {
-        if ((rc = rls__exec_simple(db, STMT_META_LOCK)) == RLS_OK &&
-            (rc = rls__cache_refresh(db)) == RLS_OK && expect >= 0 &&
-            db->active_version != expect)
-            rc = rls__error(db, RLS_ECONFLICT, "the active rules are version %lld, not %lld",
-                            (long long)db->active_version, (long long)expect);
-        if (rc == RLS_OK && (rc = register_limits(db, rs)) == RLS_OK) {
-            snprintf(before, sizeof before, "version %lld", (long long)db->active_version);
-            rc = store_version(db, yaml, len, name, comment, now_ms, &v);
-        }
-        if (rc == RLS_OK) {
-            snprintf(after, sizeof after, "version %lld", (long long)v);
-            rc = rls__audit(db, now_ms, op, "", NULL, before, after, comment ? comment : "");
-        }
+        rc = rls__rules_store_tx(db, yaml, len, rs, name, comment, op, expect, now_ms, &v);
         if (rc == RLS_OK)
             rc = rls__commit(db);
         else
