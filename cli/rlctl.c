@@ -114,6 +114,15 @@ static const rlctl_opt doctor_opts[] = {
     {NULL, NULL, NULL},
 };
 
+static const rlctl_opt copy_opts[] = {
+    {"rules", NULL, "copy the active rule set (a new version unless the same)"},
+    {"policy", NULL, "copy tier assignments, overrides and blocks made by operators"},
+    {"counters", NULL, "copy the counters and the open reservations (same ids)"},
+    {"from-counters", "PATH", "SRC is a split deployment: its counters database"},
+    {"dry-run", NULL, "do and report everything, then store nothing"},
+    {NULL, NULL, NULL},
+};
+
 static const rlctl_opt hold_opts[] = {
     {"for", "DUR", "stop after DUR (default: at SIGINT or SIGTERM)"},
     {NULL, NULL, NULL},
@@ -168,6 +177,8 @@ static const rlctl_cmd commands[] = {
      "show admitted and denied checks per action"},
     {"doctor", NULL, "", 0, 0, doctor_opts, cmd_doctor, 1,
      "check the health of the database"},
+    {"copy-from", NULL, "SRC", 1, 1, copy_opts, cmd_copy_from, 0,
+     "copy rules, operator entries and counters of the database SRC (without a selector: all)"},
     {"hold", NULL, "", 0, 0, hold_opts, cmd_hold, 0,
      "keep the database open until interrupted: split deployments check faster"},
     {"help", NULL, "[COMMAND]", 0, 2, NULL, cmd_help, 1, "show the help of rlctl or of a command"},

@@ -173,7 +173,7 @@ int row_has(const rls_rows *r, const char *col);
     XX(explain) XX(block) XX(unblock) XX(blocks) XX(tier_set)                \
     XX(tier_unset) XX(tier_list) XX(override_set) XX(override_unset)         \
     XX(override_list) XX(reset) XX(audit) XX(gc) XX(stats) XX(doctor)        \
-    XX(hold) XX(help)
+    XX(copy_from) XX(hold) XX(help)
 
 #define RLCTL__CMD_DECL(name) int cmd_##name(rlctl_ctx *ctx);
 RLCTL_COMMAND_FNS(RLCTL__CMD_DECL)

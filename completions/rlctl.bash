@@ -5,17 +5,17 @@
 #
 # Completes commands, subcommands, the options of each command and the
 # global ones, option values with a fixed set (--sort), file names (--db,
-# --counters, init, apply), groups (--group), and, from the database named
-# by --db (and --counters) or $RLSTORE_DB, action
-# names, tier names and rule-set versions (through `rlctl rules` and
-# `rlctl versions`, which only read).
+# --counters, --from-counters, init, apply, copy-from), groups (--group),
+# and, from the database named by --db (and --counters) or $RLSTORE_DB,
+# action names, tier names and rule-set versions (through `rlctl rules`
+# and `rlctl versions`, which only read).
 #
 # The tables below mirror the command table of cli/rlctl.c;
 # tests/install/test_completion.sh compares them with `rlctl --help`, so they
 # cannot drift apart.  Self-contained: needs no helper of bash-completion.
 
 _rlctl_global_opts='--db --counters --now --json --quiet --help --version'
-_rlctl_commands='init apply export rules versions rollback check refund reserve commit cancel usage explain block unblock blocks tier override reset audit gc stats doctor hold help'
+_rlctl_commands='init apply export rules versions rollback check refund reserve commit cancel usage explain block unblock blocks tier override reset audit gc stats doctor copy-from hold help'
 
 # _rlctl_subs COMMAND: its subcommands, if it has any.
 _rlctl_subs()
@@ -48,6 +48,7 @@ _rlctl_opts()
     gc) echo '--rows' ;;
     stats) echo '--seconds --prometheus' ;;
     doctor) echo '--full' ;;
+    copy-from) echo '--rules --policy --counters --from-counters --dry-run' ;;
     hold) echo '--for' ;;
     esac
 }
@@ -64,6 +65,7 @@ _rlctl_args()
     'tier set') echo 'KEY TIER' ;;
     'override set') echo 'ACTION KEY LIMITNAME LIMIT' ;;
     'override unset') echo 'ACTION KEY LIMITNAME' ;;
+    copy-from) echo 'SRC' ;;
     help) echo 'COMMAND' ;;
     esac
 }
@@ -74,7 +76,7 @@ _rlctl_takes_value()
     case $1 in
     --db | --counters | --now | --comment | --cost | --ttl | --action | --key | --top | \
         --sort | --audit | --for | --reason | --limit | --rows | --seconds | --mode | \
-        --group) return 0 ;;
+        --group | --from-counters) return 0 ;;
     esac
     return 1
 }
@@ -146,7 +148,7 @@ _rlctl()
     # The value of an option.
     if [ $dashdash = 0 ] && _rlctl_takes_value "$prev"; then
         case $prev in
-        --db | --counters) _rlctl_files ;;
+        --db | --counters | --from-counters) _rlctl_files ;;
         --group) COMPREPLY=($(compgen -g -- "$cur")) ;;
         --sort) COMPREPLY=($(compgen -W 'used key reset' -- "$cur")) ;;
         --action) COMPREPLY=($(compgen -W "$(_rlctl_query actions)" -- "$cur")) ;;
@@ -175,7 +177,7 @@ _rlctl()
     local -a kinds=($(_rlctl_args "$full"))
     local kind=${kinds[${#pos[@]}]}
     case $kind in
-    FILE) _rlctl_files ;;
+    FILE | SRC) _rlctl_files ;;
     ACTION) COMPREPLY=($(compgen -W "$(_rlctl_query actions)" -- "$cur")) ;;
     TIER) COMPREPLY=($(compgen -W "$(_rlctl_query tiers)" -- "$cur")) ;;
     VERSION) COMPREPLY=($(compgen -W "$(_rlctl_query versions)" -- "$cur")) ;;

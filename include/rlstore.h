@@ -551,6 +551,93 @@ RLS_EXTERN int rls_stats_at(rls_db *db, int seconds, int64_t now_ms, rls_rows **
  */
 RLS_EXTERN int rls_doctor(rls_db *db, int full, rls_rows **out);
 
+/* ---- copying between databases ----------------------------------------
+ * What rls_copy_at() copies: an OR of the kinds, optionally with DRY_RUN. */
+enum rls_copy_what {
+    RLS_COPY_RULES = 1,       /* the active rule set                        */
+    RLS_COPY_POLICY = 2,      /* operator tier assignments, overrides, manual
+                                 and penalty blocks                         */
+    RLS_COPY_COUNTERS = 4,    /* counter states, open reservations          */
+    RLS_COPY_ALL = 7,
+    RLS_COPY_DRY_RUN = 0x100  /* do and report everything, then roll back   */
+};
+
+/*
+ * Copies what decides checks from the database of src to the one of dst,
+ * from any backend to any backend (SQLite file or PostgreSQL): to move a
+ * deployment, e.g. from SQLite to PostgreSQL (docs/SCALING.md).
+ *
+ *   RLS_COPY_RULES     src's active rule set becomes dst's active one, as
+ *                      a new version audited as "rules.copy", unless dst's
+ *                      active YAML is already byte for byte the same.  The
+ *                      history of versions stays in src.
+ *   RLS_COPY_POLICY    tier assignments made by operators (exact keys and
+ *                      patterns), overrides, manual blocks with their
+ *                      reason, penalty blocks with their escalation level
+ *                      and the time it is forgotten.  The assignments of
+ *                      the rule file come with the rules.
+ *   RLS_COPY_COUNTERS  the counter state of every (limit, key), verbatim;
+ *                      open reservations under the same ids, so that an
+ *                      application commits or cancels them on dst by the
+ *                      ids src gave (dst hands out only larger ids
+ *                      afterwards); the keys' counts (rls_usage_count_at)
+ *                      kept exact; GC's time horizon.
+ *
+ * Limits are matched by action and limit name: their ids differ between
+ * databases.  A row is copied only where it has a place in dst's active
+ * rules (after the rules step, src's); otherwise it is dropped: a state of
+ * a limit those rules do not define or define with another algorithm; an
+ * override of an action or limit they lack; an assignment to an action or
+ * tier they lack; a block or a reservation of an action they lack.  A
+ * reservation keeps the limits dst has.  A split source may hold a manual
+ * block and a penalty of the same key and action: the manual block is
+ * copied, the penalty dropped (one database holds one block per key and
+ * action).  Where dst already has a row of the same identity (the state
+ * of a limit and key; the block of a key and action; the assignment of a
+ * pattern and action; the override of a key, action and limit; a
+ * reservation id), dst's row is kept and src's is not copied: resolve
+ * reservations before copying into a database that has some.  Rows
+ * expired at now_ms are not copied: states whose expiry (the time they
+ * equal a fresh state) has passed, blocks past their end and their
+ * escalation memory, assignments and overrides past their expiry.
+ * Reservations past their TTL are copied: they still owe their refund,
+ * which dst gives at the key's next check or a GC step, as src would have.
+ * Statistics, the keys' statistics, the audit log and the rule-set history
+ * are not copied.
+ *
+ * src is read in one snapshot (a read transaction; on PostgreSQL
+ * REPEATABLE READ, READ ONLY) and may be a read-only handle or a split
+ * deployment.  dst is written in one write transaction, rules included,
+ * committed durably (SQLite synchronous=FULL, PostgreSQL
+ * synchronous_commit on) with one audit row "copy" naming src and the
+ * counts: all or nothing.  Rows are read and written in pages, so memory
+ * does not grow with the database.  Until it commits, dst's writers wait
+ * (SQLite's write lock; on PostgreSQL the tables it copies into are locked
+ * against writes, reads go on) and may time out (EBUSY, answered by their
+ * failure policy): stop them for the time of the copy.
+ *
+ * *report (may be NULL) receives one row per kind asked for, in this
+ * order: what ("rules", "assignments", "overrides", "blocks", "states",
+ * "reservations"), copied (rows written to dst; for rules 1 when a new
+ * version was stored), kept (rows of src not copied because dst had a row
+ * of the same identity; for rules 1 when the YAML was the same), dropped
+ * (rows without a place in dst's rules), expired (rows of src expired at
+ * now_ms, not copied) and detail (text: the rule-set version stored or
+ * kept, why rows were dropped; "" if nothing to say).  Free it with
+ * rls_rows_free().  With RLS_COPY_DRY_RUN everything is done and reported,
+ * then rolled back: dst is unchanged.
+ *
+ * Errors: EINVAL (dst or src NULL, `what` without a kind or with an
+ * unknown bit, src and dst the same database, dst a split deployment),
+ * ETIME, EREADONLY (dst is read-only), ENORULES (RLS_COPY_RULES and src
+ * has no rules; without it, dst has none), ECONFIG (src's rules do not
+ * load here), EBUSY, EIO, EFULL, ECORRUPT, ESTORAGE, ENOMEM.
+ * rls_errmsg(dst) says what failed, also when reading src failed.  On any
+ * error dst is unchanged and *report is NULL.
+ */
+RLS_EXTERN int rls_copy_at(rls_db *dst, rls_db *src, unsigned int what, int64_t now_ms,
+                           rls_rows **report);
+
 #ifdef __cplusplus
 }
 #endif

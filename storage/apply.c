@@ -103,6 +103,32 @@ int rls__rules_parse(rls_db *db, const char *yaml, size_t len, const char *name,
     return rc;
 }
 
+int rls__rules_store_tx(rls_db *db, const char *yaml, size_t len, const ruleset *rs,
+                        const char *name, const char *comment, const char *op, int64_t expect,
+                        int64_t now_ms, int64_t *version)
+{
+    char before[64], after[64];
+    int64_t v = 0;
+    int rc;
+
+    if ((rc = rls__exec_simple(db, STMT_META_LOCK)) == RLS_OK &&
+        (rc = rls__cache_refresh(db)) == RLS_OK && expect >= 0 &&
+        db->active_version != expect)
+        rc = rls__error(db, RLS_ECONFLICT, "the active rules are version %lld, not %lld",
+                        (long long)db->active_version, (long long)expect);
+    if (rc == RLS_OK && (rc = register_limits(db, rs)) == RLS_OK) {
+        snprintf(before, sizeof before, "version %lld", (long long)db->active_version);
+        rc = store_version(db, yaml, len, name, comment, now_ms, &v);
+    }
+    if (rc == RLS_OK) {
+        snprintf(after, sizeof after, "version %lld", (long long)v);
+        rc = rls__audit(db, now_ms, op, "", NULL, before, after, comment ? comment : "");
+    }
+    if (rc == RLS_OK && version)
+        *version = v;
+    return rc;
+}
+
 struct store_arg {
     const char *yaml, *name, *comment, *op;
     size_t len;
@@ -113,20 +139,8 @@ struct store_arg {
 static int store_fn(rls_db *db, void *p)
 {
     struct store_arg *a = p;
-    char before[64], after[64];
-    int rc;
-    if ((rc = rls__exec_simple(db, STMT_META_LOCK)) || (rc = rls__cache_refresh(db)))
-        return rc;
-    if (a->expect >= 0 && db->active_version != a->expect)
-        return rls__error(db, RLS_ECONFLICT, "the active rules are version %lld, not %lld",
-                          (long long)db->active_version, (long long)a->expect);
-    if ((rc = register_limits(db, a->rs)))
-        return rc;
-    snprintf(before, sizeof before, "version %lld", (long long)db->active_version);
-    if ((rc = store_version(db, a->yaml, a->len, a->name, a->comment, a->now, &a->version)))
-        return rc;
-    snprintf(after, sizeof after, "version %lld", (long long)a->version);
-    return rls__audit(db, a->now, a->op, "", NULL, before, after, a->comment ? a->comment : "");
+    return rls__rules_store_tx(db, a->yaml, a->len, a->rs, a->name, a->comment, a->op,
+                               a->expect, a->now, &a->version);
 }
 
 int rls__rules_store(rls_db *db, const char *yaml, size_t len, const ruleset *rs,

@@ -410,6 +410,11 @@ void rls__stmt_finalize_all(rls_db *db);
 /* Prepares statement `id` of the check table (admin 0) or of the admin
  * table (admin 1, admin.h) from `sql`, in its split form in a split handle. */
 int rls__prepare(rls_db *db, int admin, int id, const char *sql, rls_stmt **out);
+/* The same for a statement of another table: sql, or pg_sql (NULL: none)
+ * on PostgreSQL; in a split handle sql rewritten for `side` (enum
+ * rls_split_side), or split_sql when side is SPLIT_OWN. */
+int rls__prepare_form(rls_db *db, const char *sql, const char *pg_sql, int side,
+                      const char *split_sql, rls_stmt **out);
 int rls__exec_simple(rls_db *db, int id);     /* step a no-result statement */
 int rls__begin(rls_db *db, int write);
 int rls__commit(rls_db *db);
@@ -437,6 +442,10 @@ int rls__rules_parse(rls_db *db, const char *yaml, size_t len, const char *name,
 int rls__rules_store(rls_db *db, const char *yaml, size_t len, const ruleset *rs,
                      const char *name, const char *comment, const char *op, int64_t expect,
                      int64_t now_ms, int64_t *version);
+/* The same inside the caller's write transaction (copy.c). */
+int rls__rules_store_tx(rls_db *db, const char *yaml, size_t len, const ruleset *rs,
+                        const char *name, const char *comment, const char *op, int64_t expect,
+                        int64_t now_ms, int64_t *version);
 
 /* ---- cache.c --------------------------------------------------------- */
 int rls__cache_refresh(rls_db *db);           /* inside a transaction */

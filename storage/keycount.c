@@ -8,6 +8,7 @@
  * key has a row of the action; after a delete, one subtracts one unless
  * it has one left.  The look is a seek on the key's rows, which share a
  * page (the state's primary key is (key, lid)) the check has just read.
+ * A copy of many keys (copy.c) counts again instead, once per action.
  *
  * The statements are prepared once per connection and live in the top
  * slots of rls_db.astmt, which rls__stmt_finalize_all() finalizes at close
@@ -19,7 +20,7 @@
 #include "keyctx.h"
 #include "keycount.h"
 
-enum { KC_COUNT, KC_GET, KC_TOTAL, KC__COUNT };
+enum { KC_COUNT, KC_GET, KC_TOTAL, KC_RECOUNT, KC__COUNT };
 #define KC_SLOT(id) ((int)(sizeof((rls_db *)0)->astmt / sizeof(rls_stmt *)) - 1 - (id))
 
 _Static_assert(ASTMT__COUNT <= (int)(sizeof((rls_db *)0)->astmt / sizeof(rls_stmt *)) -
@@ -38,6 +39,11 @@ static const char *const kc_sql[KC__COUNT] = {
                  " ON CONFLICT(action) DO UPDATE SET keys = rls_key_counts.keys + excluded.keys",
     [KC_GET] = "SELECT max(keys, 0) FROM main.rls_key_counts WHERE action = ?2",
     [KC_TOTAL] = "SELECT total(max(keys, 0)) FROM main.rls_key_counts",
+    /* ?2 action: its count from the counters themselves (schema/002) */
+    [KC_RECOUNT] = "INSERT INTO main.rls_key_counts(action, keys)"
+                   " SELECT ?2, count(DISTINCT s.key) FROM main.rls_state s"
+                   " WHERE s.lid IN (SELECT lid FROM @R.rls_limits WHERE action = ?2)"
+                   " ON CONFLICT(action) DO UPDATE SET keys = excluded.keys",
 };
 
 const char *rls__rules_schema(rls_db *db)
@@ -108,6 +114,17 @@ int rls__keycount_deleted(rls_db *db, const char *action, int64_t lid, const voi
                           size_t keylen)
 {
     return count_unless_rows(db, action, lid, key, keylen, -1);
+}
+
+int rls__keycount_recount(rls_db *db, const char *action)
+{
+    rls_stmt *st = kc_stmt(db, KC_RECOUNT);
+    if (!st)
+        return rls__stmt_failed(db);
+    sql_bind_text(st, 2, action, -1, SQL_STATIC);
+    int rc = sql_step(st);
+    sql_reset(st);
+    return rc == SQL_DONE ? RLS_OK : rls__sql_error(db, rc, "cannot count keys");
 }
 
 int rls__keycount_get(rls_db *db, const char *action, int64_t *n)

@@ -22,6 +22,11 @@ int rls__keycount_before_write(rls_db *db, const struct key_ctx *ctx);
 int rls__keycount_deleted(rls_db *db, const char *action, int64_t lid, const void *key,
                           size_t keylen);
 
+/* Sets the count of action to the keys that have counters of it, in one
+ * scan of them: exact while no other writer adds or removes counters (the
+ * caller holds them off: SQLite's write lock, PostgreSQL's table lock). */
+int rls__keycount_recount(rls_db *db, const char *action);
+
 /* Inside a transaction: the keys with counters of action (0 if none). */
 int rls__keycount_get(rls_db *db, const char *action, int64_t *n);
 /* ... of every action together. */

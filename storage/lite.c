@@ -32,6 +32,7 @@ static int lite_prepare(rls_db *db, const char *sql, rls_stmt **out)
     if (!l)
         return SQL_NOMEM;
     l->base.drv = &rls__lite_driver;
+    l->base.deferred_rows = 0;
     int rc = sqlite3_prepare_v3(db->sql, sql, -1, SQLITE_PREPARE_PERSISTENT, &l->s, NULL);
     if (rc != SQLITE_OK) {
         free(l);
@@ -42,6 +43,14 @@ static int lite_prepare(rls_db *db, const char *sql, rls_stmt **out)
 }
 
 static int lite_step(rls_stmt *st) { return sqlite3_step(S(st)); }
+
+static int lite_step_deferred(rls_stmt *st)
+{
+    int rc = sqlite3_step(S(st));
+    if (rc == SQLITE_DONE)
+        st->deferred_rows += sqlite3_changes(sqlite3_db_handle(S(st)));
+    return rc;
+}
 static void lite_reset(rls_stmt *st) { sqlite3_reset(S(st)); }
 static void lite_clear(rls_stmt *st) { sqlite3_clear_bindings(S(st)); }
 
@@ -96,7 +105,7 @@ const sql_driver rls__lite_driver = {
     .name = "sqlite",
     .prepare = lite_prepare,
     .step = lite_step,
-    .step_deferred = lite_step,
+    .step_deferred = lite_step_deferred,
     .reset = lite_reset,
     .clear_bindings = lite_clear,
     .finalize = lite_finalize,

@@ -277,13 +277,15 @@ static int pg_step(rls_stmt *s)
         }
         if (st->defer && (pc->begin_sql || PQtransactionStatus(pc->c) == PQTRANS_INTRANS)) {
             st->defer = 0;       /* held back, sent with the next statement */
-            if ((rc = rls__pg_hold(st->db, st->name, st->nparams, vals, lens)) != SQL_OK)
+            if ((rc = rls__pg_hold(st->db, st->name, st->nparams, vals, lens,
+                                   &st->base.deferred_rows)) != SQL_OK)
                 return rc;
             st->started = 1;
             st->row = st->nrows = 0;
             pc->changes = 1;     /* not known yet: a deferred step's caller never asks */
             return SQL_DONE;
         }
+        int deferred = st->defer;
         st->defer = 0;
         PGresult *res = rls__pg_run(st->db, st->name, st->nparams, vals, lens, fmts, &rc);
         if (!res && rc != SQL_OK) {
@@ -305,6 +307,8 @@ static int pg_step(rls_stmt *s)
         st->nrows = es == PGRES_TUPLES_OK ? PQntuples(res) : 0;
         const char *ct = PQcmdTuples(res);
         pc->changes = ct && *ct ? atoll(ct) : 0;
+        if (deferred)
+            st->base.deferred_rows += pc->changes;
     }
     if (st->row < st->nrows)
         st->row++;
@@ -341,6 +345,7 @@ static void pg_finalize(rls_stmt *s)
     struct pg_conn *pc = st->db->pg;
     pg_reset(s);
     if (pc) {
+        rls__pg_forget_rows(pc, &st->base.deferred_rows);
         for (pg_stmt **pp = &pc->stmts; *pp; pp = &(*pp)->next)
             if (*pp == st) {
                 *pp = st->next;

@@ -42,7 +42,12 @@ char *rls__pg_translate(const char *sql, int *nparams, uint32_t *bytea);
  * SQL_OK or a code with the message in the connection. */
 int rls__pg_exec(rls_db *db, const char *sql);
 /* ---- pg_pipe.c: what is held back, and the pipeline that sends it ---- */
-int rls__pg_hold(rls_db *db, const char *name, int n, const char *const *vals, const int *lens);
+/* Holds back an execution of `name`; the rows it changes are added to
+ * *rows (may be NULL) when its result arrives. */
+int rls__pg_hold(rls_db *db, const char *name, int n, const char *const *vals, const int *lens,
+                 int64_t *rows);
+/* A statement goes away: held executions no longer count into *rows. */
+void rls__pg_forget_rows(struct pg_conn *pc, const int64_t *rows);
 PGresult *rls__pg_run(rls_db *db, const char *name, int n, const char *const *vals,
                       const int *lens, const int *fmts, int *rc);
 int rls__pg_flush(rls_db *db);               /* sends what is held back */

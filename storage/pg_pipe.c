@@ -22,6 +22,7 @@
  * parameters. */
 struct pg_held {
     char name[24];
+    int64_t *rows;           /* counts the rows it changed, or NULL */
     int n;
     const char *vals[PG_MAX_PARAMS];
     int lens[PG_MAX_PARAMS];
@@ -43,7 +44,15 @@ void rls__pg_pipe_free(struct pg_conn *pc)
     pc->capheld = 0;
 }
 
-int rls__pg_hold(rls_db *db, const char *name, int n, const char *const *vals, const int *lens)
+void rls__pg_forget_rows(struct pg_conn *pc, const int64_t *rows)
+{
+    for (int i = 0; i < pc->nheld; i++)
+        if (pc->held[i]->rows == rows)
+            pc->held[i]->rows = NULL;
+}
+
+int rls__pg_hold(rls_db *db, const char *name, int n, const char *const *vals, const int *lens,
+                 int64_t *rows)
 {
     struct pg_conn *pc = db->pg;
     size_t total = 0;
@@ -61,6 +70,7 @@ int rls__pg_hold(rls_db *db, const char *name, int n, const char *const *vals, c
     if (!e)
         return SQL_NOMEM;
     snprintf(e->name, sizeof e->name, "%s", name);
+    e->rows = rows;
     e->n = n;
     char *o = e->bytes;
     for (int i = 0; i < n; i++) {
@@ -110,11 +120,12 @@ PGresult *rls__pg_run(rls_db *db, const char *name, int n, const char *const *va
     if (sent && name)
         sent = PQsendQueryPrepared(c, name, n, vals, lens, fmts, 0);
     sent = sent && PQpipelineSync(c);
-    rls__pg_drop_held(pc);
 
     /* each query's results, then a NULL; after the last, the sync's result;
-     * more NULLs only from a broken connection */
+     * more NULLs only from a broken connection.  Query q is BEGIN (when
+     * first), a held write, or the statement. */
     PGresult *res = NULL, *fail = NULL;
+    int first_held = begin != NULL;
     for (int done = 0; sent;) {
         PGresult *r = PQgetResult(c);
         if (!r) {
@@ -132,9 +143,14 @@ PGresult *rls__pg_run(rls_db *db, const char *name, int n, const char *const *va
         else if (name && done == queries - 1 && !res &&
                  (s == PGRES_TUPLES_OK || s == PGRES_COMMAND_OK))
             res = r;                       /* the statement's own */
-        else
+        else {
+            int h = done - first_held;     /* a held write's: count its rows */
+            if (s == PGRES_COMMAND_OK && h >= 0 && h < pc->nheld && pc->held[h]->rows)
+                *pc->held[h]->rows += atoll(PQcmdTuples(r));
             PQclear(r);                    /* BEGIN's, a write's, or ABORTED */
+        }
     }
+    rls__pg_drop_held(pc);
     if (!PQexitPipelineMode(c))
         pc->lost = 1;                      /* results left unread: start afresh */
     if (sent && !fail && (res || !name))

@@ -59,7 +59,10 @@ typedef struct sql_driver {
     int (*step)(rls_stmt *st);
     /* A step of a statement without results whose outcome the caller does
      * not look at before the transaction's next statement: the driver may
-     * send it with that one (pg_pipe.c), which then fails in its place. */
+     * send it with that one (pg_pipe.c), which then fails in its place.
+     * sql_changes() does not tell what it changed; the rows it changed are
+     * added to the statement's deferred_rows when its outcome arrives (at
+     * once on SQLite, with that next statement on PostgreSQL). */
     int (*step_deferred)(rls_stmt *st);
     void (*reset)(rls_stmt *st);               /* keeps the bindings */
     void (*clear_bindings)(rls_stmt *st);
@@ -87,6 +90,7 @@ typedef struct sql_driver {
 /* Every statement begins with its driver. */
 struct rls_stmt {
     const sql_driver *drv;
+    int64_t deferred_rows;   /* rows changed by its deferred steps so far */
 };
 
 extern const sql_driver rls__lite_driver;

@@ -118,21 +118,19 @@ static char *split_text(const char *sql, int side, const char **bad, size_t *bad
     return out;
 }
 
-int rls__prepare(rls_db *db, int admin, int id, const char *sql, rls_stmt **out)
+int rls__prepare_form(rls_db *db, const char *sql, const char *pg_sql, int side,
+                      const char *split_sql, rls_stmt **out)
 {
-    const char *text = sql;
+    const char *text = db->pg && pg_sql ? pg_sql : sql;
     char *rewritten = NULL;
     *out = NULL;
-    if (db->pg && !admin && stmt_pg[id])
-        text = stmt_pg[id];
     if (db->split) {
-        const split_form *f = admin ? &astmt_split[id] : &stmt_split[id];
-        if (f->side == SPLIT_OWN) {
-            text = f->sql;
+        if (side == SPLIT_OWN) {
+            text = split_sql;
         } else {
             const char *bad;
             size_t badlen = 0;
-            text = rewritten = split_text(sql, f->side, &bad, &badlen);
+            text = rewritten = split_text(sql, side, &bad, &badlen);
             if (!text && bad)
                 return db->stmt_code = rls__error(db, RLS_ESTORAGE, "statement on '%.*s' has "
                                                   "no split-deployment form", (int)badlen, bad);
@@ -147,6 +145,12 @@ int rls__prepare(rls_db *db, int admin, int id, const char *sql, rls_stmt **out)
         return db->stmt_code = rls__sql_error(db, rc, "cannot prepare statement");
     }
     return RLS_OK;
+}
+
+int rls__prepare(rls_db *db, int admin, int id, const char *sql, rls_stmt **out)
+{
+    const split_form *f = admin ? &astmt_split[id] : &stmt_split[id];
+    return rls__prepare_form(db, sql, admin ? NULL : stmt_pg[id], f->side, f->sql, out);
 }
 
 rls_stmt *rls__stmt(rls_db *db, int id)

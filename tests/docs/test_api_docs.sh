@@ -342,6 +342,15 @@ int main(int argc, char **argv)
         for (int r = 0; r < rls_rows_count(x); r++)
             printf("COL rls_admin doctor_check %s\n", rls_rows_text(x, r, rls_rows_find(x, "check")));
     cols("rls_admin", "doctor", rc, x);
+    /* the report of a copy (a dry run into a second database) */
+    rls_db *other = NULL;
+    snprintf(path, sizeof path, "%s/columns-copy.db", argv[1]);
+    x = NULL;
+    rc = rls_open(&other, path, NULL);
+    if (rc == RLS_OK)
+        rc = rls_copy_at(other, db, RLS_COPY_ALL | RLS_COPY_DRY_RUN, T, &x);
+    cols("rls_copy", "copy", rc, x);
+    rls_close(other);
     /* A resolved reservation's id handed out again? */
     rls_reserve_at(db, "a", "r1", 1, 60000, T, &id1, &res);
     rls_commit_at(db, id1, T);

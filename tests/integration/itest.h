@@ -159,6 +159,21 @@ static inline int it_admit_n(itest *t, const char *action, const char *key, int 
     return ok;
 }
 
+/* rls_usage_count_at() of action (NULL: every action), which must succeed. */
+static inline int64_t it_usage_count(rls_db *db, const char *action, int64_t now)
+{
+    rls_usage_query q;
+    int64_t n = -1;
+    memset(&q, 0, sizeof q);
+    q.size = sizeof q;
+    q.action = action;
+    q.limit = 1;
+    int rc = rls_usage_count_at(db, &q, now, &n);
+    if (rc != RLS_OK)
+        fail_msg("count %s: %s: %s", action ? action : "(all)", rls_errname(rc), rls_errmsg(db));
+    return n;
+}
+
 /* A scalar from a direct read-only query on the database file. */
 static inline int64_t it_sql_int(const char *path, const char *sql)
 {

@@ -63,16 +63,7 @@ static int64_t stored(const itest *t, const char *action)
 
 static int64_t api_count(itest *t, const char *action, int64_t now)
 {
-    rls_usage_query q;
-    int64_t n = -1;
-    memset(&q, 0, sizeof q);
-    q.size = sizeof q;
-    q.action = action;
-    q.limit = 1;
-    int rc = rls_usage_count_at(t->db, &q, now, &n);
-    if (rc != RLS_OK)
-        fail_msg("count %s: %s: %s", action, rls_errname(rc), rls_errmsg(t->db));
-    return n;
+    return it_usage_count(t->db, action, now);
 }
 
 /* The stored count and the API's agree with the rows, and are `want`. */

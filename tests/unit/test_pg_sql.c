@@ -69,6 +69,26 @@ static void casts(void **state)
                "SELECT (key) FROM t WHERE key = CAST($3 AS bytea)", 3, 1u << 2);
     expect_sql("SELECT length(CAST(yaml AS BLOB)) FROM r",
                "SELECT length(CAST(yaml AS bytea)) FROM r", 0, 0);
+    /* casts to PostgreSQL's own types, in statements written for it alone
+     * (storage/copy.c), pass as they are, :: included */
+    expect_sql("SELECT setval(s, GREATEST(?1, 0)) FROM (SELECT CAST(pg_get_serial_sequence("
+               "'rls_reservations', 'id') AS regclass) AS s) q",
+               "SELECT setval(s, GREATEST($1, 0)) FROM (SELECT CAST(pg_get_serial_sequence("
+               "'rls_reservations', 'id') AS regclass) AS s) q", 1, 0);
+    expect_sql("SELECT ('rls_state'::regclass)::oid || '/'",
+               "SELECT ('rls_state'::regclass)::oid || '/'", 0, 0);
+}
+
+static void row_values_and_upserts(void **state)
+{
+    /* keyset pages and inserts that keep the existing row (copy.c) */
+    expect_sql("SELECT key FROM rls_state WHERE (key, lid) > (?1, ?2) ORDER BY key, lid LIMIT ?3",
+               "SELECT key FROM rls_state WHERE (key, lid) > ($1, $2) ORDER BY key, lid LIMIT $3",
+               3, 0);
+    expect_sql("INSERT INTO t(id, a) VALUES (?1, ?2) ON CONFLICT(id) DO NOTHING",
+               "INSERT INTO t(id, a) VALUES ($1, $2) ON CONFLICT(id) DO NOTHING", 2, 0);
+    expect_sql("UPDATE rls_meta SET gc_horizon = max(gc_horizon, ?1) WHERE id = 1",
+               "UPDATE rls_meta SET gc_horizon = GREATEST(gc_horizon, $1) WHERE id = 1", 1, 0);
 }
 
 int main(void)
@@ -79,6 +99,7 @@ int main(void)
         cmocka_unit_test(schema_and_transactions),
         cmocka_unit_test(scalar_functions),
         cmocka_unit_test(casts),
+        cmocka_unit_test(row_values_and_upserts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
