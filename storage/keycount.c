@@ -8,7 +8,7 @@
  * key has a row of the action; after a delete, one subtracts one unless
  * it has one left.  The look is a seek on the key's rows, which share a
  * page (the state's primary key is (key, lid)) the check has just read.
- * A copy of many keys (copy.c) counts again instead, once per action.
+ * A copy of many keys (copy_rows.c) counts again instead, once per action.
  *
  * The statements are prepared once per connection and live in the top
  * slots of rls_db.astmt, which rls__stmt_finalize_all() finalizes at close
