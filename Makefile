@@ -66,8 +66,11 @@ INSTALL_TESTS := $(sort $(wildcard tests/install/test_*.sh))
 # listing logic runs sanitized in the SQLite pass, the driver code it uses
 # in the other PostgreSQL suites, and on PostgreSQL it is the slowest suite
 # (about 70 s plain), which keeps .ci/run within its time.
+# Likewise the reliability suites there run with smaller sizes (PG_KNOBS,
+# tests/run_suites.sh): their full sizes run in the plain PostgreSQL pass.
 PG_SQLITE_ONLY := test_wal test_busy test_split test_split_perm
 PG_SAN_LEAVE := $(if $(filter 1,$(SAN)),test_usage_scale)
+PG_KNOBS     := $(if $(filter 1,$(SAN)),RLS_CLOCK_TICKS=12 RLS_EXACT_CAP=300 RLS_CRASH_ROUNDS=60)
 PG_RELIABILITY := test_clock test_exact test_crash test_pg_faults
 PG_BINS      := $(patsubst tests/%.c,$(BUILD)/tests/%,$(filter-out $(addprefix %/,$(addsuffix .c,$(PG_SQLITE_ONLY) $(PG_SAN_LEAVE))),$(INTEG_SRCS)) \
                 $(addprefix tests/reliability/,$(addsuffix .c,$(PG_RELIABILITY))))
@@ -157,12 +160,12 @@ $(BUILD)/tests/tui/%: tests/tui/%.c tui/yamlite.c tui/yamledit.c tui/yamlite.h $
 # Every suite, then (after --pg) the PostgreSQL pass: one summary line at
 # the end counts both.  PG=0 leaves the PostgreSQL pass out.
 test: all $(TEST_BINS) $(TUI_UNIT_BINS) $(if $(CLI_TESTS),$(BUILD)/rlctl) $(if $(BENCH_TESTS),$(BUILD)/bench/rlbench)
-	@BUILD=$(BUILD) sh tests/run_suites.sh $(TEST_BINS) $(TUI_UNIT_BINS) $(CLI_TESTS) $(TUI_TESTS) $(DOC_TESTS) $(REL_TESTS) $(FUZZ_TESTS) \
+	@BUILD=$(BUILD) PG_KNOBS="$(PG_KNOBS)" sh tests/run_suites.sh $(TEST_BINS) $(TUI_UNIT_BINS) $(CLI_TESTS) $(TUI_TESTS) $(DOC_TESTS) $(REL_TESTS) $(FUZZ_TESTS) \
 	    $(EXAMPLE_TESTS) $(INSTALL_TESTS) $(BENCH_TESTS) $(if $(filter 0,$(PG)),,--pg $(PG_BINS) $(PG_SCRIPTS))
 
 # The PostgreSQL pass alone.
 test-pg: all $(PG_BINS) $(if $(PG_SCRIPTS),$(BUILD)/rlctl $(BUILD)/rltop)
-	@BUILD=$(BUILD) sh tests/run_suites.sh --pg $(PG_BINS) $(PG_SCRIPTS)
+	@BUILD=$(BUILD) PG_KNOBS="$(PG_KNOBS)" sh tests/run_suites.sh --pg $(PG_BINS) $(PG_SCRIPTS)
 
 sanitize:
 	$(MAKE) SAN=1 test

@@ -46,6 +46,8 @@ start_pg() {
     RLSTORE_TEST_PG=$(sed -n 1p "$out")
     pgdir=$(sed -n 2p "$out")
     export RLSTORE_TEST_PG
+    # PG_KNOBS: "NAME=VALUE ..." for the suites of this pass only
+    for kv in ${PG_KNOBS:-}; do export "$kv"; done
     prefix=pg:
 }
 
