@@ -75,6 +75,12 @@ struct key_ctx;
 int rls__peek_key(rls_db *db, struct key_ctx *ctx, const char *action, const char *key,
                   int normalised, int64_t now, rls_result *res);
 
+/* Inside a transaction: the YAML of rule-set version (0 = the active
+ * one), malloc'd and NUL-terminated, its length in *len (may be NULL).
+ * ENORULES (none active), ENOTFOUND (no such version), ECORRUPT (the
+ * active version's row is missing). */
+int rls__rules_yaml(rls_db *db, int64_t version, char **yaml, size_t *len);
+
 /* Starts a read transaction for a listing; rls__commit ends it. */
 int rls__admin_begin_read(rls_db *db);
 

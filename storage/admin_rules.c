@@ -38,12 +38,11 @@ int rls_rules_versions(rls_db *db, rls_rows **out)
     return rc;
 }
 
-/* Reads the YAML of version (0 = active) inside a transaction. */
-static int read_yaml(rls_db *db, int64_t version, char **yaml, size_t *len)
+int rls__rules_yaml(rls_db *db, int64_t version, char **yaml, size_t *len)
 {
     rls_stmt *st;
-    int rc;
-    if (version == 0) {
+    int rc, active = version == 0;
+    if (active) {
         st = rls__astmt(db, ASTMT_RULES_ACTIVE);
         if (!st)
             return rls__stmt_failed(db);
@@ -62,6 +61,9 @@ static int read_yaml(rls_db *db, int64_t version, char **yaml, size_t *len)
     rc = sql_step(st);
     if (rc != SQL_ROW) {
         sql_reset(st);
+        if (rc == SQL_DONE && active)
+            return rls__error(db, RLS_ECORRUPT, "active rule set %lld is missing",
+                              (long long)version);
         if (rc == SQL_DONE)
             return rls__error(db, RLS_ENOTFOUND, "rule set version %lld does not exist",
                               (long long)version);
@@ -94,7 +96,7 @@ int rls_rules_get(rls_db *db, int64_t version, char **yaml, size_t *len)
     int rc = rls__admin_begin_read(db);
     if (rc)
         return rc;
-    rc = read_yaml(db, version, yaml, len);
+    rc = rls__rules_yaml(db, version, yaml, len);
     if (rc == RLS_OK && (rc = rls__commit(db)) != RLS_OK) {
         free(*yaml);
         *yaml = NULL;

@@ -116,31 +116,6 @@ int rls__copy_dst_run_int(copy *c, int id, int64_t v)
     return rls__copy_dst_run(c, id);
 }
 
-/* The active YAML of db (malloc'd, NUL-terminated). */
-static int active_yaml(rls_db *db, char **yaml, size_t *len)
-{
-    rls_stmt *st = rls__stmt(db, STMT_RULES_GET);
-    int rc;
-    *yaml = NULL;
-    if (!st)
-        return rls__stmt_failed(db);
-    sql_bind_int64(st, 1, db->active_version);
-    rc = sql_step(st);
-    if (rc == SQL_ROW) {
-        *len = (size_t)sql_column_bytes(st, 0);
-        if ((*yaml = malloc(*len + 1)) != NULL) {
-            memcpy(*yaml, sql_column_text(st, 0), *len);
-            (*yaml)[*len] = '\0';
-        }
-    }
-    sql_reset(st);
-    if (rc != SQL_ROW)
-        return rc == SQL_DONE ? rls__error(db, RLS_ECORRUPT, "active rule set %lld is missing",
-                                           (long long)db->active_version)
-                              : rls__sql_error(db, rc, "cannot read rules");
-    return *yaml ? RLS_OK : rls__error(db, RLS_ENOMEM, "out of memory");
-}
-
 static int copy_rules(copy *c)
 {
     tally *t = &c->t[K_RULES];
@@ -153,9 +128,10 @@ static int copy_rules(copy *c)
     if (c->src->active_version == 0)
         return rls__error(c->dst, RLS_ENORULES, "the source '%s' has no rules to copy",
                           c->src->path);
-    if ((rc = active_yaml(c->src, &syaml, &slen)) != RLS_OK)
+    if ((rc = rls__rules_yaml(c->src, 0, &syaml, &slen)) != RLS_OK)
         return rls__copy_src_failed(c, rc);
-    if (c->dst->active_version != 0 && (rc = active_yaml(c->dst, &dyaml, &dlen)) != RLS_OK)
+    if (c->dst->active_version != 0 &&
+        (rc = rls__rules_yaml(c->dst, 0, &dyaml, &dlen)) != RLS_OK)
         goto out;
     if (dyaml && dlen == slen && memcmp(dyaml, syaml, slen) == 0) {
         t->tried = 1;

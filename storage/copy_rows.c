@@ -31,16 +31,26 @@ static int dst_insert(copy *c, int id, int kind)
 
 /* ---- the destination's rules --------------------------------------------- */
 
-static int has_limit(const rule_action *a, const char *name)
+/* Whether action a has a limit called name, in its defaults or any tier;
+ * *lid (may be NULL) gets its id, *algs (may be NULL) a bit 1 << algorithm
+ * for each definition. */
+static int limit_place(const rule_action *a, const char *name, int64_t *lid, unsigned int *algs)
 {
+    int found = 0;
     for (int t = -1; t < a->ntiers; t++) {
         const rule_limit *ls = t < 0 ? a->limits : a->tiers[t].limits;
         int n = t < 0 ? a->nlimits : a->tiers[t].nlimits;
-        for (int i = 0; i < n; i++)
-            if (strcmp(ls[i].name, name) == 0)
-                return 1;
+        for (int i = 0; i < n; i++) {
+            if (strcmp(ls[i].name, name) != 0)
+                continue;
+            found = 1;
+            if (lid)
+                *lid = ls[i].id;
+            if (algs)
+                *algs |= 1u << ls[i].algorithm;
+        }
     }
-    return 0;
+    return found;
 }
 
 /* The action of the destination's rules, or NULL ("" is every action). */
@@ -78,15 +88,8 @@ static int build_map(copy *c)
         lmap *m = &c->map[c->nmap++];
         const rule_action *a = dst_action(c, an);
         *m = (lmap){sql_column_int64(st, 0), 0, 0, a ? a->name : NULL};
-        for (int t = -1; a && ln && t < a->ntiers; t++) {
-            const rule_limit *ls = t < 0 ? a->limits : a->tiers[t].limits;
-            int n = t < 0 ? a->nlimits : a->tiers[t].nlimits;
-            for (int i = 0; i < n; i++)
-                if (strcmp(ls[i].name, ln) == 0) {
-                    m->dst_lid = ls[i].id;
-                    m->algs |= 1u << ls[i].algorithm;
-                }
-        }
+        if (a && ln)
+            limit_place(a, ln, &m->dst_lid, &m->algs);
     }
     sql_reset(st);
     if (rc != SQL_DONE)
@@ -268,7 +271,7 @@ static int override_row(copy *c, rls_stmt *row)
     const rule_action *a = dst_action(c, col_text(row, 1));
     if (expired(c, sql_column_int64(row, 4)))
         return not_copied(t, -1);
-    if (!a || !has_limit(a, col_text(row, 2)))
+    if (!a || !limit_place(a, col_text(row, 2), NULL, NULL))
         return not_copied(t, 0);
     rls_stmt *st = c->st[CST_DST_OVERRIDE];
     bind_blob_col(st, 1, row, 0);
