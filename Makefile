@@ -52,6 +52,8 @@ FUZZ_TESTS   := $(sort $(wildcard tests/fuzz/test_*.sh))
 # Script suites of the examples, the Python binding and the installation.
 EXAMPLE_TESTS := $(sort $(wildcard tests/examples/test_*.sh))
 INSTALL_TESTS := $(sort $(wildcard tests/install/test_*.sh))
+# The runner of these suites, on made-up suites.
+META_TESTS   := $(sort $(wildcard tests/meta/test_*.sh))
 
 # The suites that run a second time against a throw-away PostgreSQL server
 # (tests/pg/server.sh, RLSTORE_TEST_PG set; see tests/run_suites.sh): the
@@ -71,9 +73,13 @@ INSTALL_TESTS := $(sort $(wildcard tests/install/test_*.sh))
 PG_SQLITE_ONLY := test_wal test_busy test_split test_split_perm
 PG_SAN_LEAVE := $(if $(filter 1,$(SAN)),test_usage_scale)
 PG_KNOBS     := $(if $(filter 1,$(SAN)),RLS_CLOCK_TICKS=12 RLS_EXACT_CAP=300 RLS_CRASH_ROUNDS=60)
-PG_RELIABILITY := test_clock test_exact test_crash test_pg_faults
-PG_BINS      := $(patsubst tests/%.c,$(BUILD)/tests/%,$(filter-out $(addprefix %/,$(addsuffix .c,$(PG_SQLITE_ONLY) $(PG_SAN_LEAVE))),$(INTEG_SRCS)) \
-                $(addprefix tests/reliability/,$(addsuffix .c,$(PG_RELIABILITY))))
+PG_RELIABILITY := test_exact test_crash test_clock test_pg_faults
+PG_INTEG     := $(patsubst tests/%.c,$(BUILD)/tests/%,$(filter-out $(addprefix %/,$(addsuffix .c,$(PG_SQLITE_ONLY) $(PG_SAN_LEAVE))),$(INTEG_SRCS)))
+# The slowest first, so that they do not end the run alone (suites run side
+# by side).
+PG_BINS      := $(filter %/test_usage_scale,$(PG_INTEG)) \
+                $(addprefix $(BUILD)/tests/reliability/,$(PG_RELIABILITY)) \
+                $(filter-out %/test_usage_scale,$(PG_INTEG))
 PG_SCRIPTS   := $(filter-out %/test_man.sh,$(CLI_TESTS)) $(filter %/test_rltop.sh,$(TUI_TESTS))
 
 BENCH_SRCS   := $(sort $(wildcard bench/*.c))
@@ -86,7 +92,7 @@ TOOLS        := $(if $(CLI_SRCS),$(BUILD)/rlctl) $(if $(TUI_SRCS),$(BUILD)/rltop
 EXAMPLES     := $(BUILD)/examples/quickstart $(BUILD)/examples/simulate \
                 $(BUILD)/examples/signup $(BUILD)/examples/http429
 
-.PHONY: all deps test test-pg check-deps bench demo clean sanitize valgrind check stress fuzz
+.PHONY: all deps test test-bins test-pg check-deps bench demo clean sanitize valgrind check stress fuzz
 .PHONY: install uninstall
 all: deps $(BUILD)/librlstore.so $(BUILD)/librlstore.a $(TOOLS) $(EXAMPLES)
 
@@ -157,15 +163,25 @@ $(BUILD)/tests/tui/%: tests/tui/%.c tui/yamlite.c tui/yamledit.c tui/yamlite.h $
 	$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -Iinclude -Itui $(CFLAGS) $< tui/yamlite.c tui/yamledit.c -o $@ \
 	    -L$(BUILD) -lrlstore -Wl,-rpath,'$$ORIGIN/../..' $(CMOCKA_LIBS) $(LDFLAGS)
 
-# Every suite, then (after --pg) the PostgreSQL pass: one summary line at
-# the end counts both.  PG=0 leaves the PostgreSQL pass out.
-test: all $(TEST_BINS) $(TUI_UNIT_BINS) $(if $(CLI_TESTS),$(BUILD)/rlctl) $(if $(BENCH_TESTS),$(BUILD)/bench/rlbench)
-	@BUILD=$(BUILD) PG_KNOBS="$(PG_KNOBS)" sh tests/run_suites.sh $(TEST_BINS) $(TUI_UNIT_BINS) $(CLI_TESTS) $(TUI_TESTS) $(DOC_TESTS) $(REL_TESTS) $(FUZZ_TESTS) \
-	    $(EXAMPLE_TESTS) $(INSTALL_TESTS) $(BENCH_TESTS) $(if $(filter 0,$(PG)),,--pg $(PG_BINS) $(PG_SCRIPTS))
+# What the suites run: `make -j2 test-bins` builds it in parallel first.
+test-bins: all $(TEST_BINS) $(TUI_UNIT_BINS) $(if $(CLI_TESTS),$(BUILD)/rlctl) $(if $(BENCH_TESTS),$(BUILD)/bench/rlbench)
+
+# Every suite, and (after --pg) the PostgreSQL pass: one summary line at
+# the end counts both.  PG=0 leaves the PostgreSQL pass out.  Suites run
+# side by side (TEST_JOBS, see tests/run_suites.sh), the PostgreSQL pass
+# started first: its slowest suites take longer than any SQLite one, and
+# started last they would end the run alone.  The fuzzing smoke
+# suite builds its own sanitized targets whatever SAN is, so it runs in the
+# plain pass only.
+FUZZ_SMOKE   := $(if $(filter 1,$(SAN)),,$(FUZZ_TESTS))
+test: test-bins
+	@BUILD=$(BUILD) PG_KNOBS="$(PG_KNOBS)" bash tests/run_suites.sh $(if $(filter 0,$(PG)),,--pg $(PG_BINS) $(PG_SCRIPTS) --sqlite) \
+	    $(TEST_BINS) $(TUI_UNIT_BINS) $(CLI_TESTS) $(TUI_TESTS) $(DOC_TESTS) $(REL_TESTS) $(FUZZ_SMOKE) \
+	    $(EXAMPLE_TESTS) $(INSTALL_TESTS) $(BENCH_TESTS) $(META_TESTS)
 
 # The PostgreSQL pass alone.
 test-pg: all $(PG_BINS) $(if $(PG_SCRIPTS),$(BUILD)/rlctl $(BUILD)/rltop)
-	@BUILD=$(BUILD) PG_KNOBS="$(PG_KNOBS)" sh tests/run_suites.sh --pg $(PG_BINS) $(PG_SCRIPTS)
+	@BUILD=$(BUILD) PG_KNOBS="$(PG_KNOBS)" bash tests/run_suites.sh --pg $(PG_BINS) $(PG_SCRIPTS)
 
 sanitize:
 	$(MAKE) SAN=1 test
@@ -185,7 +201,7 @@ fuzz: all
 # Every suite under memcheck except the multi-process one (its timing-based
 # kill loop means little at valgrind speed).
 valgrind: all $(TEST_BINS)
-	@BUILD=$(BUILD) VALGRIND=1 sh tests/run_suites.sh $(filter-out %/test_concurrency,$(TEST_BINS))
+	@BUILD=$(BUILD) VALGRIND=1 bash tests/run_suites.sh $(filter-out %/test_concurrency,$(TEST_BINS))
 
 # ---- benchmarks ------------------------------------------------------------
 # rlbench (bench/*.c, public API plus SQLite for the floor) runs every

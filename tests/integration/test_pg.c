@@ -449,7 +449,9 @@ static void passwords_and_tls_come_from_libpq_settings(void **state)
     /* a password file */
     tu_path(pass, sizeof pass, t->dir, "pgpass");
     const char *port = strchr(strstr(uri, "@"), ':') + 1;
-    snprintf(line, sizeof line, "127.0.0.1:%d:rlstore_test:rlstore_pw:%s\n", atoi(port), secret);
+    const char *dbname = strchr(port, '/') + 1;   /* up to the '?' */
+    snprintf(line, sizeof line, "127.0.0.1:%d:%.*s:rlstore_pw:%s\n", atoi(port),
+             (int)strcspn(dbname, "?"), dbname, secret);
     FILE *f = fopen(pass, "w");
     assert_non_null(f);
     fputs(line, f);

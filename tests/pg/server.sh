@@ -14,6 +14,10 @@
 #   server.sh check
 #       exits 0 when the server binaries are found, otherwise prints why
 #       not and exits 2.
+#   server.sh newdb URI NAME
+#       creates the database NAME on the server whose test database has
+#       the base URI (as printed by start) and prints the base URI of NAME:
+#       suites run side by side each get a database of their own.
 #
 # The cluster is created by initdb in a fresh temporary directory, which
 # also holds the server's log and its Unix socket; the server listens on a
@@ -219,6 +223,14 @@ watch)   # internal: the watchdog of watch_owner
     while kill -0 "$1" 2>/dev/null && [ -d "$2" ]; do sleep 1; done
     pg_stop "$2"
     ;;
+newdb)
+    [ $# -eq 2 ] || die "usage: server.sh newdb URI NAME"
+    case $2 in *[!a-z0-9_]* | "") die "not a database name: $2" ;; esac
+    find_bin
+    PGCONNECT_TIMEOUT=10 "$PSQL" -X -q -v ON_ERROR_STOP=1 "$1" -c "CREATE DATABASE $2" \
+        </dev/null >/dev/null || die "CREATE DATABASE $2 failed"
+    echo "${1%/*}/$2"
+    ;;
 run)
     [ $# -gt 0 ] || die "usage: server.sh run CMD [ARGS...]"
     find_bin
@@ -230,7 +242,7 @@ run)
     exit $?
     ;;
 *)
-    echo "usage: server.sh run CMD [ARGS...] | start [--owner PID] | stop DIR | check" >&2
+    echo "usage: server.sh run CMD [ARGS...] | start [--owner PID] | stop DIR | newdb URI NAME | check" >&2
     exit 1
     ;;
 esac
