@@ -296,6 +296,7 @@ int rls__cache_refresh(rls_db *db)
         db->policy_none = sql_column_int(st, 3);
         db->res_none = sql_column_int(st, 4);
         db->policy_gen = sql_column_int64(st, 5);
+        db->resv_never = sql_column_int(st, 6);
         db->empties_known = 1;
         db->tx_refreshed = 1;
     }

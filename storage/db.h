@@ -221,13 +221,15 @@
     XX(BEGIN_READ, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")         \
     /* no data version to trust between transactions: the emptiness of the  \
      * policy and reservation tables comes with the control row, so a check \
-     * of a key without any skips those reads (cache.c), and so does the    \
-     * policy tables' generation (schema/pg/002, pg_fast.c) */              \
+     * of a key without any skips those reads (cache.c), and so do the      \
+     * policy tables' generation (schema/pg/002, pg_fast.c) and whether a   \
+     * reservation was ever stored (schema/pg/003, pg_fast.c) */            \
     XX(META_GET, "SELECT rules_gen, gc_horizon, active_version,"              \
        " NOT EXISTS (SELECT 1 FROM rls_blocks)"                               \
        " AND NOT EXISTS (SELECT 1 FROM rls_assignments WHERE kind = 0)"       \
        " AND NOT EXISTS (SELECT 1 FROM rls_overrides),"                       \
-       " NOT EXISTS (SELECT 1 FROM rls_reservations), policy_gen FROM rls_meta WHERE id = 1") \
+       " NOT EXISTS (SELECT 1 FROM rls_reservations), policy_gen, NOT resv_seen" \
+       " FROM rls_meta WHERE id = 1")                                         \
     XX(STATE_GET, "SELECT alg, a, b, c, last_ms, exp_ms, log FROM rls_state"  \
        " WHERE lid = ?1 AND key = ?2 FOR UPDATE")                             \
     XX(STATE_NEW, RLS__STATE_INSERT " ON CONFLICT(key, lid) DO NOTHING")     \
@@ -299,6 +301,7 @@ struct rls_db {
     int res_none;                  /* no reservations */
     int fast_trust;                /* PostgreSQL: rules as cached, checked later (pg_fast.c) */
     int64_t policy_gen;            /* PostgreSQL: rls_meta.policy_gen as last read */
+    int resv_never;                /* PostgreSQL: rls_meta.resv_seen last read false */
     struct state_cache *sc;        /* last known states (statecache.c), or NULL */
 
     stat_acc *stats;

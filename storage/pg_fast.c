@@ -17,7 +17,10 @@
  * without the first three at the policy tables' current generation
  * (rls_meta.policy_gen, schema/pg/002, moved by every write of them), that
  * generation being unchanged stands for them; else the statement probes
- * the tables, and returns the generation it probed at.
+ * the tables, and returns the generation it probed at.  Likewise, while
+ * rls_meta.resv_seen (schema/pg/003) says no reservation was ever stored,
+ * the N forms ask that it still say so in place of probing for an expired
+ * reservation of the key.
  *
  * Exact: a stored state equal to the one decided from yields the same
  * decision, whatever was written in between (core's decision is a function
@@ -75,10 +78,12 @@
 enum {
     F_CAS, F_HOLD, F_CAS1, F_HOLD1,
     F_GCAS, F_GHOLD, F_GCAS1, F_GHOLD1,
+    F_NCAS, F_NHOLD, F_NCAS1, F_NHOLD1,
     F_READ, F__COUNT
 };
 #define F_ONE (F_CAS1 - F_CAS)    /* from a statement to its one-limit form */
 #define F_GEN (F_GCAS - F_CAS)    /* from a statement to its G form */
+#define F_NGEN (F_NCAS - F_CAS)   /* from a statement to its N form */
 
 /* The guard: the rules the handle decided with, the GC horizon not past
  * the check's time `now`, and nothing of the key's own that the usual path
@@ -105,6 +110,10 @@ enum {
 #define F_GGUARD(gen, now, pgen, act)                                         \
     F_META(gen, now, " AND policy_gen = $" pgen)                              \
     " AND NOT EXISTS (" F_RESERVATIONS(now, act) ")"
+/* the N form's: and no reservation was ever stored, in place of the probe
+ * for an expired one (its $act, unused, keeps the G form's parameters) */
+#define F_NGUARD(gen, now, pgen, act)                                         \
+    F_META(gen, now, " AND policy_gen = $" pgen " AND NOT resv_seen")
 #define F_POLICY_GEN "(SELECT policy_gen FROM rls_meta WHERE id = 1)"
 #define F_CAS_SQL(guard, ret)                                                 \
     "UPDATE rls_state SET a = $4, b = $5, c = $6, last_ms = $7, exp_ms = $8, log = $9" \
@@ -121,6 +130,9 @@ enum {
 #define F_GCAS_SQL F_CAS_SQL(F_GGUARD, " RETURNING 1")
 #define F_GCAS1_SQL F_CAS_SQL(F_GGUARD, "")
 #define F_GHOLD_SQL F_HOLD_SQL(F_GGUARD, "1")
+#define F_NCAS_SQL F_CAS_SQL(F_NGUARD, " RETURNING 1")
+#define F_NCAS1_SQL F_CAS_SQL(F_NGUARD, "")
+#define F_NHOLD_SQL F_HOLD_SQL(F_NGUARD, "1")
 /* parameter types: the raw key (bytes) of the probes is the generation
  * (int8) in the G forms */
 #define F_CAS_BYTES (1u << 1 | 1u << 8 | 1u << 14)
@@ -145,10 +157,16 @@ static const struct fast_stmt {
      F_HOLD_TEXT},
     {"rls_fast_gcas1", F_GCAS1_SQL, 19, F_CAS_BYTES, F_CAS_TEXT},
     {"rls_fast_ghold1", F_GHOLD_SQL, 13, F_HOLD_BYTES, F_HOLD_TEXT},
+    {"rls_fast_ncas", "WITH u AS (" F_NCAS_SQL ") SELECT 1 / count(*) FROM u", 19, F_CAS_BYTES,
+     F_CAS_TEXT},
+    {"rls_fast_nhold", "SELECT 1 / count(*) FROM (" F_NHOLD_SQL ") s", 13, F_HOLD_BYTES,
+     F_HOLD_TEXT},
+    {"rls_fast_ncas1", F_NCAS1_SQL, 19, F_CAS_BYTES, F_CAS_TEXT},
+    {"rls_fast_nhold1", F_NHOLD_SQL, 13, F_HOLD_BYTES, F_HOLD_TEXT},
     /* one row always: the state's columns (NULL when it has none), then
-     * the policy generation */
+     * the policy generation and whether a reservation was ever stored */
     {"rls_fast_read",
-     "SELECT alg, a, b, c, last_ms, exp_ms, log, policy_gen FROM rls_meta m"
+     "SELECT alg, a, b, c, last_ms, exp_ms, log, policy_gen, resv_seen::int::int8 FROM rls_meta m"
      " LEFT JOIN rls_state s ON s.lid = $1 AND s.key = $2 WHERE m.id = 1",
      2, 1u << 1, 0},
 };
@@ -262,7 +280,8 @@ static int fast_prepare(rls_db *db)
 
 static int one_limit(int stmt)
 {
-    return stmt == F_CAS1 || stmt == F_HOLD1 || stmt == F_GCAS1 || stmt == F_GHOLD1;
+    return stmt == F_CAS1 || stmt == F_HOLD1 || stmt == F_GCAS1 || stmt == F_GHOLD1 ||
+           stmt == F_NCAS1 || stmt == F_NHOLD1;
 }
 
 /* What a flight's transaction did. */
@@ -339,7 +358,7 @@ static int flight(rls_db *db, const fast_op *ops, int ntx, int n, PGresult **out
     /* the one statement of a one-limit check matched no row: it changed
      * nothing, and the transaction committed nothing */
     if (outcome == TX_COMMITTED && ntx == 1 && one_limit(ops[0].stmt) && out[0] &&
-        (ops[0].stmt == F_GCAS1 ? strcmp(PQcmdTuples(out[0]), "0") == 0
+        (ops[0].stmt == F_GCAS1 || ops[0].stmt == F_NCAS1 ? strcmp(PQcmdTuples(out[0]), "0") == 0
                                 : PQntuples(out[0]) == 0))
         outcome = TX_MISMATCH;
     if (syncs < want || !PQexitPipelineMode(c)) {
@@ -386,8 +405,10 @@ static int learn(rls_db *db, const key_ctx *ctx, PGresult *const *reads,
     for (int i = 0; i < ctx->n; i++) {
         const PGresult *r = reads[i];
         int64_t lid = ctx->rl[i].def->id;
-        if (r && PQntuples(r) == 1 && !PQgetisnull(r, 0, 7))
+        if (r && PQntuples(r) == 1 && !PQgetisnull(r, 0, 7)) {
             db->policy_gen = get_i8(r, 7);
+            db->resv_never = get_i8(r, 8) == 0;
+        }
         if (!r || PQntuples(r) != 1 || PQgetisnull(r, 0, 0)) {
             if (r)
                 rls__sc_drop(db, lid, ctx->key, ctx->keylen);
@@ -472,7 +493,8 @@ static int64_t clean_gen(rls_db *db, const key_ctx *ctx)
 
 /* The transaction: each limit's new state where it changed, its state
  * held where it did not, each under the guard: the probing form's, or
- * with pgen >= 0 the G form's. */
+ * with pgen >= 0 the G form's (the N form's while the handle last read
+ * that no reservation was ever stored). */
 static void add_writes(rls_db *db, const key_ctx *ctx, const algo_state *old, int64_t now,
                        int64_t pgen, fast_op *ops, int *n)
 {
@@ -483,7 +505,8 @@ static void add_writes(rls_db *db, const key_ctx *ctx, const algo_state *old, in
         p_int(op, def->id);
         p_bytes(op, ctx->key, ctx->keylen);
         int changed = ctx->items[i].changed;
-        op->stmt = (changed ? F_CAS : F_HOLD) + (ctx->n == 1 ? F_ONE : 0) + (pgen >= 0 ? F_GEN : 0);
+        op->stmt = (changed ? F_CAS : F_HOLD) + (ctx->n == 1 ? F_ONE : 0) +
+                   (pgen < 0 ? 0 : db->resv_never ? F_NGEN : F_GEN);
         p_state(op, def->algorithm, changed ? &ctx->st[i] : &old[i], 1);
         if (changed)
             p_state(op, def->algorithm, &old[i], 0);   /* as it must still be */
@@ -566,6 +589,7 @@ static int attempt(rls_db *db, key_ctx *ctx, int64_t cost, int64_t now, int *rea
                      &dout) != 0 || dout.penalty >= 0)
         goto done;   /* a penalty to impose, or a refusal to word */
     int64_t pgen = clean_gen(db, ctx);
+    int resv_never = db->resv_never;
     add_writes(db, ctx, old, now, pgen, ops, &n);
     int ntx = n;
     if (pc->fast_stale >= FAST_STALE_READS)
@@ -577,8 +601,9 @@ static int attempt(rls_db *db, key_ctx *ctx, int64_t cost, int64_t now, int *rea
     }
     if (!pc->lost && n > ntx) {
         guard_failed = learn(db, ctx, out + ntx, old) && tx == TX_MISMATCH;
-        if (guard_failed && pgen >= 0 && db->policy_gen != pgen)
-            guard_failed = 0;   /* the policy tables changed: the probes look */
+        if (guard_failed && pgen >= 0 && (db->policy_gen != pgen || resv_never != db->resv_never))
+            guard_failed = 0;   /* the policy tables changed, or a reservation
+                                 * was stored: the probes look */
         read_now = 1;   /* what a retry decides from was just read */
     } else if (tx == TX_MISMATCH) {
         for (int i = 0; i < ctx->n; i++)   /* stale: read afresh next */

@@ -154,12 +154,12 @@ static void read_only_or_no_create_makes_nothing(void **state)
                                          " WHERE table_schema = current_schema()"), 0);
     /* and a handle that may create does */
     assert_int_equal(rls_open(&t->db, t->path, NULL), RLS_OK);
-    assert_int_equal(it_sql_int(t->path, "SELECT version FROM rls_schema"), 2);
+    assert_int_equal(it_sql_int(t->path, "SELECT version FROM rls_schema"), 3);
     it_free(t);
 }
 
 /* A database made by a library of schema version 1 (before the policy
- * generation) is brought to version 2 by the next open: the column, and
+ * generation) is brought to version 3 by the next open: the column, and
  * the triggers that move it with every write of a policy row (and not
  * with a deletion); the rules and counters it held are kept. */
 static void a_version_1_schema_is_upgraded(void **state)
@@ -174,9 +174,12 @@ static void a_version_1_schema_is_upgraded(void **state)
                          " DROP TRIGGER rls_overrides_written ON rls_overrides;"
                          " DROP FUNCTION rls_policy_written();"
                          " ALTER TABLE rls_meta DROP COLUMN policy_gen;"
+                         " DROP TRIGGER rls_reservations_written ON rls_reservations;"
+                         " DROP FUNCTION rls_reservation_written();"
+                         " ALTER TABLE rls_meta DROP COLUMN resv_seen;"
                          " UPDATE rls_schema SET version = 1");
     assert_int_equal(rls_open(&t->db, t->path, NULL), RLS_OK);
-    assert_int_equal(it_sql_int(t->path, "SELECT version FROM rls_schema"), 2);
+    assert_int_equal(it_sql_int(t->path, "SELECT version FROM rls_schema"), 3);
     assert_int_equal(it_sql_int(t->path, "SELECT policy_gen FROM rls_meta"), 0);
     assert_int_equal(it_sql_int(t->path, "SELECT count(*) FROM rls_rulesets"), 1);
     assert_int_equal(it_sql_int(t->path, "SELECT count(*) FROM rls_state"), 1);
@@ -193,6 +196,36 @@ static void a_version_1_schema_is_upgraded(void **state)
                          " VALUES ('k'::bytea, '', 0, 'gold', 0)");
     assert_true(it_sql_int(t->path, "SELECT policy_gen FROM rls_meta") > after_override);
     it_free(t);
+}
+
+/* Version 2 (before the reservations' flag) becomes version 3: the flag
+ * says whether the database held a reservation then, and the trigger sets
+ * it with the first one stored afterwards. */
+static void a_version_2_schema_is_upgraded(void **state)
+{
+    IT_PG_ONLY();
+    for (int held = 0; held < 2; held++) {
+        itest *t = it_new(RULES);
+        int64_t id = 0;
+        rls_result r;
+        if (held)
+            assert_int_equal(rls_reserve_at(t->db, "api", "k", 1, 60000, T0, &id, &r), RLS_OK);
+        else
+            assert_true(it_check(t, "api", "k", 1, T0, NULL));
+        rls_close(t->db);
+        t->db = NULL;
+        it_sql_exec(t->path, "DROP TRIGGER rls_reservations_written ON rls_reservations;"
+                             " DROP FUNCTION rls_reservation_written();"
+                             " ALTER TABLE rls_meta DROP COLUMN resv_seen;"
+                             " UPDATE rls_schema SET version = 2");
+        assert_int_equal(rls_open(&t->db, t->path, NULL), RLS_OK);
+        assert_int_equal(it_sql_int(t->path, "SELECT version FROM rls_schema"), 3);
+        assert_int_equal(it_sql_int(t->path, "SELECT resv_seen::int FROM rls_meta"), held);
+        assert_int_equal(it_sql_int(t->path, "SELECT count(*) FROM rls_reservations"), held);
+        assert_int_equal(rls_reserve_at(t->db, "api", "k2", 1, 60000, T0 + 1, &id, &r), RLS_OK);
+        assert_int_equal(it_sql_int(t->path, "SELECT resv_seen::int FROM rls_meta"), 1);
+        it_free(t);
+    }
 }
 
 /* Makes the next COMMIT of a transaction that wrote `table` fail once with
@@ -554,6 +587,7 @@ int main(void)
         cmocka_unit_test(newer_or_foreign_schemas_are_refused),
         cmocka_unit_test(read_only_or_no_create_makes_nothing),
         cmocka_unit_test(a_version_1_schema_is_upgraded),
+        cmocka_unit_test(a_version_2_schema_is_upgraded),
         cmocka_unit_test(a_check_run_again_after_its_commit_failed_counts_once),
         cmocka_unit_test(every_write_is_run_again_after_its_commit_failed),
         cmocka_unit_test(concurrent_denials_escalate_a_penalty_once),

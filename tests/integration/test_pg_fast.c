@@ -346,6 +346,69 @@ static void an_expired_reservation_is_given_back_before_a_known_key_is_checked(v
     it_free(t);
 }
 
+/* While no reservation was ever stored, the one-flight write asks that of
+ * rls_meta (schema/pg/003) instead of probing rls_reservations.  The first
+ * reservation, of any key and by any host, stops that: the next check of a
+ * handle that knew none takes one flight more and counts once, and its
+ * checks probe again. */
+static void the_reservation_probe_waits_for_a_first_reservation(void **state)
+{
+    IT_PG_ONLY();
+    itest *t = it_new(WIDE_LIMIT);
+    rls_db *a = host(t, "resv_a");
+    rls_result r;
+    int64_t now = T0, id = 0;
+    assert_true(check(a, "api", "k", now++, &r));
+    assert_int_equal(checks_until_g_form(t, a, "resv_a", "k", &now, 1), 1);
+    assert_true(last_statement_has("resv_a", "NOT resv_seen"));
+    assert_false(last_statement_has("resv_a", "rls_reservations"));
+    assert_int_equal(it_sql_int(t->path, "SELECT resv_seen::int FROM rls_meta"), 0);
+
+    /* another host reserves another key, and never commits */
+    assert_int_equal(rls_reserve_at(t->db, "api", "x", 1, 1000, now++, &id, &r), RLS_OK);
+    assert_int_equal(it_sql_int(t->path, "SELECT resv_seen::int FROM rls_meta"), 1);
+    int64_t before = stored_count(t, "r", "k");
+    assert_true(check(a, "api", "k", now++, &r));
+    assert_int_equal(stored_count(t, "r", "k"), before + 1);
+    assert_int_equal(checks_until_g_form(t, a, "resv_a", "k", &now, 12) > 0, 1);
+    assert_true(last_statement_has("resv_a", "rls_reservations"));
+    assert_false(last_statement_has("resv_a", "NOT resv_seen"));
+    assert_int_equal(stored_count(t, "r", "k"), now - T0 - 1);   /* one per check of a */
+
+    /* it stays set when the reservation is gone */
+    assert_int_equal(rls_cancel_at(t->db, id, now++), RLS_OK);
+    assert_int_equal(it_sql_int(t->path, "SELECT count(*) FROM rls_reservations"), 0);
+    assert_int_equal(it_sql_int(t->path, "SELECT resv_seen::int FROM rls_meta"), 1);
+    rls_close(a);
+    it_free(t);
+}
+
+/* A handle in the N form (no reservation ever stored) whose key another
+ * host then reserves: the reservation expires, and its units come back
+ * before the handle counts the key again. */
+static void an_expired_reservation_is_given_back_to_a_handle_that_knew_none(void **state)
+{
+    IT_PG_ONLY();
+    itest *t = it_new(ONE_LIMIT);
+    rls_db *a = host(t, "resv_b");
+    rls_result r;
+    int64_t id = 0;
+    assert_true(check(a, "api", "k", T0, NULL));
+    assert_true(check(a, "api", "k", T0 + 1, NULL));
+    assert_true(last_statement_has("resv_b", "NOT resv_seen"));
+    assert_int_equal(rls_reserve_at(t->db, "api", "k", 3, 1000, T0 + 2, &id, &r), RLS_OK);
+    assert_false(check(a, "api", "k", T0 + 3, &r));   /* all 5 taken */
+    assert_true(check(a, "api", "k", T0 + 2000, &r));   /* expired: the 3 came back */
+    assert_int_equal(r.remaining, 2);
+    assert_int_equal(it_sql_int(t->path, "SELECT count(*) FROM rls_reservations"), 0);
+    assert_true(check(a, "api", "k", T0 + 2001, &r));
+    assert_int_equal(r.remaining, 1);
+    assert_true(last_was_one_flight(t, "resv_b"));
+    assert_false(last_statement_has("resv_b", "NOT resv_seen"));
+    rls_close(a);
+    it_free(t);
+}
+
 static void a_reset_by_another_host_starts_the_key_afresh(void **state)
 {
     IT_PG_ONLY();
@@ -492,6 +555,8 @@ int main(void)
         cmocka_unit_test(a_clean_key_skips_the_probes_while_the_policy_tables_stay),
         cmocka_unit_test(policy_rows_written_by_hand_reach_a_handle_that_knew_the_key),
         cmocka_unit_test(an_expired_reservation_is_given_back_before_a_known_key_is_checked),
+        cmocka_unit_test(the_reservation_probe_waits_for_a_first_reservation),
+        cmocka_unit_test(an_expired_reservation_is_given_back_to_a_handle_that_knew_none),
         cmocka_unit_test(a_reset_by_another_host_starts_the_key_afresh),
         cmocka_unit_test(a_sliding_log_is_compared_whole),
         cmocka_unit_test(a_denial_with_a_penalty_imposes_it),
