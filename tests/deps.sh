@@ -5,7 +5,8 @@
 # for the tests only, never a reason to fail: installed along with missing
 # build dependencies (not on its own, so that a machine where it cannot be
 # installed does not try at every make; .ci/run installs it).  Without it
-# `make test` skips its PostgreSQL pass and says so (tests/pg/server.sh).
+# `make test` skips its PostgreSQL pass and says so (tests/pg/server.sh);
+# likewise PgBouncer (package pgbouncer) for tests/pg/test_pgbouncer.sh.
 pkgs=""
 opt=""
 pg_server() {
@@ -14,6 +15,7 @@ pg_server() {
     return 1
 }
 pg_server || opt="postgresql"
+command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ] || opt="$opt pgbouncer"
 pkg-config --version >/dev/null 2>&1 || pkgs="$pkgs pkg-config"
 need() { pkg-config --exists "$1" 2>/dev/null || pkgs="$pkgs $2"; }
 if command -v pkg-config >/dev/null 2>&1; then

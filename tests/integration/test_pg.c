@@ -158,6 +158,12 @@ static void read_only_or_no_create_makes_nothing(void **state)
     it_free(t);
 }
 
+/* What schema/pg/003 added, taken away again. */
+#define UNDO_V3                                                               \
+    " DROP TRIGGER rls_reservations_written ON rls_reservations;"             \
+    " DROP FUNCTION rls_reservation_written();"                               \
+    " ALTER TABLE rls_meta DROP COLUMN resv_seen;"
+
 /* A database made by a library of schema version 1 (before the policy
  * generation) is brought to version 3 by the next open: the column, and
  * the triggers that move it with every write of a policy row (and not
@@ -173,10 +179,7 @@ static void a_version_1_schema_is_upgraded(void **state)
                          " DROP TRIGGER rls_assignments_written ON rls_assignments;"
                          " DROP TRIGGER rls_overrides_written ON rls_overrides;"
                          " DROP FUNCTION rls_policy_written();"
-                         " ALTER TABLE rls_meta DROP COLUMN policy_gen;"
-                         " DROP TRIGGER rls_reservations_written ON rls_reservations;"
-                         " DROP FUNCTION rls_reservation_written();"
-                         " ALTER TABLE rls_meta DROP COLUMN resv_seen;"
+                         " ALTER TABLE rls_meta DROP COLUMN policy_gen;" UNDO_V3
                          " UPDATE rls_schema SET version = 1");
     assert_int_equal(rls_open(&t->db, t->path, NULL), RLS_OK);
     assert_int_equal(it_sql_int(t->path, "SELECT version FROM rls_schema"), 3);
@@ -214,10 +217,7 @@ static void a_version_2_schema_is_upgraded(void **state)
             assert_true(it_check(t, "api", "k", 1, T0, NULL));
         rls_close(t->db);
         t->db = NULL;
-        it_sql_exec(t->path, "DROP TRIGGER rls_reservations_written ON rls_reservations;"
-                             " DROP FUNCTION rls_reservation_written();"
-                             " ALTER TABLE rls_meta DROP COLUMN resv_seen;"
-                             " UPDATE rls_schema SET version = 2");
+        it_sql_exec(t->path, UNDO_V3 " UPDATE rls_schema SET version = 2");
         assert_int_equal(rls_open(&t->db, t->path, NULL), RLS_OK);
         assert_int_equal(it_sql_int(t->path, "SELECT version FROM rls_schema"), 3);
         assert_int_equal(it_sql_int(t->path, "SELECT resv_seen::int FROM rls_meta"), held);

@@ -14,6 +14,12 @@
 #   server.sh check
 #       exits 0 when the server binaries are found, otherwise prints why
 #       not and exits 2.
+#   server.sh bouncer URI MODE
+#       starts PgBouncer (pool_mode MODE: session or transaction) on a free
+#       port of 127.0.0.1 in front of the server of URI, trusting URI's
+#       user, and prints two lines: URI with the bouncer's port, and the
+#       bouncer's directory (stop it with `stop DIR`).  Exit status 2
+#       (after one line saying why) when pgbouncer is not installed.
 #   server.sh newdb URI NAME
 #       creates the database NAME on the server whose test database has
 #       the base URI (as printed by start) and prints the base URI of NAME:
@@ -105,6 +111,11 @@ pick_port() {
 pg_stop() {  # DIR
     dir=$1
     [ -d "$dir" ] || return 0
+    if [ -f "$dir/pgbouncer.ini" ]; then   # a bouncer's (bouncer_start)
+        kill "$(cat "$dir/pgbouncer.pid" 2>/dev/null)" 2>/dev/null
+        rm -rf "$dir"
+        return 0
+    fi
     if [ -f "$dir/data/postmaster.pid" ]; then
         as_pg "$BIN/pg_ctl" -D "$dir/data" -m immediate -w -t 30 stop >/dev/null 2>&1 ||
             kill -9 "$(head -n 1 "$dir/data/postmaster.pid")" 2>/dev/null
@@ -181,6 +192,53 @@ pg_start() {
     trap - INT TERM HUP
 }
 
+# Starts PgBouncer in front of the server of URI $1, pool_mode $2; sets DIR
+# and URI (the bouncer's).  Exits 2 without pgbouncer, 1 on failure.
+bouncer_start() {
+    pgb=$(command -v pgbouncer 2>/dev/null)
+    [ -z "$pgb" ] && [ -x /usr/sbin/pgbouncer ] && pgb=/usr/sbin/pgbouncer
+    [ -n "$pgb" ] || { echo "pgbouncer not found (Debian package pgbouncer)" >&2; exit 2; }
+    rest=${1#*://}
+    user=${rest%%@*}
+    hostport=${rest#*@}
+    hostport=${hostport%%/*}
+    dbpart=${rest#*/}
+    DIR=$(mktemp -d "${TMPDIR:-/tmp}/rlstore-pgb-XXXXXX") || die "mktemp failed"
+    bport=$(pick_port)
+    { echo "[databases]"
+      echo "* = host=${hostport%:*} port=${hostport##*:}"
+      echo "[pgbouncer]"
+      echo "listen_addr = 127.0.0.1"
+      echo "listen_port = $bport"
+      echo "unix_socket_dir ="
+      echo "auth_type = trust"
+      echo "auth_file = $DIR/users.txt"
+      echo "pool_mode = $2"
+      echo "max_client_conn = 200"
+      echo "default_pool_size = 40"
+      echo "logfile = $DIR/pgbouncer.log"
+      echo "pidfile = $DIR/pgbouncer.pid"; } >"$DIR/pgbouncer.ini"
+    printf '"%s" ""\n' "$user" >"$DIR/users.txt"
+    [ "$(id -u)" = 0 ] && chown -R "$PG_USER_NAME" "$DIR"
+    # PgBouncer refuses to run as root: it runs as the server does
+    if ! as_pg "$pgb" -d -q "$DIR/pgbouncer.ini" </dev/null >"$DIR/start.log" 2>&1; then
+        cat "$DIR/start.log" >&2
+        rm -rf "$DIR"
+        die "pgbouncer did not start"
+    fi
+    URI="postgresql://$user@127.0.0.1:$bport/$dbpart"
+    tries=0
+    until PGCONNECT_TIMEOUT=5 "$PSQL" -X -q "$URI" -c "SELECT 1" </dev/null >/dev/null 2>&1; do
+        tries=$((tries + 1))
+        if [ "$tries" -ge 50 ]; then
+            tail -n 5 "$DIR/pgbouncer.log" >&2
+            pg_stop "$DIR"
+            die "pgbouncer does not answer on port $bport"
+        fi
+        sleep 0.2
+    done
+}
+
 # A watchdog that stops the server of DIR once process OWNER has ended (also
 # when the server is stopped otherwise: then it finds DIR gone and ends).
 # It runs in a session of its own, as the server does (pg_ctl), so that
@@ -212,7 +270,7 @@ start)
     ;;
 stop)
     [ $# -eq 1 ] || die "usage: server.sh stop DIR"
-    case $1 in */rlstore-pg-*) ;; *) die "not a server directory: $1" ;; esac
+    case $1 in */rlstore-pg-* | */rlstore-pgb-*) ;; *) die "not a server directory: $1" ;; esac
     find_bin
     pg_stop "$1"
     ;;
@@ -222,6 +280,13 @@ watch)   # internal: the watchdog of watch_owner
     find_bin
     while kill -0 "$1" 2>/dev/null && [ -d "$2" ]; do sleep 1; done
     pg_stop "$2"
+    ;;
+bouncer)
+    [ $# -eq 2 ] || die "usage: server.sh bouncer URI MODE"
+    find_bin
+    bouncer_start "$1" "$2"
+    echo "$URI"
+    echo "$DIR"
     ;;
 newdb)
     [ $# -eq 2 ] || die "usage: server.sh newdb URI NAME"
@@ -242,7 +307,7 @@ run)
     exit $?
     ;;
 *)
-    echo "usage: server.sh run CMD [ARGS...] | start [--owner PID] | stop DIR | newdb URI NAME | check" >&2
+    echo "usage: server.sh run CMD [ARGS...] | start [--owner PID] | stop DIR | bouncer URI MODE | newdb URI NAME | check" >&2
     exit 1
     ;;
 esac
