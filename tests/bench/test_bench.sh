@@ -14,21 +14,7 @@ B=${BUILD:-build}
 bin=$B/bench/rlbench
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-
-ok() { passed=$((passed + 1)); echo "ok   $1"; }
-bad() {
-    failed=$((failed + 1))
-    echo "FAIL $1"
-    [ -n "$2" ] && sed 's/^/    /' "$2" | tail -n 30
-}
-summary() {
-    echo "[  PASSED  ] $passed test(s)."
-    [ "$failed" -gt 0 ] && echo "[  FAILED  ] $failed test(s), listed above"
-    [ "$failed" = 0 ]
-    exit $?
-}
+. tests/suite_lib.sh
 
 if ! command -v python3 >/dev/null 2>&1; then
     bad "python3 is required to check the JSON and run bench/plot.py"

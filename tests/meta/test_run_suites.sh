@@ -14,24 +14,7 @@ cd "$(dirname "$0")/../.." || exit 2
 runner=tests/run_suites.sh
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/test_run_suites.XXXXXX") || exit 2
 trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-skipped=0
-
-ok() { passed=$((passed + 1)); echo "ok   $1"; }
-bad() {
-    failed=$((failed + 1))
-    echo "FAIL $1"
-    [ -n "${2:-}" ] && sed 's/^/    /' "$2" | tail -n 30
-}
-skip() { skipped=$((skipped + 1)); echo "skip $1"; }
-summary() {
-    echo "[  PASSED  ] $passed test(s)."
-    [ "$skipped" -gt 0 ] && echo "[  SKIPPED ] $skipped test(s)."
-    [ "$failed" -gt 0 ] && echo "[  FAILED  ] $failed test(s), listed above"
-    [ "$failed" = 0 ]
-    exit $?
-}
+. tests/suite_lib.sh
 
 # suite NAME BODY: a made-up suite, a script running BODY
 suite() {

@@ -16,21 +16,7 @@ cd "$(dirname "$0")/../.." || exit 2
 B=${BUILD:-build}
 RLCTL=$B/rlctl
 NTESTS=5
-passed=0
-failed=0
-
-ok() { passed=$((passed + 1)); echo "ok   $1"; }
-bad() {
-    failed=$((failed + 1))
-    echo "FAIL $1"
-    [ -n "${2:-}" ] && sed 's/^/    /' "$2" | tail -n 30
-}
-summary() {
-    echo "[  PASSED  ] $passed test(s)."
-    [ "$failed" -gt 0 ] && echo "[  FAILED  ] $failed test(s), listed above"
-    [ "$failed" = 0 ]
-    exit $?
-}
+. tests/suite_lib.sh
 skip_all() {
     echo "skip $1"
     echo "[  SKIPPED ] $NTESTS test(s)."
