@@ -98,9 +98,16 @@ struct block_arg {
     int64_t until;
     int set;
     int penalty;                        /* split: a penalty row to remove */
-    const char *nkey;                   /* the key as stored: key or nk */
     char nk[RLS_KEY_MAX_LIMIT + 64];    /* the key normalised for the action */
 };
+
+/* The key as stored: normalised for the action (block_fn fills nk), or
+ * as given for a block of every action.  key itself stays as given, since
+ * a transaction may run again (rls__write_tx). */
+static const char *stored_key(const struct block_arg *a)
+{
+    return a->action[0] ? a->nk : a->key;
+}
 
 /* "forever" for 0, else the instant as ISO-8601 UTC: audit text. */
 static const char *until_text(int64_t ms, char *buf, size_t size)
@@ -127,7 +134,8 @@ static int block_get(rls_db *db, int id, const struct block_arg *a, char *before
     rls_stmt *get = rls__stmt(db, id);
     if (!get)
         return rls__stmt_failed(db);
-    sql_bind_blob(get, 1, a->nkey, (int)strlen(a->nkey), SQL_STATIC);
+    const char *key = stored_key(a);
+    sql_bind_blob(get, 1, key, (int)strlen(key), SQL_STATIC);
     sql_bind_text(get, 2, a->action, -1, SQL_STATIC);
     int rc = sql_step(get);
     *found = rc == SQL_ROW;
@@ -155,12 +163,9 @@ static int block_fn(rls_db *db, void *p, int64_t now)
     int found = 0, rc;
     if (!put)
         return rls__stmt_failed(db);
-    a->nkey = a->key;
-    if (a->action[0]) {
-        if ((rc = norm_key(db, a->action, a->key, a->nk, sizeof a->nk)))
-            return rc;
-        a->nkey = a->nk;
-    }
+    if (a->action[0] && (rc = norm_key(db, a->action, a->key, a->nk, sizeof a->nk)))
+        return rc;
+    const char *key = stored_key(a);
     describe_block(before, sizeof before, 0, 0, "");
     if ((rc = block_get(db, STMT_BLOCK_GET_ONE, a, before, sizeof before, &found)))
         return rc;
@@ -172,7 +177,7 @@ static int block_fn(rls_db *db, void *p, int64_t now)
     if (!a->set && !found)
         return rls__error(db, RLS_ENOTFOUND, "key is not blocked%s%s",
                           a->action[0] ? " for action " : "", a->action);
-    sql_bind_blob(put, 1, a->nkey, (int)strlen(a->nkey), SQL_STATIC);
+    sql_bind_blob(put, 1, key, (int)strlen(key), SQL_STATIC);
     sql_bind_text(put, 2, a->action, -1, SQL_STATIC);
     if (a->set) {
         sql_bind_int64(put, 3, a->until);
@@ -185,7 +190,7 @@ static int block_fn(rls_db *db, void *p, int64_t now)
     }
     if ((rc = step_done(db, put, "cannot change block")))
         return rc;
-    return rls__audit(db, now, a->set ? "block" : "unblock", a->action, a->nkey, before,
+    return rls__audit(db, now, a->set ? "block" : "unblock", a->action, key, before,
                       after, a->reason);
 }
 
@@ -195,7 +200,8 @@ static int penalty_fn(rls_db *db, void *p, int64_t now)
     rls_stmt *del = rls__stmt(db, STMT_PENALTY_DEL);
     if (!del)
         return rls__stmt_failed(db);
-    sql_bind_blob(del, 1, a->nkey, (int)strlen(a->nkey), SQL_STATIC);
+    const char *key = stored_key(a);
+    sql_bind_blob(del, 1, key, (int)strlen(key), SQL_STATIC);
     sql_bind_text(del, 2, a->action, -1, SQL_STATIC);
     return step_done(db, del, "cannot remove penalty block");
 }
@@ -233,7 +239,7 @@ int rls_block_set_at(rls_db *db, const char *action, const char *key, int64_t un
         return rc;
     if (until_ms < 0 || until_ms > RLS_TIME_MAX)
         return rls__error(db, RLS_ETIME, "block end %lld is out of range", (long long)until_ms);
-    struct block_arg a = {action ? action : "", key, reason ? reason : "", until_ms, 1, 0, key, ""};
+    struct block_arg a = {action ? action : "", key, reason ? reason : "", until_ms, 1, 0, ""};
     return block_change(db, &a, now_ms);
 }
 
@@ -245,7 +251,7 @@ int rls_block_unset_at(rls_db *db, const char *action, const char *key, int64_t 
     db->errmsg[0] = '\0';
     if ((rc = check_name(db, "action", action, 1)) || (rc = check_key(db, key)))
         return rc;
-    struct block_arg a = {action ? action : "", key, "", 0, 0, 0, key, ""};
+    struct block_arg a = {action ? action : "", key, "", 0, 0, 0, ""};
     return block_change(db, &a, now_ms);
 }
 

@@ -109,11 +109,8 @@ static inline void tdb_free(tdb *d)
     if (!d)
         return;
     rls_close(d->db);
-    if (d->schema[0]) {
-        char sql[128];
-        snprintf(sql, sizeof sql, "DROP SCHEMA %s CASCADE", d->schema);
-        PQclear(it_pg_run(it_pg(), sql));
-    }
+    if (d->schema[0])
+        it_pg_drop_schema(d->schema);
     free(d);
 }
 

@@ -87,6 +87,14 @@ static inline void it_pg_schema(char *buf, size_t size, char *name, size_t names
              name);
 }
 
+/* Drops the schema name of the test database, with all it holds. */
+static inline void it_pg_drop_schema(const char *name)
+{
+    char sql[128];
+    snprintf(sql, sizeof sql, "DROP SCHEMA %s CASCADE", name);
+    PQclear(it_pg_run(it_pg(), sql));
+}
+
 #define T0 1767225600000LL  /* 2026-01-01T00:00:00Z */
 
 typedef struct itest {
@@ -121,11 +129,8 @@ static inline void it_free(itest *t)
     if (!t)
         return;
     rls_close(t->db);
-    if (t->schema[0]) {
-        char sql[128];
-        snprintf(sql, sizeof sql, "DROP SCHEMA %s CASCADE", t->schema);
-        PQclear(it_pg_run(it_pg(), sql));
-    }
+    if (t->schema[0])
+        it_pg_drop_schema(t->schema);
     tu_rmdir(t->dir);
     free(t);
 }

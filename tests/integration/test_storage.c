@@ -119,8 +119,7 @@ static void missing_pg_schema_without_create(void)
     snprintf(sql, sizeof sql, "SELECT count(*) FROM information_schema.tables"
              " WHERE table_schema = '%s'", schema);
     assert_int_equal(it_sql_int(it_pg(), sql), 0);
-    snprintf(sql, sizeof sql, "DROP SCHEMA %s CASCADE", schema);
-    it_sql_exec(it_pg(), sql);
+    it_pg_drop_schema(schema);
 }
 
 static void missing_file_without_create(void **state)
