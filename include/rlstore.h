@@ -246,6 +246,16 @@ RLS_EXTERN int rls_refund(rls_db *db, const char *action, const char *key,
                           int64_t cost);
 RLS_EXTERN int rls_refund_at(rls_db *db, const char *action, const char *key,
                              int64_t cost, int64_t now_ms);
+/*
+ * As rls_refund, and *refunded (may be NULL) receives the units actually
+ * given back: the most any limit of the action got back.  Less than cost
+ * when fewer units were in use, or were charged in a window that has
+ * ended; 0 when nothing was given back.  0 on error.
+ */
+RLS_EXTERN int rls_refund_units(rls_db *db, const char *action, const char *key,
+                                int64_t cost, int64_t *refunded);
+RLS_EXTERN int rls_refund_units_at(rls_db *db, const char *action, const char *key,
+                                   int64_t cost, int64_t now_ms, int64_t *refunded);
 
 /* ---- reservations -----------------------------------------------------
  * Two-phase consumption.  rls_reserve() decides and charges like rls_check();
