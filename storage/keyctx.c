@@ -108,12 +108,12 @@ static int read_policy(rls_db *db, key_ctx *ctx, int64_t now)
     return rls__every_ip_apply(db, ctx, now, 0);
 }
 
-/* The canonical form of the caller's key, and the one-flight probe. */
-static void canon_key(key_ctx *ctx, int normalised)
+/* The canonical form of the caller's key (or of a stored one: a string
+ * action's key is stored as given), and the one-flight probe. */
+static void canon_key(key_ctx *ctx)
 {
-    int n = normalised ? -2 : key_canonical(ctx->raw, strlen(ctx->raw), ctx->canon,
-                                            sizeof ctx->canon);
-    if (n < 0) {   /* a stored (normalised) key, or no room: as it is */
+    int n = key_canonical(ctx->raw, strlen(ctx->raw), ctx->canon, sizeof ctx->canon);
+    if (n < 0) {   /* no room: as it is */
         n = snprintf(ctx->canon, sizeof ctx->canon, "%s", ctx->raw);
         if (n >= (int)sizeof ctx->canon)
             n = (int)sizeof ctx->canon - 1;
@@ -156,7 +156,7 @@ int keyctx_load(rls_db *db, key_ctx *ctx, const char *action, const char *key,
                           action, key_kind_name(ctx->act->key_kind),
                           kl == -2 || kl > 0 ? "too long" : why);
     ctx->keylen = (size_t)kl;
-    canon_key(ctx, normalised);
+    canon_key(ctx);
     if ((rc = read_policy(db, ctx, now)))
         return rc;
 
