@@ -20,7 +20,9 @@
  *                                   of K, and of X under a string action)
  *   tier set K pro               -> X checked under pro; explain says pro
  *   tier unset W                 -> X back to the default tier
- *   override set (action) K      -> X checked with the override; unset W
+ *   override set (action) W      -> X checked with the override, listed
+ *                                   by a filter of X; unset X
+ *   audit list of W              -> the block and unblock of K
  *   reset (action) W             -> X's counters are gone
  *   a penalty of X, listed by    -> unblock of the listed key and of W
  *   rls_block_list_at               without an action remove it
@@ -197,6 +199,15 @@ static void blocks_and_unblocks(const rcase *c, int64_t now)
     app_check(&e, c, now, &res);
     if (!res.allowed)
         fail_msg("unblock of '%s': %s '%s' still denied", c->undo, c->action, c->checked);
+    /* the audit log of W lists both changes, stored under K's canonical form */
+    rls_rows *audit = NULL;
+    OK(e.adm, rls_audit_list(e.adm, c->undo, 10, &audit));
+    if (rls_rows_count(audit) != 2)
+        fail_msg("audit of '%s' lists %d rows, not the block and unblock of '%s'", c->undo,
+                 rls_rows_count(audit), c->written);
+    assert_string_equal(rls_rows_text(audit, 0, rls_rows_find(audit, "op")), "unblock");
+    assert_string_equal(rls_rows_text(audit, 1, rls_rows_find(audit, "op")), "block");
+    rls_rows_free(audit);
     env_close(&e);
 }
 
@@ -223,6 +234,11 @@ static void tiers_and_overrides(const rcase *c, int64_t now)
     OK(e.adm, rls_override_set_at(e.adm, c->action, c->undo, "l", 50, 0, now));
     app_check(&e, c, now, &res);
     assert_int_equal(res.limit, 50);
+    rls_rows *ov = NULL;
+    OK(e.adm, rls_override_list_at(e.adm, NULL, c->checked, now, &ov));
+    if (rls_rows_count(ov) != 1)
+        fail_msg("override list of '%s' has %d rows", c->checked, rls_rows_count(ov));
+    rls_rows_free(ov);
     OK(e.adm, rls_override_unset_at(e.adm, c->action, c->checked, "l", now));
     app_check(&e, c, now, &res);
     assert_int_equal(res.limit, 3);
