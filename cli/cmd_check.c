@@ -156,12 +156,15 @@ int cmd_refund(rlctl_ctx *ctx)
     if (rc || (rc = db_open(ctx, 0)))
         return rc;
     subject(ctx, subj, sizeof subj);
-    rc = rls_refund_at(ctx->db, ctx->args[0], ctx->args[1], cost, ctx->now_ms);
+    int64_t given = 0;
+    rc = rls_refund_units_at(ctx->db, ctx->args[0], ctx->args[1], cost, ctx->now_ms, &given);
     if (rc != RLS_OK)
         return fail_lib(ctx, rc, "cannot refund %s", subj);
     if (ctx->json) {
         json_obj_begin();
         json_key("refunded");
+        json_int(given);
+        json_key("asked");
         json_int(cost);
         json_key("action");
         json_str(ctx->args[0]);
@@ -170,7 +173,11 @@ int cmd_refund(rlctl_ctx *ctx)
         json_obj_end();
         json_end_line();
     } else if (!ctx->quiet) {
-        printf("refunded %lld unit(s) of %s\n", (long long)cost, subj);
+        if (given == cost)
+            printf("refunded %lld unit(s) of %s\n", (long long)given, subj);
+        else   /* fewer were in use, or charged in a window that has ended */
+            printf("refunded %lld unit(s) of %s (asked for %lld)\n", (long long)given, subj,
+                   (long long)cost);
     }
     return 0;
 }

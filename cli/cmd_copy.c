@@ -47,6 +47,7 @@ static int open_source(rlctl_ctx *ctx, const char *path, const char *counters,
     opt.read_only = 1;
     opt.create = 0;
     opt.tool = "rlctl";
+    opt.max_key_len = RLS_KEY_MAX_LIMIT;   /* every key the source holds */
     opt.counters_path = counters;
     if (!db_is_uri(path) && ((stat(path, &sb) != 0 && errno == ENOENT) ||
                              (counters && stat(counters, &sb) != 0 && errno == ENOENT)))

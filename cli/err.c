@@ -150,6 +150,9 @@ int db_open(rlctl_ctx *ctx, int create)
     rls_options_init(&opt);
     opt.create = create;
     opt.tool = "rlctl";
+    /* An application may open with a larger max_key_len than the default:
+     * the operator's tool must reach every key the database can hold. */
+    opt.max_key_len = RLS_KEY_MAX_LIMIT;
     opt.counters_path = ctx->counters_path;
     if (ctx->file_mode)
         opt.file_mode = ctx->file_mode;

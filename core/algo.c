@@ -224,6 +224,7 @@ static void meta_fill(algo_meta *m, int ok, int64_t capacity,
 {
     m->allowed = ok;
     m->capacity = capacity;
+    m->used = sat_sub(capacity, remaining);
     m->remaining = remaining > 0 ? remaining : 0;
     m->reset_ms = reset > 0 ? reset : 0;
     m->retry_after_ms = retry;

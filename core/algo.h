@@ -109,6 +109,9 @@ typedef struct algo_meta {
     int64_t reset_ms;       /* until fully replenished if idle           */
     int64_t retry_after_ms; /* 0 admitted, >0 wait, -1 never             */
     int64_t delay_ms;       /* leaky_bucket shaping delay, else 0        */
+    int64_t used;           /* units in use: capacity - remaining before
+                               clamping, so past capacity (an unlimited
+                               tier, count_denied) it stays visible      */
 } algo_meta;
 
 /*

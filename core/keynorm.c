@@ -479,6 +479,30 @@ static int parse_key_net(const char *key, size_t n, unsigned char a[16],
     return 0;
 }
 
+int key_canonical(const char *key, size_t keylen, char *out, size_t outsize)
+{
+    const char *why = "";
+    int n = norm_ip(32, 128, key, keylen, out, outsize, &why);
+    if (n == -1)
+        n = norm_email(key, keylen, out, outsize, &why);
+    if (n == -1)
+        n = copy_out(key, keylen, out, outsize);
+    return n;
+}
+
+int key_ip_net(const char *key, size_t keylen, unsigned char a[16], int *bits)
+{
+    int is_v4;
+    if (!key || keylen >= IP_TEXT_MAX + 8 || memchr(key, '%', keylen))
+        return -1;
+    return parse_key_net(key, keylen, a, bits, &is_v4);
+}
+
+int key_net_contains(const unsigned char net[16], int bits, const unsigned char a[16])
+{
+    return bits >= 0 && bits <= 128 && prefix_equal(net, a, bits);
+}
+
 /*
  * Contract: see keynorm.h.  CIDR: the key (an address, or a folded network
  * "2001:db8:1:2::/64") matches when it lies inside the pattern's network.

@@ -36,6 +36,27 @@ int key_normalize(int kind, int ipv4_prefix, int ipv6_prefix,
                   const char **why);
 
 /*
+ * The canonical form of a key given for every action (a block or a tier
+ * assignment without an action): an IP address as its full-length
+ * canonical text (IPv4-mapped IPv6 as IPv4, IPv6 lower-case and
+ * compressed: "2001:db8:5::1"), else an email address as an email action
+ * normalises it (lower-cased, "+tag" removed), else the key as written.
+ * So every respelling of one address or mailbox names one row.  Returns the
+ * length, or -2 if out is too small.
+ */
+int key_canonical(const char *key, size_t keylen, char *out, size_t outsize);
+
+/*
+ * An IP key ("203.0.113.7", a folded network "2001:db8::/64", or any
+ * spelling of an address inet_pton accepts) as its 128-bit form (IPv4 as
+ * ::ffff:a.b.c.d) and prefix length on that form.  Returns 0 or -1.
+ */
+int key_ip_net(const char *key, size_t keylen, unsigned char a[16], int *bits);
+
+/* Does the network net/bits (128-bit form) contain address a?  1/0. */
+int key_net_contains(const unsigned char net[16], int bits, const unsigned char a[16]);
+
+/*
  * Patterns for tier assignments:
  *   "10.0.0.0/8", "2001:db8::/32"  CIDR: matches IP keys in the network
  *   "user:*"                        prefix glob: a trailing '*' only

@@ -246,6 +246,16 @@ RLS_EXTERN int rls_refund(rls_db *db, const char *action, const char *key,
                           int64_t cost);
 RLS_EXTERN int rls_refund_at(rls_db *db, const char *action, const char *key,
                              int64_t cost, int64_t now_ms);
+/*
+ * As rls_refund, and *refunded (may be NULL) receives the units actually
+ * given back: the most any limit of the action got back.  Less than cost
+ * when fewer units were in use, or were charged in a window that has
+ * ended; 0 when nothing was given back.  0 on error.
+ */
+RLS_EXTERN int rls_refund_units(rls_db *db, const char *action, const char *key,
+                                int64_t cost, int64_t *refunded);
+RLS_EXTERN int rls_refund_units_at(rls_db *db, const char *action, const char *key,
+                                   int64_t cost, int64_t now_ms, int64_t *refunded);
 
 /* ---- reservations -----------------------------------------------------
  * Two-phase consumption.  rls_reserve() decides and charges like rls_check();
@@ -424,7 +434,8 @@ RLS_EXTERN int rls_rules_dry_run_at(rls_db *db, const char *yaml, size_t len,
  * expires_ms (0 = never), created_ms, source ("operator" or "file"). */
 RLS_EXTERN int rls_tier_list_at(rls_db *db, int64_t now_ms, rls_rows **out);
 /* key, action, limit_name, limit, expires_ms, created_ms; filters may be
- * NULL. */
+ * NULL.  The key filter matches a row's key as written or as the row's
+ * action normalises it (any spelling of the key). */
 RLS_EXTERN int rls_override_list_at(rls_db *db, const char *action, const char *key,
                                     int64_t now_ms, rls_rows **out);
 /* Active blocks: key, action ("" = all), until_ms (0 = forever), kind
@@ -529,7 +540,9 @@ RLS_EXTERN int rls_usage_count_at(rls_db *db, const rls_usage_query *q, int64_t 
 RLS_EXTERN int rls_explain_at(rls_db *db, const char *action, const char *key,
                               int64_t now_ms, rls_rows **info, rls_rows **limits);
 
-/* Newest first, at most limit rows (1..100000); key NULL = all keys:
+/* Newest first, at most limit rows (1..100000); key NULL = all keys, else
+ * the rows of key in any spelling (as written, canonical, or as the row's
+ * action normalises it, rls_policy(3)):
  * id, ts_ms, os_user, tool, op, action, key, before, after, reason. */
 RLS_EXTERN int rls_audit_list(rls_db *db, const char *key, int limit, rls_rows **out);
 

@@ -31,8 +31,16 @@
     XX(STATS_TOTALS, "SELECT action, allowed, denied FROM rls_stats_total ORDER BY action") \
     XX(STATE_DEL_KEY, "DELETE FROM rls_state WHERE lid = ?1 AND key = ?2")    \
     XX(STATE_SCAN_LID, "SELECT key, alg, a, b, c, last_ms, exp_ms, log FROM rls_state WHERE lid = ?1") \
-    XX(BLOCK_REASON, "SELECT reason FROM rls_blocks WHERE key = ?1 AND action IN (?2, '')" \
-       " AND (until_ms = 0 OR until_ms > ?3) ORDER BY action DESC LIMIT 1")
+    /* rows of every action, for those whose key is an IP address (everykey.c) */ \
+    XX(EVERY_ROWS, "SELECT 1, key, until_ms, '', reason FROM rls_blocks WHERE action = ''" \
+       " UNION ALL SELECT 2, pattern, expires_ms, tier, '' FROM rls_assignments"   \
+       " WHERE action = '' AND kind = 0")                                     \
+    /* a peek's view of the expired reservations the key's next check gives \
+     * back (check.c): the rows RES_EXPIRED_KEY finds, without locking them */ \
+    XX(RES_EXPIRED_PEEK, "SELECT cost, created_ms, lids FROM rls_reservations" \
+       " WHERE key = ?1 AND action = ?2 AND expires_ms <= ?3 LIMIT 16")        \
+    /* the actions a key as stored has a block for (unblock of every action) */ \
+    XX(BLOCK_KEY_ACTIONS, "SELECT action FROM rls_blocks WHERE key = ?1")
 
 /* Their split forms (db.h explains RLS_STMT_SPLIT_MAP).  A key may have a
  * manual block (rules) and a penalty (counters) for the same action. */
@@ -46,10 +54,9 @@
        " CASE kind WHEN 0 THEN 'manual' ELSE 'penalty' END, level, rule, reason, os_user, created_ms" \
        " FROM " RLS__ALL_BLOCKS("*") " WHERE until_ms = 0 OR until_ms > ?1"    \
        " ORDER BY key, action, kind")                                          \
-    XX(BLOCK_REASON, SPLIT_OWN, "SELECT reason FROM "                         \
-       RLS__ALL_BLOCKS("key, action, until_ms, kind, reason")                  \
-       " WHERE key = ?1 AND action IN (?2, '')"                               \
-       " AND (until_ms = 0 OR until_ms > ?3) ORDER BY action DESC, kind LIMIT 1")
+    XX(EVERY_ROWS, SPLIT_RULES, NULL)                                         \
+    XX(BLOCK_KEY_ACTIONS, SPLIT_OWN, "SELECT action FROM "                    \
+       RLS__ALL_BLOCKS("key, action") " WHERE key = ?1")
 
 enum rls_admin_stmt_id {
 #define RLS__ASTMT_ENUM(name, sql) ASTMT_##name,

@@ -9,6 +9,7 @@
 #include "admin.h"
 #include "keyctx.h"
 #include "keycount.h"
+#include "keynorm.h"
 
 /* Runs one listing statement (bound by bind) in a read transaction. */
 typedef void (*binder)(rls_stmt *st, const void *arg);
@@ -118,6 +119,62 @@ oom:
     return rls__error(db, RLS_ENOMEM, "out of memory");
 }
 
+/* ---- listings filtered by a key, in any spelling ------------------------ */
+
+/*
+ * Does `stored`, the key of a row of `action` ("" for every action), name
+ * `key`: as written, in its canonical form (rows of every action,
+ * rls_policy(3)), or as the action normalises it (rows of one action)?
+ * With the rules as the listing's transaction refreshed them.
+ */
+static int names_key(const rls_db *db, const char *stored, const char *action,
+                     const char *key)
+{
+    char buf[RLS_KEY_MAX_LIMIT + 64];
+    const char *why = "";
+    if (!stored)
+        return 0;
+    if (strcmp(stored, key) == 0)
+        return 1;
+    if (!action || !*action)
+        return key_canonical(key, strlen(key), buf, sizeof buf) >= 0 && strcmp(buf, stored) == 0;
+    const rule_action *a = db->rules ? ruleset_action(db->rules, action) : NULL;
+    return a && key_normalize(a->key_kind, a->ipv4_prefix, a->ipv6_prefix, key, strlen(key),
+                              buf, sizeof buf, &why) >= 0 && strcmp(buf, stored) == 0;
+}
+
+/* Appends row i of in (same columns) to out; -1 on OOM. */
+static int copy_row(rls_rows *out, const rls_rows *in, int i)
+{
+    int row = rows_add(out);
+    for (int c = 0; row >= 0 && c < rls_rows_columns(in); c++) {
+        if (rls_rows_is_null(in, i, c))
+            continue;
+        if (rls_rows_type(in, c) == RLS_COL_INT ? rows_set_int(out, row, c, rls_rows_int(in, i, c))
+                                                : rows_set_text(out, row, c, rls_rows_text(in, i, c),
+                                                                strlen(rls_rows_text(in, i, c))))
+            return -1;
+    }
+    return row < 0 ? -1 : 0;
+}
+
+/* The rows of *rows whose key (column kcol) names key as their action
+ * (column acol) sees it; replaces *rows. */
+static int keep_key(rls_db *db, rls_rows **rows, const rows_col *cols, int ncols, int kcol,
+                    int acol, const char *key)
+{
+    rls_rows *in = *rows, *out = rows_new(cols, ncols);
+    for (int i = 0; out && i < rls_rows_count(in); i++)
+        if (names_key(db, rls_rows_text(in, i, kcol), rls_rows_text(in, i, acol), key) &&
+            copy_row(out, in, i) != 0) {
+            rls_rows_free(out);
+            out = NULL;
+        }
+    rls_rows_free(in);
+    *rows = out;
+    return out ? RLS_OK : rls__error(db, RLS_ENOMEM, "out of memory");
+}
+
 struct override_filter {
     int64_t now;
     const char *action, *key;
@@ -140,10 +197,15 @@ int rls_override_list_at(rls_db *db, const char *action, const char *key, int64_
         {"key", RLS_COL_TEXT}, {"action", RLS_COL_TEXT},     {"limit_name", RLS_COL_TEXT},
         {"limit", RLS_COL_INT}, {"expires_ms", RLS_COL_INT}, {"created_ms", RLS_COL_INT},
     };
-    struct override_filter f = {now_ms, action && *action ? action : NULL,
-                                key && *key ? key : NULL};
+    /* rows are stored as their action normalises the key: the key filter
+     * applies each row's action's normalisation (names_key) */
+    struct override_filter f = {now_ms, action && *action ? action : NULL, NULL};
     int rc = check_time(db, now_ms);
-    return rc ? rc : listing(db, ASTMT_OVERRIDE_LIST, bind_override, &f, cols, 6, out);
+    if (rc == RLS_OK)
+        rc = listing(db, ASTMT_OVERRIDE_LIST, bind_override, &f, cols, 6, out);
+    if (rc == RLS_OK && key && *key)
+        rc = keep_key(db, out, cols, 6, 0, 1, key);
+    return rc;
 }
 
 int rls_block_list_at(rls_db *db, int64_t now_ms, rls_rows **out)
@@ -170,6 +232,107 @@ static void bind_audit(rls_stmt *st, const void *arg)
     sql_bind_int64(st, 2, f->limit);
 }
 
+/* The stored forms of key a row may have: as written, canonical, and as
+ * each action of the rules normalises it (at most AUDIT_FORMS). */
+#define AUDIT_FORMS 64
+static int key_forms(const rls_db *db, const char *key, char forms[][RLS_KEY_MAX_LIMIT + 64])
+{
+    int n = 0;
+    const char *why = "";
+    snprintf(forms[n++], RLS_KEY_MAX_LIMIT + 64, "%s", key);
+    if (key_canonical(key, strlen(key), forms[n], RLS_KEY_MAX_LIMIT + 64) >= 0)
+        n++;
+    for (int a = 0; db->rules && a < db->rules->nactions && n < AUDIT_FORMS; a++) {
+        const rule_action *act = &db->rules->actions[a];
+        if (key_normalize(act->key_kind, act->ipv4_prefix, act->ipv6_prefix, key, strlen(key),
+                          forms[n], RLS_KEY_MAX_LIMIT + 64, &why) < 0)
+            continue;
+        int dup = 0;
+        for (int i = 0; i < n && !dup; i++)
+            dup = strcmp(forms[i], forms[n]) == 0;
+        n += !dup;
+    }
+    return n;
+}
+
+typedef struct audit_ref {
+    int64_t id;
+    int t, row;
+} audit_ref;
+
+static int ref_newest_first(const void *a, const void *b)
+{
+    const audit_ref *x = a, *y = b;
+    return x->id < y->id ? 1 : x->id > y->id ? -1 : 0;
+}
+
+/* The newest `limit` of rows[0..n) whose key names key; NULL on OOM. */
+static rls_rows *audit_merge(const rls_db *db, rls_rows **rows, int n, const char *key,
+                             int limit, const rows_col *cols, int ncols)
+{
+    int total = 0, m = 0;
+    for (int t = 0; t < n; t++)
+        total += rls_rows_count(rows[t]);
+    audit_ref *refs = malloc(sizeof *refs * (size_t)(total > 0 ? total : 1));
+    rls_rows *out = refs ? rows_new(cols, ncols) : NULL;
+    for (int t = 0; out && t < n; t++)
+        for (int i = 0; i < rls_rows_count(rows[t]); i++)
+            if (names_key(db, rls_rows_text(rows[t], i, 6), rls_rows_text(rows[t], i, 5), key))
+                refs[m++] = (audit_ref){rls_rows_int(rows[t], i, 0), t, i};
+    if (out)
+        qsort(refs, (size_t)m, sizeof *refs, ref_newest_first);
+    for (int i = 0, kept = 0; out && i < m && kept < limit; i++) {
+        if (i > 0 && refs[i].id == refs[i - 1].id)
+            continue;   /* found under two forms */
+        if (copy_row(out, rows[refs[i].t], refs[i].row) != 0) {
+            rls_rows_free(out);
+            out = NULL;
+        }
+        kept++;
+    }
+    free(refs);
+    return out;
+}
+
+/* The audit rows of key in any of its stored forms, one index lookup
+ * each, newest first. */
+static int audit_of_key(rls_db *db, const char *key, int limit, const rows_col *cols,
+                        int ncols, rls_rows **out)
+{
+    rls_rows *rows[AUDIT_FORMS] = {0};
+    int n = 0, rc;
+    if (!out)
+        return db ? rls__error(db, RLS_EINVAL, "out is NULL") : RLS_EINVAL;
+    *out = NULL;
+    char (*forms)[RLS_KEY_MAX_LIMIT + 64] = malloc(sizeof *forms * AUDIT_FORMS);
+    if (!forms)
+        return rls__error(db, RLS_ENOMEM, "out of memory");
+    if ((rc = rls__admin_begin_read(db))) {
+        free(forms);
+        return rc;
+    }
+    rls_stmt *st = rls__astmt(db, ASTMT_AUDIT_LIST);
+    rc = st ? rls__cache_refresh(db) : rls__stmt_failed(db);
+    if (rc == RLS_OK)
+        n = key_forms(db, key, forms);
+    for (int i = 0; rc == RLS_OK && i < n; i++) {
+        struct audit_filter f = {forms[i], limit};
+        bind_audit(st, &f);
+        rc = rls__rows_from_stmt(db, st, cols, ncols, &rows[i]);
+        sql_clear_bindings(st);
+    }
+    if (rc == RLS_OK)
+        rc = rls__commit(db);
+    else
+        rls__rollback(db);
+    if (rc == RLS_OK && !(*out = audit_merge(db, rows, n, key, limit, cols, ncols)))
+        rc = rls__error(db, RLS_ENOMEM, "out of memory");
+    for (int i = 0; i < n; i++)
+        rls_rows_free(rows[i]);
+    free(forms);
+    return rc;
+}
+
 int rls_audit_list(rls_db *db, const char *key, int limit, rls_rows **out)
 {
     static const rows_col cols[] = {
@@ -180,7 +343,9 @@ int rls_audit_list(rls_db *db, const char *key, int limit, rls_rows **out)
     };
     if (db && (limit < 1 || limit > 100000))
         return rls__error(db, RLS_EINVAL, "limit %d is outside 1..100000", limit);
-    struct audit_filter f = {key && *key ? key : NULL, limit};
+    if (key && *key)
+        return audit_of_key(db, key, limit, cols, 10, out);
+    struct audit_filter f = {NULL, limit};
     return listing(db, ASTMT_AUDIT_LIST, bind_audit, &f, cols, 10, out);
 }
 

@@ -218,17 +218,8 @@ static int scan_limit(rls_db *db, const char *action, const char *tier, const ru
         window_at(&l->window, l->tz, t, &w.prev_start, &w.start, &w.end);
         w.next_end = 0;
         int ok = algo_decide(&p, &w, &s, t, 1, 0, &m) == 0;
-        /* Units in use: a window algorithm asked with room to spare reports
-         * its true count (remaining never goes below zero); a bucket's
-         * level cannot exceed its capacity anyway. */
-        int64_t used = m.capacity - m.remaining;
-        if (ok && !m.allowed && !algo_is_bucket(l->algorithm)) {
-            algo_params wide = p;
-            algo_meta wm;
-            wide.limit = l->algorithm == ALGO_SLIDING_LOG ? ALGO_SLIDING_LOG_MAX : INT64_MAX / 4;
-            if (algo_decide(&wide, &w, &s, t, 1, 0, &wm) == 0)
-                used = wm.capacity - wm.remaining;
-        }
+        /* units in use, past the capacity too (algo.h) */
+        int64_t used = m.used;
         free(logbuf);
         if (!ok || m.allowed)
             continue;

@@ -29,11 +29,15 @@ int rls__peek_key(rls_db *db, key_ctx *ctx, const char *action, const char *key,
     int rc = keyctx_load(db, ctx, action, key, normalised, now);
     if (rc == RLS_OK)
         rc = keyctx_read_states(db, ctx);
+    if (rc == RLS_OK)
+        rc = rls__peek_refunds(db, ctx, now);
     if (rc)
         return rc;
+    ctx->deciding = -1;
     if (decide_check(ctx->items, ctx->n, ctx->behaviour, now, db->gc_horizon, 1, 0, res,
                      &dout) != 0)
         return rls__error(db, RLS_ECONFIG, "action '%s' has a limit the engine refuses", action);
+    ctx->deciding = dout.deciding;
     if (ctx->block.active || ctx->behaviour == TIER_BLOCKED) {
         /* Denied by the block, but the counters still tell how much of the
          * deciding limit is in use: keep those figures. */
@@ -45,23 +49,6 @@ int rls__peek_key(rls_db *db, key_ctx *ctx, const char *action, const char *key,
         res->window_ms = window;
     }
     return RLS_OK;
-}
-
-static int block_reason(rls_db *db, const key_ctx *ctx, int64_t now, char *buf, size_t size)
-{
-    rls_stmt *st = rls__astmt(db, ASTMT_BLOCK_REASON);
-    buf[0] = '\0';
-    if (!st)
-        return rls__stmt_failed(db);
-    sql_bind_blob(st, 1, ctx->key, (int)ctx->keylen, SQL_STATIC);
-    sql_bind_text(st, 2, ctx->act->name, -1, SQL_STATIC);
-    sql_bind_int64(st, 3, now);
-    int rc = sql_step(st);
-    if (rc == SQL_ROW)
-        snprintf(buf, size, "%s", (const char *)sql_column_text(st, 0));
-    sql_reset(st);
-    return rc == SQL_ROW || rc == SQL_DONE ? RLS_OK
-                                           : rls__sql_error(db, rc, "cannot read block");
 }
 
 static rls_rows *explain_info(rls_db *db, const key_ctx *ctx, const rls_result *res,
@@ -119,7 +106,7 @@ static rls_rows *explain_limits(const key_ctx *ctx)
             rows_put_int(r, row, "window_ms", rl->def->window.ms) ||
             rows_put_int(r, row, "overridden", rl->overridden) ||
             rows_put_str(r, row, "mode", rl->def->mode == MODE_SHADOW ? "shadow" : "enforce") ||
-            rows_put_int(r, row, "used", m->capacity - m->remaining) ||
+            rows_put_int(r, row, "used", m->used) ||
             rows_put_int(r, row, "remaining", m->remaining) ||
             rows_put_int(r, row, "reset_ms", m->reset_ms) ||
             rows_put_int(r, row, "retry_after_ms", m->allowed ? 0 : m->retry_after_ms) ||
@@ -151,8 +138,10 @@ int rls_explain_at(rls_db *db, const char *action, const char *key, int64_t now_
     ctx->n = 0;
     if ((rc = rls__begin(db, 0)) == RLS_OK) {
         rc = rls__peek_key(db, ctx, action, key, 0, now_ms, &res);
-        if (rc == RLS_OK)
-            rc = block_reason(db, ctx, now_ms, reason, sizeof reason);
+        /* the reason of the block that applies, as the check found it
+         * (keyctx.c): a row of every action may be stored under another
+         * spelling of the key than this action's */
+        snprintf(reason, sizeof reason, "%s", rc == RLS_OK ? ctx->block.reason : "");
         if (rc == RLS_OK && info && !(*info = explain_info(db, ctx, &res, reason)))
             rc = rls__error(db, RLS_ENOMEM, "out of memory");
         if (rc == RLS_OK && limits && !(*limits = explain_limits(ctx)))

@@ -20,6 +20,7 @@ void rls__cache_free(rls_db *db)
     db->npatterns = 0;
     free(db->pattern_text);
     db->pattern_text = NULL;
+    rls__every_ip_free(db);
     db->rules_gen = -1;
 }
 

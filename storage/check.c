@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "admin.h"
 #include "keyctx.h"
 
 enum check_op { OP_CHECK = 0, OP_PEEK = 1, OP_RESERVE = 2 };
@@ -214,6 +215,52 @@ static int refund_expired(rls_db *db, const key_ctx *ctx, int64_t now)
     return RLS_OK;
 }
 
+/* Does the lids list of a reservation (int64 LE each) hold id? */
+static int lids_have(const unsigned char *lids, size_t nlids, int64_t id)
+{
+    for (size_t j = 0; j + 8 <= nlids; j += 8) {
+        uint64_t v = 0;
+        for (int b = 0; b < 8; b++)
+            v |= (uint64_t)lids[j + (size_t)b] << (8 * b);
+        if (v == (uint64_t)id)
+            return 1;
+    }
+    return 0;
+}
+
+/*
+ * A peek (rls_peek, explain, usage) decides as the key's next check would:
+ * that check first gives back the key's expired reservations
+ * (refund_expired), so the peek gives them back to the states it read, in
+ * memory, and writes nothing.  ctx's states are read.
+ */
+int rls__peek_refunds(rls_db *db, key_ctx *ctx, int64_t now)
+{
+    rls_stmt *st;
+    int rc;
+    if (rls__no_reservations(db) || ctx->n == 0)
+        return RLS_OK;
+    if (!(st = rls__astmt(db, ASTMT_RES_EXPIRED_PEEK)))
+        return rls__stmt_failed(db);
+    sql_bind_blob(st, 1, ctx->key, (int)ctx->keylen, SQL_STATIC);
+    sql_bind_text(st, 2, ctx->act->name, -1, SQL_STATIC);
+    sql_bind_int64(st, 3, now);
+    while ((rc = sql_step(st)) == SQL_ROW) {
+        decide_item sub[RESOLVE_MAX_LIMITS];
+        int m = 0;
+        int64_t cost = sql_column_int64(st, 0), created = sql_column_int64(st, 1);
+        const unsigned char *lids = sql_column_blob(st, 2);
+        size_t nlids = (size_t)sql_column_bytes(st, 2);
+        for (int i = 0; i < ctx->n; i++)
+            if (lids && lids_have(lids, nlids, ctx->rl[i].def->id))
+                sub[m++] = ctx->items[i];
+        if (m > 0 && cost > 0)
+            decide_refund(sub, m, now, db->gc_horizon, created, cost);
+    }
+    sql_reset(st);
+    return rc == SQL_DONE ? RLS_OK : rls__sql_error(db, rc, "cannot read reservations");
+}
+
 /*
  * Does this action have a limit that asks for an fsync of every commit
  * (durability: full)?  Decided from the handle's cached rules before the
@@ -307,7 +354,8 @@ static int check_tx_body(rls_db *db, key_ctx *ctx, const char *action, const cha
                        ctx->block.active ? ctx->block.rule : "");
         decided = NULL;
     } else {
-        if ((rc = keyctx_read_states(db, ctx)))
+        if ((rc = keyctx_read_states(db, ctx)) ||
+            (!charge && (rc = rls__peek_refunds(db, ctx, now))))
             goto fail;
         states_read = 1;
         if (decide_check(ctx->items, ctx->n, ctx->behaviour, now, db->gc_horizon, cost,
@@ -448,12 +496,33 @@ int rls_reserve(rls_db *db, const char *action, const char *key, int64_t cost,
 
 /* ---- refunds ---------------------------------------------------------- */
 
+/* Units in use of each item at now (a peek of cost 1: algo_meta.used). */
+static int items_in_use(rls_db *db, key_ctx *ctx, int64_t now, int64_t *used)
+{
+    rls_result res;
+    decide_out dout;
+    unsigned char changed[RESOLVE_MAX_LIMITS];
+    for (int i = 0; i < ctx->n; i++)
+        changed[i] = (unsigned char)ctx->items[i].changed;
+    if (decide_check(ctx->items, ctx->n, TIER_NORMAL, now, db->gc_horizon, 1, 0, &res,
+                     &dout) != 0)
+        return -1;
+    for (int i = 0; i < ctx->n; i++) {
+        used[i] = ctx->items[i].meta.used;
+        ctx->items[i].changed = changed[i];   /* a peek changes nothing */
+    }
+    return 0;
+}
+
 /* Refunds `cost` charged at charged_at to the limits of (action, key); with
- * lids != NULL only to the limits whose ids are listed. */
+ * lids != NULL only to the limits whose ids are listed.  With given != NULL,
+ * *given receives the units given back: the most any limit got back (a
+ * limit whose window ended, or with less in use, gets back less). */
 static int refund_in_tx(rls_db *db, const char *action, const char *key, int normalised,
                         int64_t cost, int64_t charged_at, int64_t now,
-                        const unsigned char *lids, size_t nlids)
+                        const unsigned char *lids, size_t nlids, int64_t *given)
 {
+    int64_t before[RESOLVE_MAX_LIMITS], after[RESOLVE_MAX_LIMITS];
     key_ctx *ctx = malloc(sizeof *ctx);
     int rc;
     if (!ctx)
@@ -461,25 +530,21 @@ static int refund_in_tx(rls_db *db, const char *action, const char *key, int nor
     rc = keyctx_load(db, ctx, action, key, normalised, now);
     if (rc == RLS_OK && lids) {
         int m = 0;
-        for (int i = 0; i < ctx->n; i++) {
-            uint64_t want = (uint64_t)ctx->rl[i].def->id;
-            int keep = 0;
-            for (size_t j = 0; j + 8 <= nlids && !keep; j += 8) {
-                uint64_t v = 0;
-                for (int b = 0; b < 8; b++)
-                    v |= (uint64_t)lids[j + (size_t)b] << (8 * b);
-                keep = v == want;
-            }
-            if (keep)
+        for (int i = 0; i < ctx->n; i++)
+            if (lids_have(lids, nlids, ctx->rl[i].def->id))
                 ctx->rl[m++] = ctx->rl[i];
-        }
         ctx->n = m;
     }
     if (rc == RLS_OK)
         rc = keyctx_read_states(db, ctx);
-    if (rc == RLS_OK &&
-        decide_refund(ctx->items, ctx->n, now, db->gc_horizon, charged_at, cost) != 0)
+    if (rc == RLS_OK && ((given && items_in_use(db, ctx, now, before) != 0) ||
+                         decide_refund(ctx->items, ctx->n, now, db->gc_horizon, charged_at,
+                                       cost) != 0 ||
+                         (given && items_in_use(db, ctx, now, after) != 0)))
         rc = rls__error(db, RLS_ECONFIG, "action '%s' has a limit the engine refuses", action);
+    for (int i = 0; rc == RLS_OK && given && i < ctx->n; i++)
+        if (before[i] - after[i] > *given)
+            *given = before[i] - after[i];
     if (rc == RLS_OK)
         rc = keyctx_write_states(db, ctx);
     keyctx_release(ctx);
@@ -490,22 +555,45 @@ static int refund_in_tx(rls_db *db, const char *action, const char *key, int nor
 struct refund_arg {
     const char *action, *key;
     int64_t cost, now;
+    int64_t *given;
 };
 
 static int refund_fn(rls_db *db, void *p)
 {
     const struct refund_arg *a = p;
-    return refund_in_tx(db, a->action, a->key, 0, a->cost, a->now, a->now, NULL, 0);
+    *a->given = 0;   /* a transaction run again counts again */
+    return refund_in_tx(db, a->action, a->key, 0, a->cost, a->now, a->now, NULL, 0, a->given);
+}
+
+int rls_refund_units_at(rls_db *db, const char *action, const char *key, int64_t cost,
+                        int64_t now_ms, int64_t *refunded)
+{
+    int64_t given = 0;
+    if (refunded)
+        *refunded = 0;
+    int rc = keyctx_args(db, action, key, cost, now_ms);
+    if (rc)
+        return rc;
+    struct refund_arg a = {action, key, cost, now_ms, &given};
+    rc = rls__write_tx(db, refund_fn, &a);
+    if (rc == RLS_OK && refunded)
+        *refunded = given;
+    return rc;
+}
+
+int rls_refund_units(rls_db *db, const char *action, const char *key, int64_t cost,
+                     int64_t *refunded)
+{
+    int64_t now;
+    if (rls__now(&now) != RLS_OK)
+        now = -1;
+    return rls_refund_units_at(db, action, key, cost, now, refunded);
 }
 
 int rls_refund_at(rls_db *db, const char *action, const char *key, int64_t cost,
                   int64_t now_ms)
 {
-    int rc = keyctx_args(db, action, key, cost, now_ms);
-    if (rc)
-        return rc;
-    struct refund_arg a = {action, key, cost, now_ms};
-    return rls__write_tx(db, refund_fn, &a);
+    return rls_refund_units_at(db, action, key, cost, now_ms, NULL);
 }
 
 int rls_refund(rls_db *db, const char *action, const char *key, int64_t cost)
@@ -560,7 +648,7 @@ int rls__refund_reservation(rls_db *db, int64_t id, int64_t now, int *found)
         rc = rls__error(db, RLS_ENOMEM, "out of memory");
         goto out;
     }
-    rc = refund_in_tx(db, action, key, 1, cost, created, now, lids, nlids);
+    rc = refund_in_tx(db, action, key, 1, cost, created, now, lids, nlids, NULL);
     if (rc != RLS_OK && !is_io_failure(rc)) {
         /* The rules changed under it (action gone, limits refused): there
          * is nothing left to refund, and keeping the row would make every

@@ -23,6 +23,27 @@
     "INSERT INTO rls_state(lid, key, alg, a, b, c, last_ms, exp_ms, log)"      \
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
 
+/* One block arm of KEY_POLICY in the file `schema` ("", "rules." or "main."). */
+#define RLS__POLICY_BLOCKS(schema, where)                                     \
+    " SELECT 1, action, until_ms, kind, rule, level, forget_ms, reason FROM " schema "rls_blocks" \
+    " WHERE " where
+/* The arms of every action's rows for the canonical (?3) and the given (?4)
+ * key, each only if it is another key than the ones before. */
+#define RLS__POLICY_CANON "key = ?3 AND action = '' AND ?3 <> ?1"
+#define RLS__POLICY_RAW "key = ?4 AND action = '' AND ?4 <> ?1 AND ?4 <> ?3"
+/* The assignment and override arms, from `schema` ("" or "rules.") */
+#define RLS__POLICY_ASSIGN_OV(schema)                                         \
+    " UNION ALL SELECT 2, action, expires_ms, 0, tier, 0, 0, '' FROM " schema "rls_assignments" \
+    " WHERE pattern = ?1 AND action = '' AND kind = 0"                        \
+    " UNION ALL SELECT 2, action, expires_ms, 0, tier, 0, 0, '' FROM " schema "rls_assignments" \
+    " WHERE pattern = ?1 AND action = ?2 AND kind = 0"                        \
+    " UNION ALL SELECT 2, action, expires_ms, 0, tier, 0, 0, '' FROM " schema "rls_assignments" \
+    " WHERE pattern = ?3 AND action = '' AND kind = 0 AND ?3 <> ?1"           \
+    " UNION ALL SELECT 2, action, expires_ms, 0, tier, 0, 0, '' FROM " schema "rls_assignments" \
+    " WHERE pattern = ?4 AND action = '' AND kind = 0 AND ?4 <> ?1 AND ?4 <> ?3" \
+    " UNION ALL SELECT 3, action, expires_ms, lim, limit_name, 0, 0, '' FROM " schema "rls_overrides" \
+    " WHERE key = ?1 AND action = ?2"
+
 /* Every statement the library runs, prepared once per connection on first
  * use and reset after every use. */
 #define RLS_STMT_MAP(XX)                                                      \
@@ -36,26 +57,18 @@
     XX(LIMIT_ADD, "INSERT OR IGNORE INTO rls_limits(action, name) VALUES (?1, ?2)") \
     XX(PATTERNS_ALL, "SELECT pattern, action, tier, expires_ms FROM rls_assignments WHERE kind <> 0") \
     /* Rows for this action match the normalised key (?1); rows for every   \
-     * action ('') match it or the key as given (?3).  One primary-key seek  \
-     * per arm, in the order an "action IN (?2, '') OR ..." would give: the  \
-     * normalised key's '' row, its action row, then the given key's '' row \
-     * unless it is the same key.  Not IN/OR: with bound parameters SQLite   \
-     * builds an ephemeral b-tree for them on every execution. */           \
+     * action ('') match it, the key's canonical form (?3, keynorm.h: how    \
+     * such rows are stored) or the key as given (?4: rows stored before     \
+     * keys of every action were canonical).  One primary-key seek per arm;  \
+     * an arm whose key equals an earlier one's is skipped.  Not IN/OR: with \
+     * bound parameters SQLite builds an ephemeral b-tree for them on every  \
+     * execution.  Column 7 is a block's reason (explain). */               \
     XX(KEY_POLICY,                                                            \
-       "SELECT 1, action, until_ms, kind, rule, level, forget_ms FROM rls_blocks" \
-       " WHERE key = ?1 AND action = ''"                                      \
-       " UNION ALL SELECT 1, action, until_ms, kind, rule, level, forget_ms FROM rls_blocks" \
-       " WHERE key = ?1 AND action = ?2"                                      \
-       " UNION ALL SELECT 1, action, until_ms, kind, rule, level, forget_ms FROM rls_blocks" \
-       " WHERE key = ?3 AND action = '' AND ?3 <> ?1"                         \
-       " UNION ALL SELECT 2, action, expires_ms, 0, tier, 0, 0 FROM rls_assignments" \
-       " WHERE pattern = ?1 AND action = '' AND kind = 0"                     \
-       " UNION ALL SELECT 2, action, expires_ms, 0, tier, 0, 0 FROM rls_assignments" \
-       " WHERE pattern = ?1 AND action = ?2 AND kind = 0"                     \
-       " UNION ALL SELECT 2, action, expires_ms, 0, tier, 0, 0 FROM rls_assignments" \
-       " WHERE pattern = ?3 AND action = '' AND kind = 0 AND ?3 <> ?1"        \
-       " UNION ALL SELECT 3, action, expires_ms, lim, limit_name, 0, 0 FROM rls_overrides" \
-       " WHERE key = ?1 AND action = ?2")                                     \
+       RLS__POLICY_BLOCKS("", "key = ?1 AND action = ''") " UNION ALL"    \
+       RLS__POLICY_BLOCKS("", "key = ?1 AND action = ?2") " UNION ALL"    \
+       RLS__POLICY_BLOCKS("", RLS__POLICY_CANON) " UNION ALL"             \
+       RLS__POLICY_BLOCKS("", RLS__POLICY_RAW)                            \
+       RLS__POLICY_ASSIGN_OV(""))                                             \
     XX(EMPTIES,                                                               \
        "SELECT NOT EXISTS (SELECT 1 FROM rls_blocks)"                         \
        " AND NOT EXISTS (SELECT 1 FROM rls_assignments WHERE kind = 0)"       \
@@ -159,11 +172,6 @@
                          "rls_audit"
 #define RLS_BOTH_TABLES "rls_blocks", "rls_meta", "rls_role"
 
-/* One block arm of KEY_POLICY in the file `schema`. */
-#define RLS__POLICY_BLOCKS(schema, where)                                     \
-    " SELECT 1, action, until_ms, kind, rule, level, forget_ms FROM " schema ".rls_blocks" \
-    " WHERE " where
-
 #define RLS_STMT_SPLIT_MAP(XX)                                                \
     XX(META_GET, SPLIT_OWN,                                                   \
        "SELECT r.rules_gen, c.gc_horizon, r.active_version"                   \
@@ -171,20 +179,15 @@
     /* Manual blocks (rules) before penalties (counters) in each arm: the    \
      * last row of the action's own pair is the penalty that escalates. */   \
     XX(KEY_POLICY, SPLIT_OWN,                                                 \
-       RLS__POLICY_BLOCKS("rules", "key = ?1 AND action = ''") " UNION ALL"   \
-       RLS__POLICY_BLOCKS("main", "key = ?1 AND action = ''") " UNION ALL"    \
-       RLS__POLICY_BLOCKS("rules", "key = ?1 AND action = ?2") " UNION ALL"   \
-       RLS__POLICY_BLOCKS("main", "key = ?1 AND action = ?2") " UNION ALL"    \
-       RLS__POLICY_BLOCKS("rules", "key = ?3 AND action = '' AND ?3 <> ?1") " UNION ALL" \
-       RLS__POLICY_BLOCKS("main", "key = ?3 AND action = '' AND ?3 <> ?1")    \
-       " UNION ALL SELECT 2, action, expires_ms, 0, tier, 0, 0 FROM rules.rls_assignments" \
-       " WHERE pattern = ?1 AND action = '' AND kind = 0"                     \
-       " UNION ALL SELECT 2, action, expires_ms, 0, tier, 0, 0 FROM rules.rls_assignments" \
-       " WHERE pattern = ?1 AND action = ?2 AND kind = 0"                     \
-       " UNION ALL SELECT 2, action, expires_ms, 0, tier, 0, 0 FROM rules.rls_assignments" \
-       " WHERE pattern = ?3 AND action = '' AND kind = 0 AND ?3 <> ?1"        \
-       " UNION ALL SELECT 3, action, expires_ms, lim, limit_name, 0, 0 FROM rules.rls_overrides" \
-       " WHERE key = ?1 AND action = ?2")                                     \
+       RLS__POLICY_BLOCKS("rules.", "key = ?1 AND action = ''") " UNION ALL"   \
+       RLS__POLICY_BLOCKS("main.", "key = ?1 AND action = ''") " UNION ALL"    \
+       RLS__POLICY_BLOCKS("rules.", "key = ?1 AND action = ?2") " UNION ALL"   \
+       RLS__POLICY_BLOCKS("main.", "key = ?1 AND action = ?2") " UNION ALL"    \
+       RLS__POLICY_BLOCKS("rules.", RLS__POLICY_CANON) " UNION ALL"            \
+       RLS__POLICY_BLOCKS("main.", RLS__POLICY_CANON) " UNION ALL"             \
+       RLS__POLICY_BLOCKS("rules.", RLS__POLICY_RAW) " UNION ALL"              \
+       RLS__POLICY_BLOCKS("main.", RLS__POLICY_RAW)                            \
+       RLS__POLICY_ASSIGN_OV("rules."))                                       \
     XX(EMPTIES, SPLIT_OWN,                                                    \
        "SELECT NOT EXISTS (SELECT 1 FROM rules.rls_blocks)"                   \
        " AND NOT EXISTS (SELECT 1 FROM main.rls_blocks)"                      \
@@ -341,6 +344,12 @@ struct rls_db {
     int rules_ckpt_fd;             /* "<rules>-ckpt", RLS_CKPT_FD_* when not open */
     int have_gid;                  /* file_group was given: ... */
     gid_t gid;                     /* ... the group of files rls_open creates */
+
+    /* rows of every action whose key is an IP address (everykey.c) */
+    struct every_ip *every_ip;
+    int nevery_ip;
+    int every_ip_loaded;           /* valid for rules_gen every_ip_gen */
+    int64_t every_ip_gen;
 };
 
 /* Handle-level driver calls (sql.h). */
@@ -405,6 +414,9 @@ int rls__error(rls_db *db, int code, const char *fmt, ...)
 int rls__sqlite_error(rls_db *db, int src, const char *what);
 int rls__sql_error(rls_db *db, int src, const char *what);  /* any driver's failure */
 int rls__now(int64_t *now_ms);
+
+/* ---- everykey.c ------------------------------------------------------- */
+void rls__every_ip_free(rls_db *db);          /* with the rule cache (cache.c) */
 
 /* ---- stmt.c ---------------------------------------------------------- */
 rls_stmt *rls__stmt(rls_db *db, int id);  /* NULL: error recorded */

@@ -7,6 +7,7 @@
 #include <string.h>
 #include "keyctx.h"
 #include "keycount.h"
+#include "keynorm.h"
 
 int keyctx_args(rls_db *db, const char *action, const char *key,
                 int64_t cost, int64_t now)
@@ -42,16 +43,20 @@ static int read_policy(rls_db *db, key_ctx *ctx, int64_t now)
 {
     rls_stmt *st;
     int rc;
-    if (rls__no_policy_rows(db) || db->fast_trust)
-        return RLS_OK;   /* no key has any (cache.c), or the guard of a
-                          * one-flight check fails if this one has (pg_fast.c) */
+    if (rls__no_policy_rows(db))
+        return RLS_OK;   /* no key has any (cache.c) */
+    if (db->fast_trust)  /* the guard of a one-flight check fails if this one
+                          * has (pg_fast.c), except rows of every action of
+                          * another spelling of an address */
+        return rls__every_ip_apply(db, ctx, now, 1);
     if (!(st = rls__stmt(db, STMT_KEY_POLICY)))
         return rls__stmt_failed(db);
     /* Rows for this action match the normalised key; rows for every action
-     * were stored as the operator wrote the key, so they match either. */
+     * are stored canonical (policy.c), or were stored as written. */
     sql_bind_blob(st, 1, ctx->key, (int)ctx->keylen, SQL_STATIC);
     sql_bind_text(st, 2, ctx->act->name, -1, SQL_STATIC);
-    sql_bind_blob(st, 3, ctx->raw, (int)strlen(ctx->raw), SQL_STATIC);
+    sql_bind_blob(st, 3, ctx->canon, (int)ctx->canonlen, SQL_STATIC);
+    sql_bind_blob(st, 4, ctx->raw, (int)strlen(ctx->raw), SQL_STATIC);
     while ((rc = sql_step(st)) == SQL_ROW) {
         int type = sql_column_int(st, 0);
         const unsigned char *act = sql_column_text(st, 1);
@@ -73,6 +78,9 @@ static int read_policy(rls_db *db, key_ctx *ctx, int64_t now)
                 ctx->block.found = ctx->block.active = 1;
                 ctx->block.until_ms = t;
                 copy_name(ctx->block.rule, text);
+                const unsigned char *why = sql_column_text(st, 7);
+                snprintf(ctx->block.reason, sizeof ctx->block.reason, "%s",
+                         why ? (const char *)why : "");
             }
         } else if (type == 2 && ctx->nexact < 2) {
             int i = ctx->nexact++;
@@ -95,7 +103,25 @@ static int read_policy(rls_db *db, key_ctx *ctx, int64_t now)
         }
     }
     sql_reset(st);
-    return rc == SQL_DONE ? RLS_OK : rls__sql_error(db, rc, "cannot read key policy");
+    if (rc != SQL_DONE)
+        return rls__sql_error(db, rc, "cannot read key policy");
+    return rls__every_ip_apply(db, ctx, now, 0);
+}
+
+/* The canonical form of the caller's key (or of a stored one: a string
+ * action's key is stored as given), and the one-flight probe. */
+static void canon_key(key_ctx *ctx)
+{
+    int n = key_canonical(ctx->raw, strlen(ctx->raw), ctx->canon, sizeof ctx->canon);
+    if (n < 0) {   /* no room: as it is */
+        n = snprintf(ctx->canon, sizeof ctx->canon, "%s", ctx->raw);
+        if (n >= (int)sizeof ctx->canon)
+            n = (int)sizeof ctx->canon - 1;
+    }
+    ctx->canonlen = (size_t)n;
+    int same = ctx->canonlen == ctx->keylen && memcmp(ctx->canon, ctx->key, ctx->keylen) == 0;
+    ctx->probe = same ? ctx->raw : ctx->canon;
+    ctx->probelen = same ? strlen(ctx->raw) : ctx->canonlen;
 }
 
 int keyctx_load(rls_db *db, key_ctx *ctx, const char *action, const char *key,
@@ -108,6 +134,7 @@ int keyctx_load(rls_db *db, key_ctx *ctx, const char *action, const char *key,
     ctx->raw = key;
     ctx->nexact = ctx->nov = 0;
     ctx->pen_found = 0;
+    ctx->policy_maybe = 0;
     memset(&ctx->block, 0, sizeof ctx->block);
     if ((rc = rls__cache_refresh(db)) || (rc = rls__cache_empties(db)))
         return rc;
@@ -129,6 +156,7 @@ int keyctx_load(rls_db *db, key_ctx *ctx, const char *action, const char *key,
                           action, key_kind_name(ctx->act->key_kind),
                           kl == -2 || kl > 0 ? "too long" : why);
     ctx->keylen = (size_t)kl;
+    canon_key(ctx);
     if ((rc = read_policy(db, ctx, now)))
         return rc;
 

@@ -14,6 +14,7 @@ typedef struct key_block {
     int active;         /* it blocks now */
     int64_t until_ms;   /* 0 = forever */
     char rule[RLS_NAME_MAX + 1];
+    char reason[256];   /* the operator's reason (explain) */
 } key_block;
 
 typedef struct key_ctx {
@@ -21,6 +22,16 @@ typedef struct key_ctx {
     char key[RLS_KEY_MAX_LIMIT + 64];   /* normalised */
     size_t keylen;
     const char *raw;                    /* as the caller gave it */
+    /* The caller's key in the form rows of every action are stored in
+     * (keynorm.h key_canonical), and the key a one-flight check's guard
+     * probes beside the normalised one (pg_fast.c): the canonical form
+     * when it differs from the normalised key, else the key as given. */
+    char canon[RLS_KEY_MAX_LIMIT + 64];
+    size_t canonlen;
+    const char *probe;
+    size_t probelen;
+    int policy_maybe;                   /* rows of every action may apply that
+                                         * a one-flight guard does not see */
 
     key_block block;                    /* the strongest active block */
     int pen_found;                      /* this action's own block row */
@@ -43,6 +54,7 @@ typedef struct key_ctx {
     decide_item items[RESOLVE_MAX_LIMITS];
     int n;
     int nfound;                         /* rows keyctx_read_states found (keycount.c) */
+    int deciding;                       /* a peek's deciding item, or -1 (admin_view.c) */
     unsigned char row[RESOLVE_MAX_LIMITS];  /* limit i has a stored row */
 
     uint64_t deny_fp, deny_gen;         /* for the denial cache (deny.c) */
@@ -66,6 +78,17 @@ int keyctx_read_states(rls_db *db, key_ctx *ctx);
 
 /* Writes every item marked changed. */
 int keyctx_write_states(rls_db *db, key_ctx *ctx);
+
+/* Rows of every action whose key is an IP address, for an IP action's
+ * check (everykey.c): taken into ctx as its own rows are; with trusted
+ * (no transaction: a one-flight check) only ctx->policy_maybe is set when
+ * one may apply or the handle does not know yet. */
+int rls__every_ip_apply(rls_db *db, key_ctx *ctx, int64_t now, int trusted);
+
+/* A peek's view of the key's expired reservations: given back to the
+ * states read, in memory, as the key's next check gives them back
+ * (check.c). */
+int rls__peek_refunds(rls_db *db, key_ctx *ctx, int64_t now);
 
 /* Frees the log buffers of the states. */
 void keyctx_release(key_ctx *ctx);

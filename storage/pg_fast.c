@@ -88,7 +88,8 @@ enum {
 /* The guard: the rules the handle decided with, the GC horizon not past
  * the check's time `now`, and nothing of the key's own that the usual path
  * reads (keyctx.c): no block, exact tier assignment or override for the
- * key as normalised ($2) or as given (raw) and the action or all actions
+ * key as normalised ($2) or canonical (else as given: ctx->probe, keyctx.h)
+ * and the action or all actions
  * (a superset of what applies), no reservation of it that has expired;
  * the four probes in one subquery (one plan node to start, not four: the
  * executor's start-up is most of such a statement's cost). */
@@ -515,7 +516,7 @@ static void add_writes(rls_db *db, const key_ctx *ctx, const algo_state *old, in
         if (pgen >= 0)
             p_int(op, pgen);
         else
-            p_bytes(op, ctx->raw, strlen(ctx->raw));
+            p_bytes(op, ctx->probe, ctx->probelen);   /* canonical or given (keyctx.h) */
         p_bytes(op, ctx->act->name, strlen(ctx->act->name));
     }
 }
@@ -645,7 +646,7 @@ int rls__pg_fast_check(rls_db *db, key_ctx *ctx, const char *action, const char 
     db->fast_trust = 1;   /* the rules as cached: the guard checks them (cache.c) */
     int lrc = keyctx_load(db, ctx, action, key, 0, now);
     db->fast_trust = 0;
-    if (lrc != RLS_OK || ctx->n == 0 || ctx->behaviour == TIER_BLOCKED ||
+    if (lrc != RLS_OK || ctx->n == 0 || ctx->behaviour == TIER_BLOCKED || ctx->policy_maybe ||
         fast_prepare(db) != SQL_OK) {
         db->errmsg[0] = '\0';   /* the usual path says it again, if it is so */
         keyctx_release(ctx);

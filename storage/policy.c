@@ -6,7 +6,9 @@
  * (pattern assignments).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include "admin.h"
 #include "db.h"
 #include "algo.h"
 #include "keynorm.h"
@@ -98,15 +100,38 @@ struct block_arg {
     int64_t until;
     int set;
     int penalty;                        /* split: a penalty row to remove */
-    char nk[RLS_KEY_MAX_LIMIT + 64];    /* the key normalised for the action */
+    int stored;                         /* key is a row's key as stored */
+    char nk[RLS_KEY_MAX_LIMIT + 64];    /* the key as stored (block_fn) */
 };
 
-/* The key as stored: normalised for the action (block_fn fills nk), or
- * as given for a block of every action.  key itself stays as given, since
- * a transaction may run again (rls__write_tx). */
+/* The key as stored (block_fn fills nk): normalised for the action, or
+ * for a block of every action its canonical form (keynorm.h: every
+ * spelling of one address or mailbox is one row, which each action's
+ * check matches under its own normalisation, keyctx.c and everykey.c).
+ * key itself stays as given, since a transaction may run again
+ * (rls__write_tx). */
 static const char *stored_key(const struct block_arg *a)
 {
-    return a->action[0] ? a->nk : a->key;
+    return a->nk;
+}
+
+static int canon_key(rls_db *db, const char *key, char *out, size_t size)
+{
+    if (key_canonical(key, strlen(key), out, size) < 0)
+        return rls__error(db, RLS_EKEY, "key is too long");
+    return RLS_OK;
+}
+
+/* Fills a->nk. */
+static int block_key(rls_db *db, struct block_arg *a)
+{
+    if (a->stored) {
+        snprintf(a->nk, sizeof a->nk, "%s", a->key);
+        return RLS_OK;
+    }
+    if (a->action[0])
+        return norm_key(db, a->action, a->key, a->nk, sizeof a->nk);
+    return canon_key(db, a->key, a->nk, sizeof a->nk);
 }
 
 /* "forever" for 0, else the instant as ISO-8601 UTC: audit text. */
@@ -163,7 +188,7 @@ static int block_fn(rls_db *db, void *p, int64_t now)
     int found = 0, rc;
     if (!put)
         return rls__stmt_failed(db);
-    if (a->action[0] && (rc = norm_key(db, a->action, a->key, a->nk, sizeof a->nk)))
+    if ((rc = block_key(db, a)))
         return rc;
     const char *key = stored_key(a);
     describe_block(before, sizeof before, 0, 0, "");
@@ -189,6 +214,10 @@ static int block_fn(rls_db *db, void *p, int64_t now)
         describe_block(after, sizeof after, 0, 0, "");
     }
     if ((rc = step_done(db, put, "cannot change block")))
+        return rc;
+    /* rows of every action are also matched from each handle's memory
+     * (everykey.c), which the rules generation renews */
+    if (!a->action[0] && (rc = rls__exec_simple(db, STMT_META_BUMP)))
         return rc;
     return rls__audit(db, now, a->set ? "block" : "unblock", a->action, key, before,
                       after, a->reason);
@@ -228,6 +257,122 @@ static int block_change(rls_db *db, struct block_arg *a, int64_t now)
     return rc;
 }
 
+/* ---- unblock of every action ------------------------------------------ */
+
+/* The rows an unblock without an action removes: (key as stored, action). */
+typedef struct unblock_list {
+    char **key;
+    char (*action)[RLS_NAME_MAX + 1];
+    int n, cap;
+} unblock_list;
+
+static void unblock_list_free(unblock_list *l)
+{
+    for (int i = 0; i < l->n; i++)
+        free(l->key[i]);
+    free(l->key);
+    free(l->action);
+    memset(l, 0, sizeof *l);
+}
+
+static int unblock_add(rls_db *db, unblock_list *l, const char *key, const char *action)
+{
+    for (int i = 0; i < l->n; i++)
+        if (strcmp(l->key[i], key) == 0 && strcmp(l->action[i], action) == 0)
+            return RLS_OK;
+    if (l->n == l->cap) {
+        int cap = l->cap ? l->cap * 2 : 8;
+        char **k = realloc(l->key, sizeof *k * (size_t)cap);
+        if (k)
+            l->key = k;
+        char (*a)[RLS_NAME_MAX + 1] = k ? realloc(l->action, sizeof *a * (size_t)cap) : NULL;
+        if (!a)
+            return rls__error(db, RLS_ENOMEM, "out of memory");
+        l->action = a;
+        l->cap = cap;
+    }
+    if (!(l->key[l->n] = strdup(key)))
+        return rls__error(db, RLS_ENOMEM, "out of memory");
+    snprintf(l->action[l->n++], RLS_NAME_MAX + 1, "%s", action);
+    return RLS_OK;
+}
+
+/* Every block row of `key` as stored, whatever its action. */
+static int unblock_rows_of(rls_db *db, unblock_list *l, const char *key)
+{
+    rls_stmt *st = rls__astmt(db, ASTMT_BLOCK_KEY_ACTIONS);
+    int rc, arc = RLS_OK;
+    if (!st)
+        return rls__stmt_failed(db);
+    sql_bind_blob(st, 1, key, (int)strlen(key), SQL_STATIC);
+    while ((rc = sql_step(st)) == SQL_ROW && arc == RLS_OK) {
+        const unsigned char *act = sql_column_text(st, 0);
+        arc = unblock_add(db, l, key, act ? (const char *)act : "");
+    }
+    sql_reset(st);
+    if (arc)
+        return arc;
+    return rc == SQL_DONE || rc == SQL_ROW ? RLS_OK : rls__sql_error(db, rc, "cannot read blocks");
+}
+
+/*
+ * Inside a read transaction: the rows of the key as written and in its
+ * canonical form (every action's, and any action's as `rlctl blocks`
+ * lists them), and each action's own row of the key as that action
+ * normalises it.
+ */
+static int unblock_targets(rls_db *db, const char *key, unblock_list *l)
+{
+    char nk[RLS_KEY_MAX_LIMIT + 64];
+    int rc = rls__cache_refresh(db);
+    if (rc || (rc = unblock_rows_of(db, l, key)) || (rc = canon_key(db, key, nk, sizeof nk)) ||
+        (rc = unblock_rows_of(db, l, nk)))
+        return rc;
+    for (int i = 0; db->rules && i < db->rules->nactions; i++) {
+        const rule_action *act = &db->rules->actions[i];
+        const char *why = "";
+        if (key_normalize(act->key_kind, act->ipv4_prefix, act->ipv6_prefix, key, strlen(key),
+                          nk, sizeof nk, &why) >= 0 &&
+            (rc = unblock_add(db, l, nk, act->name)))
+            return rc;
+    }
+    return RLS_OK;
+}
+
+/*
+ * Unblock without an action: every block of the key, each removed and
+ * audited as `unblock --action` removes one.  ENOTFOUND only when the key
+ * has none.
+ */
+static int unblock_every(rls_db *db, const char *key, int64_t now)
+{
+    unblock_list l = {0};
+    int rc, removed = 0;
+    if (now < RLS_TIME_MIN || now > RLS_TIME_MAX)
+        return rls__error(db, RLS_ETIME, "time %lld ms is outside 1970..9999", (long long)now);
+    if ((rc = rls__begin(db, 0)) != RLS_OK)
+        return rc;
+    rc = unblock_targets(db, key, &l);
+    if (rc == RLS_OK)
+        rc = rls__commit(db);
+    else
+        rls__rollback(db);
+    for (int i = 0; rc == RLS_OK && i < l.n; i++) {
+        struct block_arg a = {l.action[i], l.key[i], "", 0, 0, 0, 1, ""};
+        int brc = block_change(db, &a, now);
+        if (brc == RLS_ENOTFOUND) {
+            db->errmsg[0] = '\0';   /* this action has none: the next */
+            continue;
+        }
+        rc = brc;
+        removed += brc == RLS_OK;
+    }
+    unblock_list_free(&l);
+    if (rc == RLS_OK && removed == 0)
+        rc = rls__error(db, RLS_ENOTFOUND, "key is not blocked");
+    return rc;
+}
+
 int rls_block_set_at(rls_db *db, const char *action, const char *key, int64_t until_ms,
                      const char *reason, int64_t now_ms)
 {
@@ -239,7 +384,7 @@ int rls_block_set_at(rls_db *db, const char *action, const char *key, int64_t un
         return rc;
     if (until_ms < 0 || until_ms > RLS_TIME_MAX)
         return rls__error(db, RLS_ETIME, "block end %lld is out of range", (long long)until_ms);
-    struct block_arg a = {action ? action : "", key, reason ? reason : "", until_ms, 1, 0, ""};
+    struct block_arg a = {action ? action : "", key, reason ? reason : "", until_ms, 1, 0, 0, ""};
     return block_change(db, &a, now_ms);
 }
 
@@ -251,8 +396,11 @@ int rls_block_unset_at(rls_db *db, const char *action, const char *key, int64_t 
     db->errmsg[0] = '\0';
     if ((rc = check_name(db, "action", action, 1)) || (rc = check_key(db, key)))
         return rc;
-    struct block_arg a = {action ? action : "", key, "", 0, 0, 0, ""};
-    return block_change(db, &a, now_ms);
+    if (action && *action) {
+        struct block_arg a = {action, key, "", 0, 0, 0, 0, ""};
+        return block_change(db, &a, now_ms);
+    }
+    return unblock_every(db, key, now_ms);
 }
 
 /* ---- tier assignments -------------------------------------------------- */
@@ -261,6 +409,7 @@ struct tier_arg {
     const char *action, *key, *tier;   /* action "" = every action */
     int64_t until;
     int kind;
+    int written;                       /* the key as written, not canonical */
 };
 
 static int tier_fn(rls_db *db, void *p, int64_t now)
@@ -270,9 +419,15 @@ static int tier_fn(rls_db *db, void *p, int64_t now)
     rls_stmt *put = rls__stmt(db, a->tier ? STMT_ASSIGN_SET : STMT_ASSIGN_DEL);
     char before[128] = "none", after[128] = "none", nk[RLS_KEY_MAX_LIMIT + 64];
     const char *key = a->key;   /* a->key stays as given: fn may run again */
-    int rc, found = 0;
+    int rc = RLS_OK, found = 0;
     if (!get || !put)
         return rls__stmt_failed(db);
+    if (a->kind == PAT_EXACT && !a->action[0] && !a->written) {
+        /* for every action: canonical, as blocks are (block_key) */
+        if ((rc = canon_key(db, key, nk, sizeof nk)))
+            return rc;
+        key = nk;
+    }
     if (a->action[0] && a->kind == PAT_EXACT) {
         /* an exact key for one action is stored as that action's checks see it */
         if ((rc = norm_key(db, a->action, key, nk, sizeof nk)))
@@ -318,7 +473,9 @@ static int tier_fn(rls_db *db, void *p, int64_t now)
     }
     if ((rc = step_done(db, put, "cannot change assignment")))
         return rc;
-    if (a->kind != PAT_EXACT && (rc = rls__exec_simple(db, STMT_META_BUMP)))
+    /* patterns and rows of every action are kept in each handle's memory
+     * (cache.c, everykey.c), which the rules generation renews */
+    if ((a->kind != PAT_EXACT || !a->action[0]) && (rc = rls__exec_simple(db, STMT_META_BUMP)))
         return rc;
     return rls__audit(db, now, a->tier ? "tier.set" : "tier.unset", a->action, key, before,
                       after, "");
@@ -340,8 +497,18 @@ static int tier_common(rls_db *db, const char *action, const char *key, const ch
         return rls__error(db, RLS_EKEY, "'%s' is not a valid key or pattern: %s", key, why);
     if (until < 0 || until > RLS_TIME_MAX)
         return rls__error(db, RLS_ETIME, "expiry %lld is out of range", (long long)until);
-    struct tier_arg a = {action ? action : "", key, tier, until, pat.kind};
-    return admin_tx(db, now, tier_fn, &a);
+    struct tier_arg a = {action ? action : "", key, tier, until, pat.kind, 0};
+    rc = admin_tx(db, now, tier_fn, &a);
+    if (rc == RLS_ENOTFOUND && !tier && !a.action[0] && pat.kind == PAT_EXACT) {
+        /* a row of every action stored as written, before such keys were
+         * stored canonical */
+        char first[sizeof db->errmsg];
+        snprintf(first, sizeof first, "%s", db->errmsg);
+        a.written = 1;
+        if ((rc = admin_tx(db, now, tier_fn, &a)) == RLS_ENOTFOUND)
+            rls__error(db, rc, "%s", first);
+    }
+    return rc;
 }
 
 int rls_tier_assign_at(rls_db *db, const char *action, const char *key, const char *tier,

@@ -301,7 +301,12 @@ static int fill_row(usage_ctx *u, usage_src *s, usage_row *r)
     snprintf(r->rule, sizeof r->rule, "%s", res.rule);
     r->limit = res.limit;
     r->remaining = res.remaining;
-    r->used = res.limit > res.remaining ? res.limit - res.remaining : 0;
+    /* units in use, past the capacity too (an unlimited tier counts every
+     * request, overage admits beyond the limit): not limit - remaining */
+    if (ctx->deciding >= 0 && ctx->deciding < ctx->n)
+        r->used = ctx->items[ctx->deciding].meta.used;
+    else
+        r->used = res.limit > res.remaining ? res.limit - res.remaining : 0;
     r->ppm = res.limit > 0 ? (int64_t)((double)r->used * 1e6 / (double)res.limit) : 0;
     r->reset_ms = res.reset_ms;
     r->blocked = ctx->block.active || ctx->behaviour == TIER_BLOCKED;

@@ -263,6 +263,8 @@ static int open_db(app *a, const char *path, const char *counters)
     rls_options_init(&o);
     o.create = 0;
     o.tool = "rltop";
+    /* keys up to the largest max_key_len any application may open with */
+    o.max_key_len = RLS_KEY_MAX_LIMIT;
     o.counters_path = counters;
     rc = rls_open(&a->m.db, path, &o);
     if (rc == RLS_EREADONLY && counters) {

@@ -34,7 +34,10 @@ tcase "unknown action" 3 --err-has "rlctl: cannot check 'nope' for 'k': action '
 tcase "unknown action json" 3 --json 'assert d["error"]["code"] == "ENOACTION"' -- --db db check nope k --json
 tcase "invalid key for action" 2 --err-has "key is not valid for action 'signup'" -- --db db check signup not-an-ip
 tcase "empty key" 2 --err-has "cannot check 'login' for ''" -- --db db check login ""
-tcase "key too long" 2 -- --db db check login "$(head -c 300 /dev/zero | tr '\0' k)"
+# rlctl takes keys up to the largest max_key_len an application may open
+# with (RLS_KEY_MAX_LIMIT, 4096): it must reach every key a database holds.
+tcase "key too long" 2 -- --db db check login "$(head -c 4097 /dev/zero | tr '\0' k)"
+tcase "key of 300 bytes (an application's larger max_key_len)" 0 -- --db db check login "$(head -c 300 /dev/zero | tr '\0' k)"
 tcase "cost too large" 2 --err-has "invalid value for --cost" -- --db db check login k --cost 1000000001
 
 # Keys with control bytes are printed escaped, never raw.
@@ -48,7 +51,7 @@ tcase "control key in error" 3 --err-has "for 'us\x01er" -- --db db check nope "
 # refund.
 tcase "refund" 0 --out "refunded 1 unit(s) of 'signup' for '192.0.2.1'" -- --db db refund signup 192.0.2.1 --now "$T0"
 tcase "refund made room" 0 --json 'assert d["remaining"] == 0' -- --db db check signup 192.0.2.1 --now "$T0" --json
-tcase "refund json" 0 --json 'assert d == {"refunded": 2, "action": "signup", "key": "192.0.2.1"}' \
+tcase "refund json" 0 --json 'assert d == {"refunded": 2, "asked": 2, "action": "signup", "key": "192.0.2.1"}' \
     -- --db db refund signup 192.0.2.1 --cost 2 --now "$T0" --json
 tcase "refund unknown action" 3 -- --db db refund nope k
 

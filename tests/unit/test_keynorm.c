@@ -370,6 +370,48 @@ static void test_escape(void **state)
     assert_int_equal(key_escape(NULL, 0, small, sizeof small), 0);
 }
 
+/* The form of a key of every action (rls_policy(3)): one per address or
+ * mailbox, whatever its spelling. */
+static void test_canonical(void **state)
+{
+    static const char *const pairs[][2] = {
+        {"2001:DB8:5:0:0:0:0:1", "2001:db8:5::1"},
+        {"2001:db8:5::1", "2001:db8:5::1"},
+        {"::FFFF:1.2.3.4", "1.2.3.4"},
+        {"::ffff:102:304", "1.2.3.4"},
+        {"1.2.3.4", "1.2.3.4"},
+        {"Bob+News@Example.COM", "bob@example.com"},
+        {"user:Bob", "user:Bob"},
+        {"1.2.3.0/24", "1.2.3.0/24"},   /* a network is no address: as written */
+        {"a@b@c", "a@b@c"},
+    };
+    char buf[64];
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        int n = key_canonical(pairs[i][0], strlen(pairs[i][0]), buf, sizeof buf);
+        assert_int_equal(n, (int)strlen(pairs[i][1]));
+        assert_string_equal(buf, pairs[i][1]);
+    }
+    assert_int_equal(key_canonical("user:Bob", 8, buf, 8), -2);
+}
+
+static void test_ip_net(void **state)
+{
+    unsigned char net[16], a[16];
+    int bits, abits;
+    assert_int_equal(key_ip_net("1.2.3.0/24", 10, net, &bits), 0);
+    assert_int_equal(bits, 96 + 24);
+    assert_int_equal(key_ip_net("1.2.3.77", 8, a, &abits), 0);
+    assert_int_equal(abits, 128);
+    assert_true(key_net_contains(net, bits, a));
+    assert_int_equal(key_ip_net("::FFFF:1.2.4.1", 14, a, &abits), 0);
+    assert_false(key_net_contains(net, bits, a));
+    assert_int_equal(key_ip_net("2001:db8:5::/64", 15, net, &bits), 0);
+    assert_int_equal(key_ip_net("2001:DB8:5:0:FFFF::1", 20, a, &abits), 0);
+    assert_true(key_net_contains(net, bits, a));
+    assert_int_equal(key_ip_net("fe80::1%eth0", 12, a, &abits), -1);
+    assert_int_equal(key_ip_net("bob@example.com", 15, a, &abits), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -384,6 +426,8 @@ int main(void)
         cmocka_unit_test(test_pattern_match),
         cmocka_unit_test(test_pattern_rank),
         cmocka_unit_test(test_escape),
+        cmocka_unit_test(test_canonical),
+        cmocka_unit_test(test_ip_net),
     };
     return cmocka_run_group_tests_name("keynorm", tests, NULL, NULL);
 }
