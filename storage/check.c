@@ -63,8 +63,11 @@ static int impose_penalty(rls_db *db, key_ctx *ctx, int idx, int64_t now,
     if (level >= def->nblock_for)
         level = def->nblock_for - 1;
     int64_t dur = def->block_for[level];
-    int64_t until = now + dur;
-    int64_t forget = until + def->block_for[def->nblock_for - 1];
+    /* Ends past the accepted range are kept at its end: every stored time
+     * stays one the admin surface can show and take back. */
+    int64_t until = dur < RLS_TIME_MAX - now ? now + dur : RLS_TIME_MAX;
+    int64_t last = def->block_for[def->nblock_for - 1];
+    int64_t forget = last < RLS_TIME_MAX - until ? until + last : RLS_TIME_MAX;
 
     rls_stmt *st = rls__stmt(db, STMT_PENALTY_PUT);
     if (!st)
@@ -108,7 +111,7 @@ static int add_reservation(rls_db *db, key_ctx *ctx, int64_t cost, int64_t now,
     sql_bind_blob(st, 2, ctx->key, (int)ctx->keylen, SQL_STATIC);
     sql_bind_int64(st, 3, cost);
     sql_bind_int64(st, 4, now);
-    sql_bind_int64(st, 5, now + ttl);
+    sql_bind_int64(st, 5, ttl < RLS_TIME_MAX - now ? now + ttl : RLS_TIME_MAX);
     sql_bind_blob(st, 6, lids, (int)n, SQL_TRANSIENT);
     int rc = sql_step(st);
     if (rc == SQL_ROW)
@@ -366,7 +369,7 @@ static int check_common(rls_db *db, const char *action, const char *key, int64_t
     if (id)
         *id = 0;
     rc = keyctx_args(db, action, key, cost, now);
-    if (rc == RLS_OK && op == OP_RESERVE && (ttl < 1 || ttl > RLS_TIME_MAX - now))
+    if (rc == RLS_OK && op == OP_RESERVE && (ttl < 1 || ttl > RLS_TIME_MAX))
         rc = rls__error(db, RLS_EINVAL, "reservation ttl %lld ms is out of range",
                         (long long)ttl);
     if (rc != RLS_OK) {
