@@ -313,7 +313,7 @@ static int check_tx_body(rls_db *db, key_ctx *ctx, const char *action, const cha
         if ((rc = keyctx_read_states(db, ctx)))
             goto fail;
         states_read = 1;
-        if (decide_check(ctx->items, ctx->n, ctx->behaviour, now, db->gc_horizon, cost,
+        if (decide_check(ctx->items, ctx->n, ctx->behaviour, now, 0, cost,
                          charge, res, &dout) != 0) {
             rc = rls__error(db, RLS_ECONFIG, "action '%s' has a limit the engine refuses",
                             action);
@@ -481,7 +481,7 @@ static int refund_in_tx(rls_db *db, const char *action, const char *key, int nor
     if (rc == RLS_OK)
         rc = keyctx_read_states(db, ctx);
     if (rc == RLS_OK &&
-        decide_refund(ctx->items, ctx->n, now, db->gc_horizon, charged_at, cost) != 0)
+        decide_refund(ctx->items, ctx->n, now, 0, charged_at, cost) != 0)
         rc = rls__error(db, RLS_ECONFIG, "action '%s' has a limit the engine refuses", action);
     if (rc == RLS_OK)
         rc = keyctx_write_states(db, ctx);

@@ -391,7 +391,8 @@ static int idle_conn_alive(struct pg_conn *pc)
 static int fast_usable(rls_db *db, int64_t now)
 {
     return db->pg && db->pg->c && !db->pg->lost && !db->in_tx && db->rules &&
-           db->rules_gen >= 0 && db->gc_horizon <= now && !rls__housekeeping_due(db, now) &&
+           db->rules_gen >= 0 && db->gc_horizon <= now && !db->rules_sibs &&
+           !rls__housekeeping_due(db, now) &&
            idle_conn_alive(db->pg);
 }
 
