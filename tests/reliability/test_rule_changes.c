@@ -260,12 +260,28 @@ static void test_capacity_change_keeps_state(void **state)
     it_free(t);
 }
 
+/* A reset after a change forgets the other variants' usage too: nothing
+ * is carried over from them afterwards. */
+static void test_reset_forgets_every_variant(void **state)
+{
+    itest *t = it_new(NULL);
+    int64_t now = T0 + 9 * HOUR_MS;
+    (void)state;
+    apply_variant(t, 0, now);
+    assert_int_equal(it_admit_n(t, "act", "k", 10, now), 10);
+    apply_variant(t, 1, now + 1);
+    assert_int_equal(rls_reset_at(t->db, "act", "k", now + 2), RLS_OK);
+    assert_int_equal(it_admit_n(t, "act", "k", 12, now + 3), 10);
+    it_free(t);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_day_hour_day),
         cmocka_unit_test(test_rollback),
         cmocka_unit_test(test_capacity_change_keeps_state),
+        cmocka_unit_test(test_reset_forgets_every_variant),
         cmocka_unit_test(test_random_sequences),
     };
     rel_init(argc > 0 ? argv[0] : NULL);
