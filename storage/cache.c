@@ -117,14 +117,13 @@ static int attach_pass(rls_db *db, ruleset *rs, int plain)
     return rc == SQL_DONE ? RLS_OK : rls__sql_error(db, rc, "cannot read limit ids");
 }
 
-/* 1 if every limit of a got an id; notes whether any has siblings. */
-static int ids_complete(rls_db *db, const rule_action *a, const char **missing)
+/* 1 if every limit of a got an id. */
+static int ids_complete(const rule_action *a, const char **missing)
 {
     for (int t = -1; t < a->ntiers; t++) {
         const rule_limit *ls = t < 0 ? a->limits : a->tiers[t].limits;
         int n = t < 0 ? a->nlimits : a->tiers[t].nlimits;
         for (int j = 0; j < n; j++) {
-            db->rules_sibs |= ls[j].nsib > 0;
             if (ls[j].id == 0) {
                 *missing = ls[j].name;
                 return 0;
@@ -143,9 +142,8 @@ static int attach_ids(rls_db *db, ruleset *rs)
         each_def(rs, rs->actions[i].name, clear_ids, NULL);
     if ((rc = attach_pass(db, rs, 0)) || (rc = attach_pass(db, rs, 1)))
         return rc;
-    db->rules_sibs = 0;
     for (int i = 0; i < rs->nactions; i++)
-        if (!ids_complete(db, &rs->actions[i], &missing))
+        if (!ids_complete(&rs->actions[i], &missing))
             return rls__error(db, RLS_ECORRUPT, "limit '%s.%s' has no id",
                               rs->actions[i].name, missing);
     return RLS_OK;

@@ -295,8 +295,6 @@ struct rls_db {
     char *pattern_text;            /* storage for the table's pattern strings */
 
     int64_t gc_horizon;            /* read with rules_gen at each transaction */
-    int rules_sibs;                /* a limit of the rules has other variants
-                                    * with states (cache.c): checks read them */
     /* What the handle knew right after its last check's commit, trusted while
      * nothing has been committed since (cache.c) */
     int tx_write;                  /* the open transaction is BEGIN IMMEDIATE */
