@@ -26,6 +26,9 @@
  */
 #include "reltest.h"
 
+extern const char *const rls__migrations[];
+extern const int rls__migration_count;
+
 #define MIN_MS 60000LL
 #define HOUR_MS 3600000LL
 #define DAY_MS (24 * HOUR_MS)
@@ -275,6 +278,65 @@ static void test_reset_forgets_every_variant(void **state)
     it_free(t);
 }
 
+/* A database of schema version 3 (limit ids per action and name, before
+ * variants), with 10 of 10 spent today under 10/1d: the next library keeps
+ * them spent as it is, after the same rules are applied again (the old
+ * row is adopted as the variant it counted under), and after a change to
+ * 1h and back. */
+static void test_counts_from_before_variants(void **state)
+{
+    IT_SQLITE_ONLY();
+    char *dir = tu_mkdtemp(), path[4096], sql[1024];
+    int64_t now = T0 + 9 * HOUR_MS;
+    sqlite3 *s = NULL;
+    rls_db *db = NULL;
+    char *y = rules_of(0);
+    (void)state;
+    tu_path(path, sizeof path, dir, "old.db");
+    assert_int_equal(sqlite3_open(path, &s), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(s, "PRAGMA page_size = 1024; PRAGMA journal_mode = WAL",
+                                  NULL, NULL, NULL), SQLITE_OK);
+    for (int v = 0; v < 3; v++)
+        assert_int_equal(sqlite3_exec(s, rls__migrations[v], NULL, NULL, NULL), SQLITE_OK);
+    snprintf(sql, sizeof sql,
+             "INSERT INTO rls_rulesets(version, created_ms, os_user, tool, yaml)"
+             " VALUES (1, %lld, 'op', 'rlctl', '%s');"
+             "INSERT INTO rls_limits(lid, action, name) VALUES (1, 'act', 'l');"
+             "INSERT INTO rls_state(lid, key, alg, a, b, c, last_ms, exp_ms)"
+             " VALUES (1, CAST('k' AS BLOB), 1, %lld, 10, 0, %lld, %lld);"
+             "UPDATE rls_meta SET active_version = 1, rules_gen = 1;"
+             "PRAGMA user_version = 3; PRAGMA application_id = %d;",
+             (long long)T0, y, (long long)T0, (long long)now, (long long)(T0 + DAY_MS),
+             0x524c5354);
+    assert_int_equal(sqlite3_exec(s, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(s);
+    assert_int_equal(rls_open(&db, path, NULL), RLS_OK);
+    assert_int_equal(rls_check_at(db, "act", "k", 1, now + 1, &(rls_result){0}), RLS_OK);
+    rls_result r;
+    assert_int_equal(rls_check_at(db, "act", "k", 1, now + 2, &r), RLS_OK);
+    assert_false(r.allowed);
+    assert_int_equal(rls_rules_apply_at(db, y, strlen(y), "same", NULL, now + 3, NULL), RLS_OK);
+    /* adopted: the same id, named for its variant; no second id */
+    assert_int_equal(it_sql_int(path, "SELECT count(*) FROM rls_limits"), 1);
+    assert_int_equal(it_sql_int(path, "SELECT count(*) FROM rls_limits WHERE lid = 1"
+                                      " AND substr(name, 1, 2) = 'l' || char(31)"), 1);
+    assert_int_equal(rls_check_at(db, "act", "k", 1, now + 4, &r), RLS_OK);
+    assert_false(r.allowed);
+    char *h = rules_of(1);
+    assert_int_equal(rls_rules_apply_at(db, h, strlen(h), "1h", NULL, now + HOUR_MS, NULL),
+                     RLS_OK);
+    assert_int_equal(rls_check_at(db, "act", "k", 1, now + HOUR_MS + 1, &r), RLS_OK);
+    assert_true(r.allowed);   /* another hour: the day's usage is not in it */
+    assert_int_equal(rls_rules_apply_at(db, y, strlen(y), "1d", NULL, now + HOUR_MS + 2, NULL),
+                     RLS_OK);
+    assert_int_equal(rls_check_at(db, "act", "k", 1, now + HOUR_MS + 3, &r), RLS_OK);
+    assert_false(r.allowed);
+    rls_close(db);
+    free(h);
+    free(y);
+    tu_rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -282,6 +344,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_rollback),
         cmocka_unit_test(test_capacity_change_keeps_state),
         cmocka_unit_test(test_reset_forgets_every_variant),
+        cmocka_unit_test(test_counts_from_before_variants),
         cmocka_unit_test(test_random_sequences),
     };
     rel_init(argc > 0 ? argv[0] : NULL);
