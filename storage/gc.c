@@ -5,11 +5,12 @@
  * after a cursor kept in rls_meta (wrapping at the end) and deletes those
  * whose exp_ms has passed; the latest deleted exp_ms of each limit raises
  * that limit's clock floor (rls_horizons), which keeps clock safety for keys
- * whose state is gone, and the latest of all raises gc_horizon (the
- * maximum of the floors, which says when no floor can matter).  A step also refunds
- * expired reservations and, at most once a minute, removes expired blocks,
- * assignments, overrides and stats older than an hour (in a split
- * deployment, those of the rules file only in handles that may write it).
+ * whose state is gone, and the latest of all raises gc_horizon (the maximum
+ * of the floors: while it is not past a check's time, no floor matters).  A
+ * step also refunds expired reservations and, at most once a minute,
+ * removes expired blocks, assignments, overrides and stats older than an
+ * hour (in a split deployment, those of the rules file only in handles that
+ * may write it).
  *
  * Stats are counted in process per action and second and written at most
  * once a second inside a check's own transaction.
