@@ -101,13 +101,6 @@ static int64_t ceil_div(int64_t a, int64_t b)
     return a / b + (a % b != 0);
 }
 
-/* Nanoseconds to ms rounded toward +infinity (C division truncates toward
- * zero, which is already the ceiling for negative values). */
-static int64_t ceil_ms(int64_t ns)
-{
-    return ns / NS_PER_MS + (ns > 0 && ns % NS_PER_MS != 0);
-}
-
 /*
  * floor(a * b / c) for 0 <= a, 0 <= b <= c, c > 0, exactly and without
  * overflow (the result is at most a).  *rem, if not NULL, receives
@@ -614,19 +607,90 @@ static void token_refund(const algo_params *p, algo_state *st, int64_t now,
 
 /* ---- gcra and leaky_bucket ----------------------------------------------- */
 
+/*
+ * Times in ns over the accepted range (up to year 9999, 2.5e20 ns) do not
+ * fit in int64, so gcra computes in 128 bits, exactly, and stores TAT as
+ * whole ms (a) plus the ns within that ms (b), marked by c = GCRA_SPLIT.  A
+ * state written before (c = 0) holds TAT in ns in a, which is still read.
+ */
+__extension__ typedef __int128 i128;
+#define GCRA_SPLIT 1
+/* 2^100 ns (4e13 years): products are capped there, far beyond any time,
+ * so sums of them stay far below the 2^127 of i128. */
+#define GCRA_NS_CAP ((i128)1 << 100)
+
+/* a * b for 0 <= a, b, capped at GCRA_NS_CAP (monotone, so comparisons
+ * between capped values keep their sense). */
+static i128 mul_cap(i128 a, i128 b)
+{
+    if (a == 0 || b == 0)
+        return 0;
+    if (a > GCRA_NS_CAP / b)
+        return GCRA_NS_CAP;
+    return a * b;
+}
+
+static i128 max128(i128 a, i128 b)
+{
+    return a > b ? a : b;
+}
+
+/* x clamped to the int64 range. */
+static int64_t clamp64(i128 x)
+{
+    if (x > INT64_MAX)
+        return INT64_MAX;
+    if (x < INT64_MIN)
+        return INT64_MIN;
+    return (int64_t)x;
+}
+
+/* ns rounded up to whole ms, clamped to int64. */
+static int64_t ceil_ms128(i128 ns)
+{
+    i128 q = ns / NS_PER_MS;
+    if (ns > 0 && ns % NS_PER_MS != 0)
+        q++;
+    return clamp64(q);
+}
+
 /* Emission interval T in ns (at least 1) and tolerance burst * T. */
 typedef struct gcra {
-    int64_t t_ns, tol_ns, now_ns, tat;
+    i128 t_ns, tol_ns, now_ns, tat;
 } gcra;
+
+static i128 gcra_stored_tat(const algo_state *st)
+{
+    if (st->c == GCRA_SPLIT)
+        return (i128)st->a * NS_PER_MS + st->b;
+    return st->a;  /* a state of an older version: TAT in ns */
+}
+
+static void gcra_store(algo_state *st, i128 tat, int64_t now)
+{
+    i128 ms = tat / NS_PER_MS, ns = tat % NS_PER_MS;
+    if (ns < 0) {
+        ms--;
+        ns += NS_PER_MS;
+    }
+    if (ms > INT64_MAX) {  /* beyond any time: a bucket full for ever */
+        ms = INT64_MAX;
+        ns = 0;
+    }
+    st->a = (int64_t)ms;
+    st->b = (int64_t)ns;
+    st->c = GCRA_SPLIT;
+    stamp(st, now, ceil_ms128(tat));
+}
 
 static gcra gcra_load(const algo_params *p, const algo_state *st, int64_t now)
 {
     gcra g;
-    g.t_ns = max64(sat_mul(p->period_ms, NS_PER_MS) / p->limit, 1);
-    g.tol_ns = sat_mul(p->burst, g.t_ns);
-    g.now_ns = sat_mul(now, NS_PER_MS);
+    g.t_ns = max128((i128)p->period_ms * NS_PER_MS / p->limit, 1);
+    g.tol_ns = mul_cap(p->burst, g.t_ns);
+    g.now_ns = (i128)now * NS_PER_MS;
     /* a TAT in the past means an empty bucket: the same as now */
-    g.tat = st->present ? max64(st->a, g.now_ns) : g.now_ns;
+    g.tat = st->present ? max128(gcra_stored_tat(st), g.now_ns) : g.now_ns;
     return g;
 }
 
@@ -635,43 +699,38 @@ static gcra gcra_load(const algo_params *p, const algo_state *st, int64_t now)
  * admitted when max(TAT, now) + cost*T - tolerance <= now; remaining is
  * (tolerance - (TAT - now)) / T truncated, reset is TAT - now and retry the
  * distance to the allow-at instant, both rounded up to ms.  leaky_bucket
- * adds the shaping delay TAT_before - now of an admitted request.
+ * adds the shaping delay TAT_before - now of an admitted request.  Every
+ * operand is at most now + 2^101 ns: no overflow.
  */
 static void gcra_decide(const algo_params *p, algo_state *st, int64_t now,
                         int64_t cost, int charge, int leaky, algo_meta *out)
 {
     gcra g = gcra_load(p, st, now);
-    int64_t inc = sat_mul(cost, g.t_ns);
-    int64_t before = g.tat, ttl = sat_sub(g.tat, g.now_ns), retry = 0;
+    i128 inc = mul_cap(cost, g.t_ns);
+    i128 before = g.tat, ttl = g.tat - g.now_ns;
+    int64_t retry = 0;
     int never = cost > p->burst;
-    /* TAT - now + inc <= tolerance, in a form that cannot overflow */
     int ok = !never && inc <= g.tol_ns - ttl;
 
     if (takes_charge(p, charge, ok, never)) {
         /* a counted denial fills the bucket exactly (TAT = now + tol) */
-        g.tat = ok ? sat_add(g.tat, inc)
-                   : max64(g.tat, sat_add(g.now_ns, g.tol_ns));
-        st->a = g.tat;
-        st->b = 0;
-        st->c = 0;
-        stamp(st, now, ceil_ms(g.tat));
+        g.tat = ok ? g.tat + inc : max128(g.tat, g.now_ns + g.tol_ns);
+        gcra_store(st, g.tat, now);
     }
-    ttl = sat_sub(g.tat, g.now_ns);  /* >= 0: tat >= now_ns */
+    ttl = g.tat - g.now_ns;  /* >= 0: tat >= now_ns */
     if (!ok)  /* until TAT + inc - tolerance */
-        retry = never ? -1 : ceil_ms(sat_sub(inc, g.tol_ns - ttl));
-    meta_fill(out, ok, p->burst, sat_sub(g.tol_ns, ttl) / g.t_ns,
-              ceil_ms(ttl), retry);
+        retry = never ? -1 : ceil_ms128(inc - (g.tol_ns - ttl));
+    meta_fill(out, ok, p->burst, clamp64((g.tol_ns - ttl) / g.t_ns),
+              ceil_ms128(ttl), retry);
     if (leaky && ok)
-        out->delay_ms = ceil_ms(before - g.now_ns);
+        out->delay_ms = ceil_ms128(before - g.now_ns);
 }
 
 static void gcra_refund(const algo_params *p, algo_state *st, int64_t now,
                         int64_t cost)
 {
     gcra g = gcra_load(p, st, now);
-    g.tat = max64(g.now_ns, sat_sub(g.tat, sat_mul(cost, g.t_ns)));
-    st->a = g.tat;
-    stamp(st, now, ceil_ms(g.tat));
+    gcra_store(st, max128(g.now_ns, g.tat - mul_cap(cost, g.t_ns)), now);
 }
 
 /* ---- entry points -------------------------------------------------------- */

@@ -70,10 +70,99 @@ static int64_t clock_safe(const decide_item *items, int n, int64_t now,
                           int64_t floor_ms)
 {
     int64_t t = now > floor_ms ? now : floor_ms;
-    for (int i = 0; i < n; i++)
-        if (items[i].st->present && items[i].st->last_ms > t)
-            t = items[i].st->last_ms;
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < items[i].nsib; j++)
+            if (items[i].sib[j].st.present && items[i].sib[j].st.last_ms > t)
+                t = items[i].sib[j].st.last_ms;
+        /* a state GC collected may have counted later than now: the
+         * limit's floor stands in for its last_ms */
+        int64_t last = items[i].st->present ? items[i].st->last_ms : items[i].floor_ms;
+        if (last > t)
+            t = last;
+    }
     return t;
+}
+
+static int64_t sat_sub(int64_t a, int64_t b)
+{
+    int64_t r;
+    if (__builtin_sub_overflow(a, b, &r))
+        return b < 0 ? INT64_MAX : INT64_MIN;
+    return r;
+}
+
+static int64_t le64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return (int64_t)v;
+}
+
+/*
+ * The earliest instant whose charges still count for the limit at t: the
+ * window's start (sliding_window: the previous window's), the log's window,
+ * or for a bucket the time it takes to refill from empty.
+ */
+static int64_t counts_from(const algo_params *p, const algo_window *w, int64_t t)
+{
+    int64_t refill;
+    switch (p->kind) {
+    case ALGO_FIXED_WINDOW:
+        return p->anchor_first_hit ? sat_sub(t, p->period_ms) : w->start;
+    case ALGO_SLIDING_WINDOW:
+        return p->anchor_first_hit ? sat_sub(t, p->period_ms * 2) : w->prev_start;
+    case ALGO_SLIDING_LOG:
+        return sat_sub(t, p->period_ms);
+    default:
+        if (__builtin_mul_overflow(p->burst, p->period_ms, &refill))
+            return INT64_MIN;
+        return sat_sub(t, refill / p->limit + 1);
+    }
+}
+
+/* Units another variant's state may hold that were charged at or after
+ * `from`: counts of windows, units of log entries, and for a bucket that
+ * is not yet full again, everything (its capacity is not known here). */
+static int64_t sib_units(const decide_sib *s, int64_t from, int64_t t)
+{
+    const algo_state *c = &s->st;
+    int64_t u = 0;
+    if (!c->present || c->last_ms < from)
+        return 0;
+    switch (s->alg) {
+    case ALGO_FIXED_WINDOW:
+        return c->b > 0 ? c->b : 0;
+    case ALGO_SLIDING_WINDOW:
+        return sat_add(c->b > 0 ? c->b : 0, c->c > 0 ? c->c : 0);
+    case ALGO_SLIDING_LOG:
+        for (size_t i = 0; c->log && i + ALGO_LOG_ENTRY <= c->log_len; i += ALGO_LOG_ENTRY) {
+            int64_t units = le64(c->log + i + 8);
+            if (le64(c->log + i) >= from && units > 0)
+                u = sat_add(u, units);
+        }
+        return u;
+    default:
+        return c->expires_ms > t ? INT64_MAX : 0;
+    }
+}
+
+/* Charges item's state with what its other variants recorded after it was
+ * last written (decide.h); 1 if it did. */
+static int carry_over(decide_item *it, const algo_params *p, const algo_window *w,
+                      int64_t t)
+{
+    int64_t units = 0, from = counts_from(p, w, t);
+    for (int j = 0; j < it->nsib; j++)
+        if (!it->st->present || it->sib[j].st.last_ms > it->st->last_ms)
+            units = sat_add(units, sib_units(&it->sib[j], from, t));
+    if (units <= 0)
+        return 0;
+    algo_params cp = *p;
+    algo_meta m;
+    int64_t cap = algo_is_bucket(p->kind) ? p->burst : p->limit;
+    cp.count_denied = 1;  /* spent is spent, admissible or not */
+    return algo_decide(&cp, w, it->st, t, units < cap ? units : cap, 1, &m) == 0;
 }
 
 static int64_t shift(int64_t v, int64_t by)
@@ -126,6 +215,7 @@ int decide_check(decide_item *items, int n, int behaviour, int64_t now,
     int all_ok = 1, shadow_hit = 0, deciding = -1, never = 0;
     algo_params p[RESOLVE_MAX_LIMITS];
     algo_window w[RESOLVE_MAX_LIMITS];
+    unsigned char carried[RESOLVE_MAX_LIMITS];
 
     if (n > RESOLVE_MAX_LIMITS)
         return -1;
@@ -139,6 +229,7 @@ int decide_check(decide_item *items, int n, int behaviour, int64_t now,
         item_params(it->rl, &p[i]);
         item_window(it->rl->def, t, &w[i]);
         it->changed = 0;
+        carried[i] = (unsigned char)(it->nsib > 0 && carry_over(it, &p[i], &w[i], t));
         if (algo_decide(&p[i], &w[i], it->st, t, cost, 0, &it->meta) != 0)
             return -1;
         it->denied = !it->meta.allowed;
@@ -180,8 +271,11 @@ int decide_check(decide_item *items, int n, int behaviour, int64_t now,
             it->meta = m;
     }
 
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
+        if (carried[i])
+            items[i].changed = 1;  /* the usage carried over is kept */
         nominal_meta(items[i].rl, &p[i], &items[i].meta);
+    }
 
     if (all_ok) {
         for (int i = 0; i < n; i++) {

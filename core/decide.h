@@ -12,12 +12,24 @@
 #include "algo.h"
 #include "resolve.h"
 
+/* The state of another variant of a limit (rules.h rule_limit_sig): the
+ * same action and name under another algorithm, window, zone or anchor. */
+typedef struct decide_sib {
+    int alg;                   /* the algorithm it was written under */
+    algo_state st;             /* st.present 0: the key has none */
+} decide_sib;
+
 typedef struct decide_item {
     const resolved_limit *rl;  /* in */
     algo_state *st;            /* in/out: state read by storage */
     algo_meta meta;            /* out */
     int changed;               /* out: *st must be written back */
     int denied;                /* out: this limit would deny */
+    int64_t floor_ms;          /* in: the limit's clock floor, used when *st
+                                * is not present (0: none) */
+    const decide_sib *sib;     /* in: states of the limit's other variants */
+    int nsib;                  /*     (a sliding_log *st then needs room for
+                                *     two more entries, not one) */
 } decide_item;
 
 enum tier_behaviour { TIER_NORMAL = 0, TIER_UNLIMITED = 1, TIER_BLOCKED = 2 };
@@ -30,7 +42,12 @@ typedef struct decide_out {
 
 /*
  * Decides a request of `cost` at `now`.  The clock-safe time is the maximum
- * of now, floor_ms and every present state's last_ms.  charge == 0 is a
+ * of now, floor_ms, every present state's last_ms and the floor_ms of every
+ * item whose state is not present: only the action's own limits count.
+ * Usage recorded by a limit's other variants after its own state was last
+ * written (a rule change and back, a rollback, a tier with another window)
+ * is first charged to its state, capped at its capacity: a change of
+ * window or algorithm carries usage over conservatively, never generously.  charge == 0 is a
  * peek: nothing changes.  Fills *res (the caller's clock: times measured
  * from `now`, not from the clock-safe time) and *out.  Returns 0, or -1 if
  * an item's parameters are invalid (a rule the validator should have

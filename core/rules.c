@@ -13,9 +13,11 @@
  * binary searches; a ruleset built some other way and left unsorted still
  * works, because a failed search falls back to a linear scan.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "config_int.h"
+#include "algo.h"
 #include "rules.h"
 #include "tz.h"
 
@@ -139,4 +141,12 @@ int ruleset__zone(ruleset *rs, const char *name, const rls_tz **out,
     rs->zones_[rs->nzones_++] = tz;
     *out = tz;
     return 0;
+}
+
+/* Contract in rules.h. */
+void rule_limit_sig(const rule_limit *l, char *buf, size_t size)
+{
+    const char *alg = algo_name(l->algorithm);
+    snprintf(buf, size, "%s/%d/%lld/%s/%d", alg ? alg : "?", l->window.calendar,
+             (long long)l->window.ms, l->tz ? tz_name(l->tz) : "UTC", l->anchor);
 }

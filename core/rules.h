@@ -15,6 +15,8 @@
 
 #define RULES_NAME_MAX 63        /* = RLS_NAME_MAX */
 #define RULES_BLOCK_STEPS 16     /* max entries of an escalating block_for */
+#define RULES_SIB_MAX 4          /* other variants of a limit whose states a check reads */
+#define RULES_SIG_MAX 160        /* rule_limit_sig() with its NUL */
 
 enum rule_mode { MODE_ENFORCE = 0, MODE_SHADOW = 1 };
 enum rule_durability { DURA_NORMAL = 0, DURA_FULL = 1, DURA_MEMORY = 2 };
@@ -36,8 +38,12 @@ typedef struct rule_limit {
     int count_denied;
     int durability;              /* enum rule_durability */
     int line, column;            /* where it was defined (for messages) */
-    int64_t id;                  /* storage's counter id of (action, name);
-                                    0 until storage assigns it after loading */
+    int64_t id;                  /* storage's counter id of (action, name,
+                                    variant: rule_limit_sig); 0 until storage
+                                    assigns it after loading */
+    int64_t sib[RULES_SIB_MAX];  /* ids of other variants of (action, name)
+                                    whose states may still count (storage) */
+    int nsib;
 } rule_limit;
 
 /* Per-tier replacement list of one action: limits replace the action's
@@ -93,5 +99,14 @@ void ruleset_free(ruleset *rs);  /* NULL is a no-op */
 
 const rule_action *ruleset_action(const ruleset *rs, const char *name);
 const rule_tier *ruleset_tier(const ruleset *rs, const char *name);
+
+/*
+ * The variant of a limit: what its stored state means (algorithm, window,
+ * time zone, anchor), as text such as "fixed_window/0/86400000/UTC/0".  A
+ * change of limit, burst or penalty keeps the variant, and so the state; a
+ * change of any of these starts another.  Writes at most RULES_SIG_MAX
+ * bytes with the NUL.
+ */
+void rule_limit_sig(const rule_limit *l, char *buf, size_t size);
 
 #endif

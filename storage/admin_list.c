@@ -390,19 +390,24 @@ int rls_stats_at(rls_db *db, int seconds, int64_t now_ms, rls_rows **recent, rls
 
 /* ---- reset ------------------------------------------------------------- */
 
-/* The ids of every limit of the action, whatever tier the key is in. */
+/* The ids of every limit of the action, whatever tier the key is in, and
+ * of their other variants (cache.c), whose usage a check would carry over. */
 static int64_t *action_lids(const rule_action *act, int *n)
 {
     int cap = act->nlimits;
     for (int t = 0; t < act->ntiers; t++)
         cap += act->tiers[t].nlimits;
+    cap *= 1 + RULES_SIB_MAX;
     int64_t *lids = malloc(sizeof *lids * (size_t)(cap > 0 ? cap : 1));
     *n = 0;
     for (int t = -1; lids && t < act->ntiers; t++) {
         const rule_limit *ls = t < 0 ? act->limits : act->tiers[t].limits;
         int m = t < 0 ? act->nlimits : act->tiers[t].nlimits;
-        for (int i = 0; i < m; i++)
+        for (int i = 0; i < m; i++) {
             lids[(*n)++] = ls[i].id;
+            for (int j = 0; j < ls[i].nsib; j++)
+                lids[(*n)++] = ls[i].sib[j];
+        }
     }
     return lids;
 }

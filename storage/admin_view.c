@@ -34,7 +34,7 @@ int rls__peek_key(rls_db *db, key_ctx *ctx, const char *action, const char *key,
     if (rc)
         return rc;
     ctx->deciding = -1;
-    if (decide_check(ctx->items, ctx->n, ctx->behaviour, now, db->gc_horizon, 1, 0, res,
+    if (decide_check(ctx->items, ctx->n, ctx->behaviour, now, 0, 1, 0, res,
                      &dout) != 0)
         return rls__error(db, RLS_ECONFIG, "action '%s' has a limit the engine refuses", action);
     ctx->deciding = dout.deciding;

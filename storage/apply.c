@@ -11,16 +11,56 @@
 #include "config.h"
 #include "db.h"
 
-static int register_limit(rls_db *db, const char *action, const char *name)
+/*
+ * Limit ids are per variant (rules.h rule_limit_sig): (action, name) plus
+ * what a state means.  A rule change to another window or algorithm gets
+ * another id, so the states of the old variant stay as they were: should
+ * it come back (a change and back, a rollback), the quota it spent in its
+ * current window is still spent (cache.c, decide.h).  The stored name is
+ * "name" US "variant"; a row named "name" alone was registered before
+ * variants existed.
+ */
+static int step_limit(rls_db *db, int id, const char *action, const char *a2, const char *a3)
 {
-    rls_stmt *st = rls__stmt(db, STMT_LIMIT_ADD);
+    rls_stmt *st = rls__stmt(db, id);
     if (!st)
         return rls__stmt_failed(db);
     sql_bind_text(st, 1, action, -1, SQL_STATIC);
-    sql_bind_text(st, 2, name, -1, SQL_STATIC);
+    sql_bind_text(st, 2, a2, -1, SQL_STATIC);
+    if (a3)
+        sql_bind_text(st, 3, a3, -1, SQL_STATIC);
     int rc = sql_step(st);
     sql_reset(st);
     return rc == SQL_DONE ? RLS_OK : rls__sql_error(db, rc, "cannot register limit");
+}
+
+/* The first definition of (action, name) in rs: a default, else a tier's. */
+static const rule_limit *first_def(const ruleset *rs, const char *action, const char *name)
+{
+    const rule_action *a = rs ? ruleset_action(rs, action) : NULL;
+    for (int t = -1; a && t < a->ntiers; t++) {
+        const rule_limit *ls = t < 0 ? a->limits : a->tiers[t].limits;
+        int n = t < 0 ? a->nlimits : a->tiers[t].nlimits;
+        for (int i = 0; i < n; i++)
+            if (strcmp(ls[i].name, name) == 0)
+                return &ls[i];
+    }
+    return NULL;
+}
+
+static int register_limit(rls_db *db, const char *action, const rule_limit *l)
+{
+    char reg[RULES_NAME_MAX + RULES_SIG_MAX + 2];
+    const rule_limit *old = first_def(db->rules, action, l->name);
+    int rc = RLS_OK;
+    if (old) {
+        /* the states of a row from before variants were counted under the
+         * rules active until now */
+        rls__limit_regname(old, reg, sizeof reg);
+        rc = step_limit(db, STMT_LIMIT_ADOPT, action, l->name, reg);
+    }
+    rls__limit_regname(l, reg, sizeof reg);
+    return rc ? rc : step_limit(db, STMT_LIMIT_ADD, action, reg, NULL);
 }
 
 static int register_limits(rls_db *db, const ruleset *rs)
@@ -29,10 +69,10 @@ static int register_limits(rls_db *db, const ruleset *rs)
     for (int i = 0; i < rs->nactions && rc == RLS_OK; i++) {
         const rule_action *a = &rs->actions[i];
         for (int j = 0; j < a->nlimits && rc == RLS_OK; j++)
-            rc = register_limit(db, a->name, a->limits[j].name);
+            rc = register_limit(db, a->name, &a->limits[j]);
         for (int t = 0; t < a->ntiers && rc == RLS_OK; t++)
             for (int j = 0; j < a->tiers[t].nlimits && rc == RLS_OK; j++)
-                rc = register_limit(db, a->name, a->tiers[t].limits[j].name);
+                rc = register_limit(db, a->name, &a->tiers[t].limits[j]);
     }
     return rc;
 }

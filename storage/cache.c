@@ -6,6 +6,7 @@
  * pattern assignments (YAML and table) are reloaded.  Otherwise the cache is
  * used as is, so a rule change reaches every process at its next check.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "config.h"
@@ -24,43 +25,128 @@ void rls__cache_free(rls_db *db)
     db->rules_gen = -1;
 }
 
-/* Attaches rls_limits ids to every limit of rs (default and per tier). */
-static int attach_ids(rls_db *db, ruleset *rs)
+void rls__limit_regname(const rule_limit *l, char *buf, size_t size)
+{
+    char sig[RULES_SIG_MAX];
+    rule_limit_sig(l, sig, sizeof sig);
+    snprintf(buf, size, "%s%c%s", l->name, RLS_VARIANT_SEP, sig);
+}
+
+/* Calls fn for every limit of rs (defaults and tiers) of action an. */
+static void each_def(ruleset *rs, const char *an, void (*fn)(rule_limit *, void *), void *arg)
+{
+    rule_action *a = (rule_action *)ruleset_action(rs, an ? an : "");
+    for (int t = -1; a && t < a->ntiers; t++) {
+        rule_limit *ls = t < 0 ? a->limits : a->tiers[t].limits;
+        int n = t < 0 ? a->nlimits : a->tiers[t].nlimits;
+        for (int i = 0; i < n; i++)
+            fn(&ls[i], arg);
+    }
+}
+
+/* One rls_limits row: its id, the limit name and the variant ("" for a
+ * row registered before variants); plain: which rows this pass takes. */
+struct lrow {
+    int64_t lid;
+    const char *name, *sig;
+    size_t namelen;
+    int plain;
+};
+
+static void add_sib(rule_limit *d, int64_t lid)
+{
+    if (d->nsib < RULES_SIB_MAX) {
+        d->sib[d->nsib++] = lid;
+        return;
+    }
+    int k = 0;   /* full: the most recent variants (largest ids) stay */
+    for (int j = 1; j < d->nsib; j++)
+        if (d->sib[j] < d->sib[k])
+            k = j;
+    if (d->sib[k] < lid)
+        d->sib[k] = lid;
+}
+
+/* A variant row is the limit's own id when the variant is its own, else
+ * the state of a sibling; a row from before variants is the limit's own
+ * id if no variant row is (a database no rules were applied to since). */
+static void match_row(rule_limit *d, void *arg)
+{
+    const struct lrow *r = arg;
+    char sig[RULES_SIG_MAX];
+    if (strlen(d->name) != r->namelen || memcmp(d->name, r->name, r->namelen) != 0)
+        return;
+    if (r->plain) {
+        if (d->id == 0)
+            d->id = r->lid;
+        else
+            add_sib(d, r->lid);
+        return;
+    }
+    rule_limit_sig(d, sig, sizeof sig);
+    if (strcmp(sig, r->sig) == 0)
+        d->id = r->lid;
+    else
+        add_sib(d, r->lid);
+}
+
+static void clear_ids(rule_limit *d, void *arg)
+{
+    (void)arg;
+    d->id = 0;
+    d->nsib = 0;
+}
+
+/* Attaches rls_limits ids to the limits of rs: variant rows in the first
+ * pass, rows from before variants in the second. */
+static int attach_pass(rls_db *db, ruleset *rs, int plain)
 {
     rls_stmt *st = rls__stmt(db, STMT_LIMITS_ALL);
     int rc;
     if (!st)
         return rls__stmt_failed(db);
     while ((rc = sql_step(st)) == SQL_ROW) {
-        int64_t lid = sql_column_int64(st, 0);
         const char *an = (const char *)sql_column_text(st, 1);
         const char *ln = (const char *)sql_column_text(st, 2);
-        rule_action *a = (rule_action *)ruleset_action(rs, an ? an : "");
-        if (!a || !ln)
-            continue;
-        for (int i = 0; i < a->nlimits; i++)
-            if (strcmp(a->limits[i].name, ln) == 0)
-                a->limits[i].id = lid;
-        for (int t = 0; t < a->ntiers; t++)
-            for (int i = 0; i < a->tiers[t].nlimits; i++)
-                if (strcmp(a->tiers[t].limits[i].name, ln) == 0)
-                    a->tiers[t].limits[i].id = lid;
+        const char *sep = ln ? strchr(ln, RLS_VARIANT_SEP) : NULL;
+        struct lrow r = {sql_column_int64(st, 0), ln, sep ? sep + 1 : "",
+                         ln ? (sep ? (size_t)(sep - ln) : strlen(ln)) : 0, !sep};
+        if (ln && r.plain == plain)
+            each_def(rs, an, match_row, &r);
     }
     sql_reset(st);
-    if (rc != SQL_DONE)
-        return rls__sql_error(db, rc, "cannot read limit ids");
-    for (int i = 0; i < rs->nactions; i++) {
-        const rule_action *a = &rs->actions[i];
-        for (int j = 0; j < a->nlimits; j++)
-            if (a->limits[j].id == 0)
-                return rls__error(db, RLS_ECORRUPT, "limit '%s.%s' has no id",
-                                  a->name, a->limits[j].name);
-        for (int t = 0; t < a->ntiers; t++)
-            for (int j = 0; j < a->tiers[t].nlimits; j++)
-                if (a->tiers[t].limits[j].id == 0)
-                    return rls__error(db, RLS_ECORRUPT, "limit '%s.%s' has no id",
-                                      a->name, a->tiers[t].limits[j].name);
+    return rc == SQL_DONE ? RLS_OK : rls__sql_error(db, rc, "cannot read limit ids");
+}
+
+/* 1 if every limit of a got an id. */
+static int ids_complete(const rule_action *a, const char **missing)
+{
+    for (int t = -1; t < a->ntiers; t++) {
+        const rule_limit *ls = t < 0 ? a->limits : a->tiers[t].limits;
+        int n = t < 0 ? a->nlimits : a->tiers[t].nlimits;
+        for (int j = 0; j < n; j++) {
+            if (ls[j].id == 0) {
+                *missing = ls[j].name;
+                return 0;
+            }
+        }
     }
+    return 1;
+}
+
+/* Attaches rls_limits ids (own and siblings) to every limit of rs. */
+static int attach_ids(rls_db *db, ruleset *rs)
+{
+    const char *missing = "";
+    int rc;
+    for (int i = 0; i < rs->nactions; i++)
+        each_def(rs, rs->actions[i].name, clear_ids, NULL);
+    if ((rc = attach_pass(db, rs, 0)) || (rc = attach_pass(db, rs, 1)))
+        return rc;
+    for (int i = 0; i < rs->nactions; i++)
+        if (!ids_complete(&rs->actions[i], &missing))
+            return rls__error(db, RLS_ECORRUPT, "limit '%s.%s' has no id",
+                              rs->actions[i].name, missing);
     return RLS_OK;
 }
 

@@ -64,8 +64,11 @@ static int impose_penalty(rls_db *db, key_ctx *ctx, int idx, int64_t now,
     if (level >= def->nblock_for)
         level = def->nblock_for - 1;
     int64_t dur = def->block_for[level];
-    int64_t until = now + dur;
-    int64_t forget = until + def->block_for[def->nblock_for - 1];
+    /* Ends past the accepted range are kept at its end: every stored time
+     * stays one the admin surface can show and take back. */
+    int64_t until = dur < RLS_TIME_MAX - now ? now + dur : RLS_TIME_MAX;
+    int64_t last = def->block_for[def->nblock_for - 1];
+    int64_t forget = last < RLS_TIME_MAX - until ? until + last : RLS_TIME_MAX;
 
     rls_stmt *st = rls__stmt(db, STMT_PENALTY_PUT);
     if (!st)
@@ -109,7 +112,7 @@ static int add_reservation(rls_db *db, key_ctx *ctx, int64_t cost, int64_t now,
     sql_bind_blob(st, 2, ctx->key, (int)ctx->keylen, SQL_STATIC);
     sql_bind_int64(st, 3, cost);
     sql_bind_int64(st, 4, now);
-    sql_bind_int64(st, 5, now + ttl);
+    sql_bind_int64(st, 5, ttl < RLS_TIME_MAX - now ? now + ttl : RLS_TIME_MAX);
     sql_bind_blob(st, 6, lids, (int)n, SQL_TRANSIENT);
     int rc = sql_step(st);
     if (rc == SQL_ROW)
@@ -255,7 +258,7 @@ int rls__peek_refunds(rls_db *db, key_ctx *ctx, int64_t now)
             if (lids && lids_have(lids, nlids, ctx->rl[i].def->id))
                 sub[m++] = ctx->items[i];
         if (m > 0 && cost > 0)
-            decide_refund(sub, m, now, db->gc_horizon, created, cost);
+            decide_refund(sub, m, now, 0, created, cost);
     }
     sql_reset(st);
     return rc == SQL_DONE ? RLS_OK : rls__sql_error(db, rc, "cannot read reservations");
@@ -358,7 +361,7 @@ static int check_tx_body(rls_db *db, key_ctx *ctx, const char *action, const cha
             (!charge && (rc = rls__peek_refunds(db, ctx, now))))
             goto fail;
         states_read = 1;
-        if (decide_check(ctx->items, ctx->n, ctx->behaviour, now, db->gc_horizon, cost,
+        if (decide_check(ctx->items, ctx->n, ctx->behaviour, now, 0, cost,
                          charge, res, &dout) != 0) {
             rc = rls__error(db, RLS_ECONFIG, "action '%s' has a limit the engine refuses",
                             action);
@@ -414,7 +417,7 @@ static int check_common(rls_db *db, const char *action, const char *key, int64_t
     if (id)
         *id = 0;
     rc = keyctx_args(db, action, key, cost, now);
-    if (rc == RLS_OK && op == OP_RESERVE && (ttl < 1 || ttl > RLS_TIME_MAX - now))
+    if (rc == RLS_OK && op == OP_RESERVE && (ttl < 1 || ttl > RLS_TIME_MAX))
         rc = rls__error(db, RLS_EINVAL, "reservation ttl %lld ms is out of range",
                         (long long)ttl);
     if (rc != RLS_OK) {
@@ -504,7 +507,7 @@ static int items_in_use(rls_db *db, key_ctx *ctx, int64_t now, int64_t *used)
     unsigned char changed[RESOLVE_MAX_LIMITS];
     for (int i = 0; i < ctx->n; i++)
         changed[i] = (unsigned char)ctx->items[i].changed;
-    if (decide_check(ctx->items, ctx->n, TIER_NORMAL, now, db->gc_horizon, 1, 0, &res,
+    if (decide_check(ctx->items, ctx->n, TIER_NORMAL, now, 0, 1, 0, &res,
                      &dout) != 0)
         return -1;
     for (int i = 0; i < ctx->n; i++) {
@@ -538,8 +541,7 @@ static int refund_in_tx(rls_db *db, const char *action, const char *key, int nor
     if (rc == RLS_OK)
         rc = keyctx_read_states(db, ctx);
     if (rc == RLS_OK && ((given && items_in_use(db, ctx, now, before) != 0) ||
-                         decide_refund(ctx->items, ctx->n, now, db->gc_horizon, charged_at,
-                                       cost) != 0 ||
+                         decide_refund(ctx->items, ctx->n, now, 0, charged_at, cost) != 0 ||
                          (given && items_in_use(db, ctx, now, after) != 0)))
         rc = rls__error(db, RLS_ECONFIG, "action '%s' has a limit the engine refuses", action);
     for (int i = 0; rc == RLS_OK && given && i < ctx->n; i++)

@@ -76,7 +76,11 @@
        " CAST(pg_get_serial_sequence('rls_reservations', 'id') AS regclass) AS s) q", \
        SPLIT_NONE, NULL)                                                      \
     XX(DST_HORIZON, "UPDATE rls_meta SET gc_horizon = max(gc_horizon, ?1) WHERE id = 1", \
-       NULL, SPLIT_COUNTERS, NULL)
+       NULL, SPLIT_COUNTERS, NULL)                                            \
+    /* and every limit's clock floor (schema/004) */                        \
+    XX(DST_LID_HORIZONS, "INSERT INTO rls_horizons(lid, horizon) SELECT lid, ?1"  \
+       " FROM rls_limits WHERE true ON CONFLICT(lid) DO UPDATE SET"           \
+       " horizon = max(rls_horizons.horizon, excluded.horizon)", NULL, SPLIT_NONE, NULL)
 
 enum copy_stmt_id {
 #define RLS__CST_ENUM(name, sql, pg, side, split) CST_##name,

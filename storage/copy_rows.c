@@ -33,18 +33,24 @@ static int dst_insert(copy *c, int id, int kind)
 
 /* Whether action a has a limit called name, in its defaults or any tier;
  * *lid (may be NULL) gets its id, *algs (may be NULL) a bit 1 << algorithm
- * for each definition. */
+ * for each definition.  A name registered with its variant (apply.c)
+ * matches only a definition of that variant. */
 static int limit_place(const rule_action *a, const char *name, int64_t *lid, unsigned int *algs)
 {
     int found = 0;
+    char reg[RULES_NAME_MAX + RULES_SIG_MAX + 2];
+    const char *sep = strchr(name, RLS_VARIANT_SEP);
+    size_t base = sep ? (size_t)(sep - name) : strlen(name);
     for (int t = -1; t < a->ntiers; t++) {
         const rule_limit *ls = t < 0 ? a->limits : a->tiers[t].limits;
         int n = t < 0 ? a->nlimits : a->tiers[t].nlimits;
         for (int i = 0; i < n; i++) {
-            if (strcmp(ls[i].name, name) != 0)
+            if (strlen(ls[i].name) != base || memcmp(ls[i].name, name, base) != 0)
                 continue;
             found = 1;
-            if (lid)
+            if (sep)
+                rls__limit_regname(&ls[i], reg, sizeof reg);
+            if (lid && (!sep || strcmp(reg, name) == 0))
                 *lid = ls[i].id;
             if (algs)
                 *algs |= 1u << ls[i].algorithm;
@@ -97,6 +103,13 @@ static int build_map(copy *c)
     if (c->nmap > 1)
         qsort(c->map, (size_t)c->nmap, sizeof *c->map, cmp_lmap);
     return RLS_OK;
+}
+
+/* The entry of source limit lid, with a place in the destination or not. */
+static const lmap *map_entry(const copy *c, int64_t lid)
+{
+    lmap key = {lid, 0, 0, NULL};
+    return c->nmap ? bsearch(&key, c->map, (size_t)c->nmap, sizeof *c->map, cmp_lmap) : NULL;
 }
 
 static const lmap *map_find(const copy *c, int64_t lid)
@@ -346,11 +359,13 @@ static int state_row(copy *c, rls_stmt *row)
             c->horizon = exp;
         return not_copied(t, -1);
     }
-    const lmap *m = map_find(c, sql_column_int64(row, 1));
-    if (!m)
+    const lmap *m = map_entry(c, sql_column_int64(row, 1));
+    if (!m || (!m->dst_lid && !m->algs))
         return not_copied(t, 0);
     if (alg < 0 || alg > 31 || !(m->algs >> alg & 1u))
         return not_copied(t, 1);
+    if (!m->dst_lid)
+        return not_copied(t, 0);   /* the same algorithm, another window */
     int rc = touch(c, m->action);
     if (rc != RLS_OK)
         return rc;
@@ -455,6 +470,8 @@ int rls__copy_counters(copy *c)
         c->horizon = c->src->gc_horizon;
     if (rc == RLS_OK && c->horizon > 0)
         rc = rls__copy_dst_run_int(c, CST_DST_HORIZON, c->horizon);
+    if (rc == RLS_OK && c->horizon > 0)
+        rc = rls__copy_dst_run_int(c, CST_DST_LID_HORIZONS, c->horizon);
     return rc;
 }
 

@@ -55,6 +55,10 @@
     XX(RULES_GET, "SELECT yaml FROM rls_rulesets WHERE version = ?1")        \
     XX(LIMITS_ALL, "SELECT lid, action, name FROM rls_limits")               \
     XX(LIMIT_ADD, "INSERT OR IGNORE INTO rls_limits(action, name) VALUES (?1, ?2)") \
+    /* a limit registered before variants (apply.c): named for the variant \
+     * of the rules it was counted under, unless that name is taken */      \
+    XX(LIMIT_ADOPT, "UPDATE rls_limits SET name = ?3 WHERE action = ?1 AND name = ?2" \
+       " AND NOT EXISTS (SELECT 1 FROM rls_limits WHERE action = ?1 AND name = ?3)") \
     XX(PATTERNS_ALL, "SELECT pattern, action, tier, expires_ms FROM rls_assignments WHERE kind <> 0") \
     /* Rows for this action match the normalised key (?1); rows for every   \
      * action ('') match it, the key's canonical form (?3, keynorm.h: how    \
@@ -104,6 +108,11 @@
        " denied = rls_stats_total.denied + excluded.denied")                                  \
     XX(GC_SCAN, "SELECT lid, key, exp_ms FROM rls_state WHERE (key, lid) > (?2, ?1) ORDER BY key, lid LIMIT ?3") \
     XX(GC_CURSOR, "SELECT gc_lid, gc_key FROM rls_meta WHERE id = 1")        \
+    /* the clock floor of one limit (gc.c, keyctx.c; schema/004) */         \
+    XX(HORIZON_GET, "SELECT horizon FROM rls_horizons WHERE lid = ?1")       \
+    XX(HORIZON_RAISE, "INSERT INTO rls_horizons(lid, horizon) VALUES (?1, ?2)" \
+       " ON CONFLICT(lid) DO UPDATE SET"                                      \
+       " horizon = max(rls_horizons.horizon, excluded.horizon)")             \
     XX(GC_META_SET, "UPDATE rls_meta SET gc_lid = ?1, gc_key = ?2, gc_horizon = max(gc_horizon, ?3) WHERE id = 1") \
     XX(GC_STATS, "DELETE FROM rls_stats WHERE sec < ?1")                     \
     XX(GC_KEY_STATS, "DELETE FROM rls_key_stats WHERE seen_ms < ?1")          \
@@ -464,6 +473,11 @@ int rls__rules_store_tx(rls_db *db, const char *yaml, size_t len, const ruleset 
 
 /* ---- cache.c --------------------------------------------------------- */
 int rls__cache_refresh(rls_db *db);           /* inside a transaction */
+/* The name a limit's variant is registered under in rls_limits:
+ * name US rule_limit_sig (apply.c, cache.c, copy_rows.c). */
+void rls__limit_regname(const rule_limit *l, char *buf, size_t size);
+#define RLS_VARIANT_SEP '\x1f'
+
 void rls__cache_validate(rls_db *db);         /* right after a check's commit */
 int rls__cache_empties(rls_db *db);           /* learn policy_none, res_none */
 int rls__no_policy_rows(const rls_db *db);    /* none for any key: skip reading */

@@ -3,11 +3,14 @@
  *
  * GC is incremental: each step examines the next GC_SCAN rows of rls_state
  * after a cursor kept in rls_meta (wrapping at the end) and deletes those
- * whose exp_ms has passed; the latest deleted exp_ms raises gc_horizon, which
- * keeps clock safety for keys whose state is gone.  A step also refunds
- * expired reservations and, at most once a minute, removes expired blocks,
- * assignments, overrides and stats older than an hour (in a split
- * deployment, those of the rules file only in handles that may write it).
+ * whose exp_ms has passed; the latest deleted exp_ms of each limit raises
+ * that limit's clock floor (rls_horizons), which keeps clock safety for keys
+ * whose state is gone, and the latest of all raises gc_horizon (the maximum
+ * of the floors: while it is not past a check's time, no floor matters).  A
+ * step also refunds expired reservations and, at most once a minute,
+ * removes expired blocks, assignments, overrides and stats older than an
+ * hour (in a split deployment, those of the rules file only in handles that
+ * may write it).
  *
  * Stats are counted in process per action and second and written at most
  * once a second inside a check's own transaction.
@@ -142,12 +145,13 @@ static int gc_states(rls_db *db, int64_t now, int max_rows, int64_t *deleted)
     rls_stmt *scan = rls__stmt(db, STMT_GC_SCAN);
     rls_stmt *del = rls__stmt(db, STMT_STATE_DEL);
     rls_stmt *set = rls__stmt(db, STMT_GC_META_SET);
+    rls_stmt *raise = rls__stmt(db, STMT_HORIZON_RAISE);
     unsigned char *key = NULL;
     size_t keycap = 0, keylen = 0;
     int64_t lid = 0, horizon = 0, seen = 0;
     int rc;
 
-    if (!cur || !scan || !del || !set)
+    if (!cur || !scan || !del || !set || !raise)
         return rls__stmt_failed(db);
     rc = sql_step(cur);
     if (rc == SQL_ROW) {
@@ -222,6 +226,15 @@ static int gc_states(rls_db *db, int64_t now, int max_rows, int64_t *deleted)
         }
         if ((rc = rls__keycount_deleted(db, NULL, v[i].lid, v[i].key, (size_t)v[i].len)))
             goto out;
+        /* the floor of this limit only: another action's clock stays */
+        sql_bind_int64(raise, 1, v[i].lid);
+        sql_bind_int64(raise, 2, v[i].exp);
+        src = sql_step(raise);
+        sql_reset(raise);
+        if (src != SQL_DONE) {
+            rc = rls__sql_error(db, src, "cannot raise clock floor");
+            goto out;
+        }
         if (v[i].exp > horizon)
             horizon = v[i].exp;
     }

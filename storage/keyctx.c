@@ -180,21 +180,85 @@ int keyctx_load(rls_db *db, key_ctx *ctx, const char *action, const char *key,
     /* States are read later, or never (a blocked key): release must find
      * no buffers either way. */
     memset(ctx->st, 0, sizeof ctx->st[0] * (size_t)ctx->n);
+    for (int i = 0; i < ctx->n; i++) {
+        ctx->items[i].floor_ms = 0;
+        ctx->items[i].sib = NULL;
+        ctx->items[i].nsib = 0;
+        for (int j = 0; j < RULES_SIB_MAX; j++)
+            ctx->sib[i][j].st.log = NULL;
+    }
+    ctx->now = now;
     return RLS_OK;
 }
 
-/* Copies a stored sliding log into a buffer with room for one more entry. */
+/* Copies a stored sliding log into a buffer with room for two more
+ * entries: a charge, and usage carried over from another variant. */
 static int take_log(rls_db *db, algo_state *s, const void *blob, int bytes)
 {
     size_t len = bytes > 0 ? (size_t)bytes : 0;
-    s->log = malloc(len + ALGO_LOG_ENTRY);
+    s->log = malloc(len + 2 * ALGO_LOG_ENTRY);
     if (!s->log)
         return rls__error(db, RLS_ENOMEM, "out of memory");
     if (len)
         memcpy(s->log, blob, len);
     s->log_len = len;
-    s->log_cap = len + ALGO_LOG_ENTRY;
+    s->log_cap = len + 2 * ALGO_LOG_ENTRY;
     return RLS_OK;
+}
+
+/* Reads the states the key has under the other variants of limit i
+ * (decide.h): what a rule change left behind may still count. */
+static int read_sibs(rls_db *db, key_ctx *ctx, rls_stmt *st, int i)
+{
+    const rule_limit *def = ctx->rl[i].def;
+    ctx->items[i].sib = ctx->sib[i];
+    ctx->items[i].nsib = def->nsib;
+    for (int j = 0; j < def->nsib; j++) {
+        decide_sib *d = &ctx->sib[i][j];
+        memset(d, 0, sizeof *d);
+        sql_bind_int64(st, 1, def->sib[j]);
+        sql_bind_blob(st, 2, ctx->key, (int)ctx->keylen, SQL_STATIC);
+        int rc = sql_step(st), lrc = RLS_OK;
+        if (rc == SQL_ROW) {
+            d->alg = sql_column_int(st, 0);
+            d->st.present = 1;
+            d->st.a = sql_column_int64(st, 1);
+            d->st.b = sql_column_int64(st, 2);
+            d->st.c = sql_column_int64(st, 3);
+            d->st.last_ms = sql_column_int64(st, 4);
+            d->st.expires_ms = sql_column_int64(st, 5);
+            if (d->alg == ALGO_SLIDING_LOG)
+                lrc = take_log(db, &d->st, sql_column_blob(st, 6), sql_column_bytes(st, 6));
+        }
+        sql_reset(st);
+        if (lrc)
+            return lrc;
+        if (rc != SQL_ROW && rc != SQL_DONE)
+            return rls__sql_error(db, rc, "cannot read counter state");
+    }
+    return RLS_OK;
+}
+
+/*
+ * The clock floor of limit lid: the latest exp_ms GC deleted for it.  Read
+ * only when it can matter: every limit's floor is at most rls_meta's
+ * gc_horizon, so while that is not past now, no floor is.
+ */
+static int read_floor(rls_db *db, int64_t lid, int64_t now, int64_t *floor_ms)
+{
+    *floor_ms = 0;
+    if (db->gc_horizon <= now)
+        return RLS_OK;
+    rls_stmt *st = rls__stmt(db, STMT_HORIZON_GET);
+    if (!st)
+        return rls__stmt_failed(db);
+    sql_bind_int64(st, 1, lid);
+    int rc = sql_step(st);
+    if (rc == SQL_ROW)
+        *floor_ms = sql_column_int64(st, 0);
+    sql_reset(st);
+    return rc == SQL_ROW || rc == SQL_DONE ? RLS_OK
+                                           : rls__sql_error(db, rc, "cannot read clock floor");
 }
 
 int keyctx_read_states(rls_db *db, key_ctx *ctx)
@@ -236,6 +300,11 @@ int keyctx_read_states(rls_db *db, key_ctx *ctx)
         sql_reset(st);
         if (rc != SQL_ROW && rc != SQL_DONE)
             return rls__sql_error(db, rc, "cannot read counter state");
+        ctx->items[i].floor_ms = 0;
+        if (!s->present && (rc = read_floor(db, def->id, ctx->now, &ctx->items[i].floor_ms)))
+            return rc;
+        if (def->nsib > 0 && (rc = read_sibs(db, ctx, st, i)))
+            return rc;
     }
     return RLS_OK;
 }
@@ -282,5 +351,9 @@ void keyctx_release(key_ctx *ctx)
     for (int i = 0; i < ctx->n; i++) {
         free(ctx->st[i].log);
         ctx->st[i].log = NULL;
+        for (int j = 0; j < RULES_SIB_MAX; j++) {
+            free(ctx->sib[i][j].st.log);
+            ctx->sib[i][j].st.log = NULL;
+        }
     }
 }

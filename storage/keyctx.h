@@ -52,7 +52,9 @@ typedef struct key_ctx {
     resolved_limit rl[RESOLVE_MAX_LIMITS];
     algo_state st[RESOLVE_MAX_LIMITS];
     decide_item items[RESOLVE_MAX_LIMITS];
+    decide_sib sib[RESOLVE_MAX_LIMITS][RULES_SIB_MAX];  /* other variants' states */
     int n;
+    int64_t now;                        /* the caller's time (keyctx_load) */
     int nfound;                         /* rows keyctx_read_states found (keycount.c) */
     int deciding;                       /* a peek's deciding item, or -1 (admin_view.c) */
     unsigned char row[RESOLVE_MAX_LIMITS];  /* limit i has a stored row */

@@ -637,6 +637,16 @@ done:
     return rc;
 }
 
+/* 1 if a limit of the check has other variants: their states are read
+ * (keyctx.c), which the one-round-trip check does not do. */
+static int has_variants(const key_ctx *ctx)
+{
+    for (int i = 0; i < ctx->n; i++)
+        if (ctx->rl[i].def->nsib > 0)
+            return 1;
+    return 0;
+}
+
 int rls__pg_fast_check(rls_db *db, key_ctx *ctx, const char *action, const char *key,
                        int64_t cost, int64_t now, rls_result *res)
 {
@@ -647,6 +657,7 @@ int rls__pg_fast_check(rls_db *db, key_ctx *ctx, const char *action, const char 
     int lrc = keyctx_load(db, ctx, action, key, 0, now);
     db->fast_trust = 0;
     if (lrc != RLS_OK || ctx->n == 0 || ctx->behaviour == TIER_BLOCKED || ctx->policy_maybe ||
+        has_variants(ctx) ||
         fast_prepare(db) != SQL_OK) {
         db->errmsg[0] = '\0';   /* the usual path says it again, if it is so */
         keyctx_release(ctx);

@@ -84,7 +84,7 @@ static int64_t stored_count(const itest *t, const char *limit, const char *key)
     char sql[256];
     snprintf(sql, sizeof sql,
              "SELECT s.b FROM rls_state s JOIN rls_limits l ON l.lid = s.lid"
-             " WHERE l.name = '%s' AND s.key = CAST('%s' AS BLOB)", limit, key);
+             " WHERE l.name LIKE '%s_%%' AND s.key = CAST('%s' AS BLOB)", limit, key);
     return it_sql_int(t->path, sql);
 }
 

@@ -23,6 +23,13 @@ static algo_params mk(int kind, int64_t limit, int64_t burst, int64_t period)
     return p;
 }
 
+/* gcra's TAT in ns (fits int64 before 2262): whole ms in a, the ns within
+ * the ms in b (algo.c). */
+static int64_t tat_ns(const algo_state *st)
+{
+    return st->c == 1 ? st->a * NS + st->b : st->a;
+}
+
 static algo_state fresh(void)
 {
     algo_state st;
@@ -400,12 +407,12 @@ static void test_gcra_state_is_tat_in_ns(void **unused)
     algo_state st = fresh();
     (void)unused;
     take(&p, &st, BASE + 250, 2);
-    assert_int_equal(st.a, (BASE + 2250) * NS);
+    assert_int_equal(tat_ns(&st), (BASE + 2250) * NS);
     assert_int_equal(st.expires_ms, BASE + 2250);
     assert_int_equal(st.last_ms, BASE + 250);
     /* an old TAT counts as now */
     take(&p, &st, BASE + 9000, 1);
-    assert_int_equal(st.a, (BASE + 10000) * NS);
+    assert_int_equal(tat_ns(&st), (BASE + 10000) * NS);
 }
 
 static void test_gcra_fractional_interval_rounds_up(void **unused)
@@ -415,7 +422,7 @@ static void test_gcra_fractional_interval_rounds_up(void **unused)
     algo_state st = fresh();
     (void)unused;
     assert_meta(run(&p, &st, BASE, 1, 1), 1, 0, 334, 0);
-    assert_int_equal(st.a, BASE * NS + 333333333);
+    assert_int_equal(tat_ns(&st), BASE * NS + 333333333);
     assert_int_equal(st.expires_ms, BASE + 334);
     assert_meta(run(&p, &st, BASE, 1, 1), 0, 0, 334, 334);
     assert_false(take(&p, &st, BASE + 333, 1));
@@ -443,9 +450,9 @@ static void test_gcra_count_denied_fills_bucket(void **unused)
     take(&p, &st, BASE, 2);
     /* TAT moves from +2000 to now + tolerance = +2500 */
     assert_meta(run(&p, &st, BASE + 500, 1, 1), 0, 0, 2000, 1000);
-    assert_int_equal(st.a, (BASE + 2500) * NS);
+    assert_int_equal(tat_ns(&st), (BASE + 2500) * NS);
     assert_meta(run(&p, &st, BASE + 500, 3, 1), 0, 0, 2000, -1);
-    assert_int_equal(st.a, (BASE + 2500) * NS);
+    assert_int_equal(tat_ns(&st), (BASE + 2500) * NS);
 }
 
 static void test_gcra_refund_not_below_now(void **unused)
@@ -455,11 +462,11 @@ static void test_gcra_refund_not_below_now(void **unused)
     (void)unused;
     take(&p, &st, BASE, 3);
     refund(&p, &st, BASE + 500, BASE, 2);
-    assert_int_equal(st.a, (BASE + 1000) * NS);
+    assert_int_equal(tat_ns(&st), (BASE + 1000) * NS);
     assert_int_equal(st.expires_ms, BASE + 1000);
     assert_int_equal(st.last_ms, BASE + 500);
     refund(&p, &st, BASE + 500, BASE, 5);
-    assert_int_equal(st.a, (BASE + 500) * NS);
+    assert_int_equal(tat_ns(&st), (BASE + 500) * NS);
     assert_meta(run(&p, &st, BASE + 500, 1, 0), 1, 5, 0, 0);
 }
 
@@ -491,6 +498,26 @@ static void test_gcra_saturates(void **unused)
     st = fresh();
     assert_true(take(&p, &st, INT64_MAX / 2, 1));
     assert_true(run(&p, &st, INT64_MAX / 2, 1, 0).remaining <= 10);
+}
+
+/* After 2262 (ns beyond int64) up to the year 9999 the arithmetic stays
+ * exact: 10 per minute admits 10 of 25 (issue #17, defect 4). */
+static void test_gcra_exact_to_year_9999(void **unused)
+{
+    const int64_t at[3] = {9223372036854LL, 9300000000000LL, 253402300799999LL - 24};
+    (void)unused;
+    for (int k = 0; k < 3; k++)
+        for (int kind = ALGO_GCRA; kind <= ALGO_LEAKY_BUCKET; kind++) {
+            algo_params p = mk(kind, 10, 10, 60000);
+            algo_state st = fresh();
+            int ok = 0;
+            for (int i = 0; i < 25; i++)
+                ok += take(&p, &st, at[k] + i, 1);
+            assert_int_equal(ok, 10);
+            algo_meta m = run(&p, &st, at[k] + 24, 1, 0);
+            assert_true(m.reset_ms > 0 && m.reset_ms <= 60000);
+            assert_true(m.retry_after_ms > 0 && m.retry_after_ms <= 6000);
+        }
 }
 
 /* ---- leaky_bucket -------------------------------------------------------- */
@@ -581,9 +608,9 @@ static void test_leaky_count_denied_and_refund(void **unused)
     p.count_denied = 1;
     take(&p, &st, BASE, 2);
     assert_false(take(&p, &st, BASE + 200, 1));
-    assert_int_equal(st.a, (BASE + 2200) * NS);
+    assert_int_equal(tat_ns(&st), (BASE + 2200) * NS);
     refund(&p, &st, BASE + 200, BASE, 1);
-    assert_int_equal(st.a, (BASE + 1200) * NS);
+    assert_int_equal(tat_ns(&st), (BASE + 1200) * NS);
     assert_int_equal(run(&p, &st, BASE + 200, 1, 1).delay_ms, 1000);
 }
 
@@ -630,6 +657,7 @@ int main(void)
         cmocka_unit_test(test_gcra_refund_not_below_now),
         cmocka_unit_test(test_gcra_tiny_interval_clamps),
         cmocka_unit_test(test_gcra_saturates),
+        cmocka_unit_test(test_gcra_exact_to_year_9999),
         cmocka_unit_test(test_leaky_one_per_second_burst_six),
         cmocka_unit_test(test_leaky_nginx_rate_1rs_burst_5),
         cmocka_unit_test(test_leaky_peek_reports_delay),
