@@ -58,7 +58,7 @@ static void wal_stays_bounded(void **state)
 }
 
 #define WRITERS 3
-#define WRITES 2000
+#define WRITES 4000
 
 struct writer {
     const char *path;
@@ -115,9 +115,14 @@ static void wal_stays_bounded_with_concurrent_writers(void **state)
         admitted += w[i].admitted;
     }
     assert_int_equal(admitted, 5000);  /* exact under contention */
-    /* 12,000 commits of about 1 KiB each: without the WAL ever being started
-     * over it would exceed 12 MB */
-    assert_true(file_size(t->path, "-wal") < 6 * 1024 * 1024);
+    /* 17,000 commits that write about 1 KiB each (12,000 new keys, 5,000
+     * admissions of the hot one): without the WAL ever being started over
+     * it would exceed 17 MB.  How far past the 4 MiB checkpoint size it
+     * gets depends on how much the other writers commit while the
+     * checkpointer copies (6.5 MB seen on a machine loaded 5 times over its
+     * processors), so the bound asks only that it was started over well
+     * before the end, not how soon: the machine's speed does not decide it. */
+    assert_true(file_size(t->path, "-wal") < 12 * 1024 * 1024);
     it_free(t);
 }
 
