@@ -372,6 +372,9 @@ int rls__file_check(rls_db *db, sqlite3 *c, const char *schema, const char *path
 int rls__file_upgrade(rls_db *db, sqlite3 *c, const char *path, int64_t ver, int64_t nobj);
 int rls__schema_check(rls_db *db, sqlite3 *c, const char *schema, const char *path);
 int rls__set_wal(rls_db *db, sqlite3 *c, const char *schema, const char *path);
+/* Creates a new database file at path, whole (create.c); *created is 0
+ * when another process created it first. */
+int rls__file_create(rls_db *db, const char *path, unsigned int mode, int *created);
 
 /* ---- pg.c ------------------------------------------------------------ */
 int rls__pg_uri(const char *path);            /* a libpq URI: postgresql:// or postgres:// */
@@ -397,6 +400,7 @@ int rls__rules_writable(rls_db *db);
 char *rls__file_uri(const char *path, int read_only);  /* malloc'd; NULL: no memory */
 int rls__split_attach(rls_db *db);            /* attaches (and upgrades) the rules file */
 int rls__roles_check(rls_db *db);             /* each file plays its part */
+int rls__split_precheck(rls_db *db);          /* before a new rules file is created */
 int rls__group_resolve(rls_db *db, const char *group);  /* file_group -> db->gid */
 int rls__file_group_set(rls_db *db, int fd, const char *path);  /* on a new file */
 void rls__share_side_files(rls_db *db);       /* -wal, -shm, -ckpt in the file's group */
