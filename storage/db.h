@@ -339,6 +339,13 @@ struct rls_db {
     unsigned int rules_meta_dv;    /* ... as commit_dv and meta_dv */
     int rules_wal_frames;          /* as wal_frames, for the rules file */
     int rules_ckpt_fd;             /* "<rules>-ckpt", RLS_CKPT_FD_* when not open */
+    /* the files under the connection (wal.c): the -wal of main ([0]) and of
+     * the rules file ([1]) as found at connect */
+    dev_t wal_dev[2];
+    ino_t wal_ino[2];
+    int wal_known[2];
+    int files_gone;                /* one was deleted or replaced: no writes */
+    int files_gone_schema;         /* ... of main (0) or the rules file (1) */
     int have_gid;                  /* file_group was given: ... */
     gid_t gid;                     /* ... the group of files rls_open creates */
 };
@@ -488,6 +495,16 @@ void rls__keystat_free(rls_db *db);
 int rls__wal_setup(rls_db *db);               /* hook and limits, at connect */
 void rls__wal_after_commit(rls_db *db);       /* checkpoint if the WAL is long */
 void rls__wal_close(rls_db *db);              /* closes the side file */
+/*
+ * Under the write lock (SQLite): the files the connection writes are still
+ * the ones at their paths, and its -wal is the one the shared index
+ * describes; else EIO, and every later write of the handle is refused.
+ * locked = 0 (a read-only handle's doctor): the index is compared without
+ * the lock, so a checkpoint in between may be taken for a mismatch (the
+ * caller asks again).
+ */
+int rls__files_verify(rls_db *db, int locked);
+void rls__files_identify(rls_db *db);         /* at connect: the -wal files as found */
 #define RLS_SIDE_BYTES 4096                   /* mapped part of "<db>-ckpt" */
 void *rls__wal_side_map(rls_db *db);          /* its first page, or NULL */
 

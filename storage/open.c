@@ -524,6 +524,8 @@ static int connect_db(rls_db *db)
                       "cannot configure database");
     if (rc == RLS_OK)
         rc = rls__wal_setup(db);
+    if (rc == RLS_OK)
+        rls__files_identify(db);
     /* Transaction control must never need memory later: a ROLLBACK that
      * cannot be prepared would leave the transaction, and its locks, open. */
     static const int tx_stmts[] = {STMT_BEGIN_IMM, STMT_BEGIN_READ, STMT_COMMIT, STMT_ROLLBACK,

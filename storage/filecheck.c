@@ -1,0 +1,148 @@
+/*
+ * filecheck.c - noticing that the files under an open handle were deleted
+ * or replaced (issue #17, defect 13).
+ *
+ * SQLite keeps the database file and its -wal open by descriptor.  When a
+ * careless cleanup removes "<db>-wal" (or the database) while processes run,
+ * they go on writing into a file that no longer has a name: every commit
+ * since is lost when the last of them exits, and a process that opens the
+ * database meanwhile creates a new, empty -wal while the shared index
+ * (-shm) still describes the old one.  The two groups then read and write
+ * different logs through one index: admissions counted twice, then a
+ * corrupt database (3x over-admission and broken indexes were observed).
+ * SQLite notices none of it.
+ *
+ * What is detected, at the start of every write transaction (under the
+ * write lock, before anything is written):
+ *
+ *  - the database file at the path is not the one the connection has open
+ *    (SQLite's SQLITE_FCNTL_HAS_MOVED: one stat());
+ *  - the -wal at the path is not the one found when the handle connected
+ *    (st_dev and st_ino: one stat());
+ *  - the -wal the connection reads is not the one the shared index
+ *    describes: when the index counts frames (mxFrame > 0), the salts of
+ *    its header are those of the log's header (one 8-byte read through
+ *    SQLite's own descriptor, and the index from the connection's own
+ *    mapping).  Under the write lock neither can change: a writer restarts
+ *    the log, and a checkpoint rewrites the header, only holding it.
+ *
+ * Any of these makes the handle refuse every later write with EIO (and a
+ * check's result filled by the failure policy): its process must be
+ * restarted, as every process using the database must.  The cost is two
+ * stat() and one pread() per write transaction (docs/RELIABILITY.md has
+ * the figures).  Not detected: a file replaced by one with the same inode
+ * number, the -shm deleted (each process then keeps its own index; a
+ * newcomer's is rebuilt from the -wal it finds), and anything done to the
+ * files while no process has them open.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "db.h"
+
+#define WAL_INDEX_REGION 32768   /* SQLite's wal-index page size */
+
+static const char *const schemas[2] = {"main", "rules"};
+
+/* The -wal of schema i of the connection, or NULL. */
+static const char *wal_path(rls_db *db, int i)
+{
+    const char *file = sqlite3_db_filename(db->sql, schemas[i]);
+    const char *wal = file && *file ? sqlite3_filename_wal(file) : NULL;
+    return wal && *wal ? wal : NULL;
+}
+
+/* Whether the handle writes schema i. */
+static int writes(const rls_db *db, int i)
+{
+    return !db->opt.read_only && (i == 0 || (db->split && db->rules_rw));
+}
+
+void rls__files_identify(rls_db *db)
+{
+    db->files_gone = 0;
+    for (int i = 0; i < 2; i++) {
+        struct stat sb;
+        const char *wal = db->sql && writes(db, i) ? wal_path(db, i) : NULL;
+        db->wal_known[i] = wal && stat(wal, &sb) == 0;
+        if (db->wal_known[i]) {
+            db->wal_dev[i] = sb.st_dev;
+            db->wal_ino[i] = sb.st_ino;
+        }
+    }
+}
+
+/*
+ * 1 when the log schema i's connection reads is the one the shared index
+ * describes (or the index counts no frame), 0 if not.
+ */
+static int index_matches(rls_db *db, int i)
+{
+    sqlite3_file *f = NULL, *w = NULL;
+    volatile void *map = NULL;
+    unsigned char hdr[48], salts[8];
+    uint32_t mx_frame;
+    if (sqlite3_file_control(db->sql, schemas[i], SQLITE_FCNTL_FILE_POINTER, &f) != SQLITE_OK ||
+        !f || !f->pMethods || f->pMethods->iVersion < 2 || !f->pMethods->xShmMap ||
+        sqlite3_file_control(db->sql, schemas[i], SQLITE_FCNTL_JOURNAL_POINTER, &w) !=
+            SQLITE_OK || !w || !w->pMethods)
+        return 1;   /* not a WAL connection of the usual VFS: nothing to compare */
+    if (f->pMethods->xShmMap(f, 0, WAL_INDEX_REGION, 0, &map) != SQLITE_OK || !map)
+        return 1;
+    /* the first copy of the index header (SQLite's wal format): mxFrame at
+     * 16, the log's salts at 32, in native byte order */
+    memcpy(hdr, (const void *)map, sizeof hdr);
+    memcpy(&mx_frame, hdr + 16, sizeof mx_frame);
+    if (mx_frame == 0)
+        return 1;
+    /* a log shorter than its header (a new, empty one) does not match */
+    return w->pMethods->xRead(w, salts, sizeof salts, 16) == SQLITE_OK &&
+           memcmp(salts, hdr + 32, sizeof salts) == 0;
+}
+
+enum { GONE_DB = 1, GONE_WAL, GONE_INDEX };
+
+/* The error of what was found (db->files_gone), for schema i. */
+static int gone(rls_db *db, int kind, int i)
+{
+    static const char *const what[] = {
+        "", "the database file '%s' was deleted or replaced while this handle had it open",
+        "the write-ahead log '%s' was deleted or replaced while this handle had it open",
+        "the write-ahead log '%s' is not the one the shared index describes (it was deleted "
+        "or replaced while other processes had it open)"};
+    const char *file = sqlite3_db_filename(db->sql, schemas[i]);
+    const char *path = kind == GONE_DB ? file : wal_path(db, i);
+    char head[4400];
+    db->files_gone = kind;
+    db->files_gone_schema = i;
+    snprintf(head, sizeof head, what[kind], path ? path : "?");
+    return rls__error(db, RLS_EIO, "%s: writes are refused, as "
+                      "they would be lost or counted twice; restart every process that uses "
+                      "the database (docs/RELIABILITY.md)", head);
+}
+
+int rls__files_verify(rls_db *db, int locked)
+{
+    if (!db->sql)
+        return RLS_OK;
+    if (db->files_gone)
+        return gone(db, db->files_gone, db->files_gone_schema);
+    for (int i = 0; i < 2; i++) {
+        /* a write: the files it writes; the doctor: every file */
+        if (locked ? !writes(db, i) : i == 1 && !db->split)
+            continue;
+        int moved = 0;
+        struct stat sb;
+        const char *wal = wal_path(db, i);
+        if (sqlite3_file_control(db->sql, schemas[i], SQLITE_FCNTL_HAS_MOVED, &moved) ==
+                SQLITE_OK && moved)
+            return gone(db, GONE_DB, i);
+        if (db->wal_known[i] && wal &&
+            (stat(wal, &sb) != 0 || sb.st_dev != db->wal_dev[i] || sb.st_ino != db->wal_ino[i]))
+            return gone(db, GONE_WAL, i);
+        if (!index_matches(db, i) && (locked || !index_matches(db, i)))
+            return gone(db, GONE_INDEX, i);
+    }
+    return RLS_OK;
+}
