@@ -75,7 +75,8 @@ void rls__files_identify(rls_db *db)
 
 /*
  * 1 when the log schema i's connection reads is the one the shared index
- * describes (or the index counts no frame), 0 if not.
+ * describes (or the index counts no frame), 0 if not; a failure to read the
+ * log's header is SQLite's error code, negated.
  */
 static int index_matches(rls_db *db, int i)
 {
@@ -97,8 +98,12 @@ static int index_matches(rls_db *db, int i)
     if (mx_frame == 0)
         return 1;
     /* a log shorter than its header (a new, empty one) does not match */
-    return w->pMethods->xRead(w, salts, sizeof salts, 16) == SQLITE_OK &&
-           memcmp(salts, hdr + 32, sizeof salts) == 0;
+    int rc = w->pMethods->xRead(w, salts, sizeof salts, 16);
+    if (rc == SQLITE_IOERR_SHORT_READ)
+        return 0;
+    if (rc != SQLITE_OK)
+        return -rc;
+    return memcmp(salts, hdr + 32, sizeof salts) == 0;
 }
 
 enum { GONE_DB = 1, GONE_WAL, GONE_INDEX };
@@ -141,7 +146,15 @@ int rls__files_verify(rls_db *db, int locked)
         if (db->wal_known[i] && wal &&
             (stat(wal, &sb) != 0 || sb.st_dev != db->wal_dev[i] || sb.st_ino != db->wal_ino[i]))
             return gone(db, GONE_WAL, i);
-        if (!index_matches(db, i) && (locked || !index_matches(db, i)))
+        int m = index_matches(db, i);
+        if (m == 0 && !locked)
+            m = index_matches(db, i);   /* without the lock: ask again */
+        if (m < 0) {
+            int code = rls__sqlite_error(db, -m, "cannot read the write-ahead log");
+            return rls__error(db, code, "cannot read the write-ahead log '%s': %s",
+                              wal ? wal : "?", sqlite3_errstr(-m));
+        }
+        if (m == 0)
             return gone(db, GONE_INDEX, i);
     }
     return RLS_OK;
