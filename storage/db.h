@@ -339,11 +339,12 @@ struct rls_db {
     unsigned int rules_meta_dv;    /* ... as commit_dv and meta_dv */
     int rules_wal_frames;          /* as wal_frames, for the rules file */
     int rules_ckpt_fd;             /* "<rules>-ckpt", RLS_CKPT_FD_* when not open */
-    /* the files under the connection (wal.c): the -wal of main ([0]) and of
-     * the rules file ([1]) as found at connect */
-    dev_t wal_dev[2];
-    ino_t wal_ino[2];
-    int wal_known[2];
+    /* the files under the connection (filecheck.c): main ([0]) and the
+     * rules file ([1]), [k][0] the database, [k][1] its -wal, as found at
+     * connect */
+    dev_t file_dev[2][2];
+    ino_t file_ino[2][2];
+    int file_known[2][2];
     int files_gone;                /* one was deleted or replaced: no writes */
     int files_gone_schema;         /* ... of main (0) or the rules file (1) */
     int have_gid;                  /* file_group was given: ... */

@@ -15,10 +15,10 @@
  * What is detected, at the start of every write transaction (under the
  * write lock, before anything is written):
  *
- *  - the database file at the path is not the one the connection has open
- *    (SQLite's SQLITE_FCNTL_HAS_MOVED: one stat());
- *  - the -wal at the path is not the one found when the handle connected
- *    (st_dev and st_ino: one stat());
+ *  - the database file, or its -wal, at its path is not the one found when
+ *    the handle connected (st_dev and st_ino: one stat() each; a path the
+ *    process may no longer look up, as when a directory's mode changed,
+ *    tells nothing);
  *  - the -wal the connection reads is not the one the shared index
  *    describes: when the index counts frames (mxFrame > 0), the salts of
  *    its header are those of the log's header (one 8-byte read through
@@ -59,18 +59,40 @@ static int writes(const rls_db *db, int i)
     return !db->opt.read_only && (i == 0 || (db->split && db->rules_rw));
 }
 
+/* The database file (k = 0) or -wal (k = 1) of schema i, or NULL. */
+static const char *file_path(rls_db *db, int i, int k)
+{
+    const char *file = sqlite3_db_filename(db->sql, schemas[i]);
+    return k ? wal_path(db, i) : file && *file ? file : NULL;
+}
+
 void rls__files_identify(rls_db *db)
 {
     db->files_gone = 0;
-    for (int i = 0; i < 2; i++) {
-        struct stat sb;
-        const char *wal = db->sql && writes(db, i) ? wal_path(db, i) : NULL;
-        db->wal_known[i] = wal && stat(wal, &sb) == 0;
-        if (db->wal_known[i]) {
-            db->wal_dev[i] = sb.st_dev;
-            db->wal_ino[i] = sb.st_ino;
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < 2; k++) {
+            struct stat sb;
+            const char *p = db->sql && (i == 0 || db->split) ? file_path(db, i, k) : NULL;
+            db->file_known[i][k] = p && stat(p, &sb) == 0;
+            if (db->file_known[i][k]) {
+                db->file_dev[i][k] = sb.st_dev;
+                db->file_ino[i][k] = sb.st_ino;
+            }
         }
-    }
+}
+
+/* 1 when file k of schema i is no longer the one found at connect: gone
+ * from its path or another file there.  A path this process may not look
+ * up any more (a directory's mode changed) tells nothing. */
+static int replaced(rls_db *db, int i, int k)
+{
+    struct stat sb;
+    const char *p = db->file_known[i][k] ? file_path(db, i, k) : NULL;
+    if (!p)
+        return 0;
+    if (stat(p, &sb) != 0)
+        return errno == ENOENT || errno == ENOTDIR;
+    return sb.st_dev != db->file_dev[i][k] || sb.st_ino != db->file_ino[i][k];
 }
 
 /*
@@ -137,15 +159,11 @@ int rls__files_verify(rls_db *db, int locked)
         /* a write: the files it writes; the doctor: every file */
         if (locked ? !writes(db, i) : i == 1 && !db->split)
             continue;
-        int moved = 0;
-        struct stat sb;
-        const char *wal = wal_path(db, i);
-        if (sqlite3_file_control(db->sql, schemas[i], SQLITE_FCNTL_HAS_MOVED, &moved) ==
-                SQLITE_OK && moved)
+        if (replaced(db, i, 0))
             return gone(db, GONE_DB, i);
-        if (db->wal_known[i] && wal &&
-            (stat(wal, &sb) != 0 || sb.st_dev != db->wal_dev[i] || sb.st_ino != db->wal_ino[i]))
+        if (replaced(db, i, 1))
             return gone(db, GONE_WAL, i);
+        const char *wal = wal_path(db, i);
         int m = index_matches(db, i);
         if (m == 0 && !locked)
             m = index_matches(db, i);   /* without the lock: ask again */
