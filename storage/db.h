@@ -345,6 +345,9 @@ struct rls_db {
     dev_t file_dev[2][2];
     ino_t file_ino[2][2];
     int file_known[2][2];
+    int file_dir[2];               /* O_PATH descriptor of their directory, or -1 */
+    unsigned char wal_salts[2][8]; /* index salts last found in the -wal's header */
+    int wal_salts_ok[2];           /* ... valid */
     int files_gone;                /* one was deleted or replaced: no writes */
     int files_gone_schema;         /* ... of main (0) or the rules file (1) */
     int have_gid;                  /* file_group was given: ... */
@@ -505,7 +508,8 @@ void rls__wal_close(rls_db *db);              /* closes the side file */
  * caller asks again).
  */
 int rls__files_verify(rls_db *db, int locked);
-void rls__files_identify(rls_db *db);         /* at connect: the -wal files as found */
+void rls__files_identify(rls_db *db);         /* at connect: the files as found */
+void rls__files_forget(rls_db *db);           /* at disconnect (and in a forked child) */
 #define RLS_SIDE_BYTES 4096                   /* mapped part of "<db>-ckpt" */
 void *rls__wal_side_map(rls_db *db);          /* its first page, or NULL */
 

@@ -29,16 +29,19 @@
  * Any of these makes the handle refuse every later write with EIO (and a
  * check's result filled by the failure policy): its process must be
  * restarted, as every process using the database must.  The cost is two
- * stat() and one pread() per write transaction (docs/RELIABILITY.md has
- * the figures).  Not detected: a file replaced by one with the same inode
+ * stat() per write transaction, and one pread() each time the log was
+ * started over (docs/RELIABILITY.md has the figures).  Not detected: a file replaced by one with the same inode
  * number, the -shm deleted (each process then keeps its own index; a
  * newcomer's is rebuilt from the -wal it finds), and anything done to the
  * files while no process has them open.
  */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include "db.h"
 
 #define WAL_INDEX_REGION 32768   /* SQLite's wal-index page size */
@@ -66,23 +69,54 @@ static const char *file_path(rls_db *db, int i, int k)
     return k ? wal_path(db, i) : file && *file ? file : NULL;
 }
 
+void rls__files_forget(rls_db *db)
+{
+    for (int i = 0; i < 2; i++) {
+        if (db->file_dir[i] >= 0)
+            close(db->file_dir[i]);   /* a directory: no lock of SQLite's on it */
+        db->file_dir[i] = -1;
+        db->file_known[i][0] = db->file_known[i][1] = 0;
+    }
+}
+
+/* The last component of path. */
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+/*
+ * At connect: the identity of each file as found, and a descriptor of its
+ * directory, so that a check looks up one name, not the whole path (the
+ * -wal is next to its database).
+ */
 void rls__files_identify(rls_db *db)
 {
+    rls__files_forget(db);
     db->files_gone = 0;
-    for (int i = 0; i < 2; i++)
-        for (int k = 0; k < 2; k++) {
+    db->wal_salts_ok[0] = db->wal_salts_ok[1] = 0;
+    for (int i = 0; i < 2 && db->sql && (i == 0 || db->split); i++) {
+        const char *file = file_path(db, i, 0);
+        char dir[4200];
+        if (!file || strlen(file) >= sizeof dir || !strchr(file, '/'))
+            continue;
+        snprintf(dir, sizeof dir, "%.*s", (int)(base_name(file) - file - 1), file);
+        db->file_dir[i] = open(*dir ? dir : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        for (int k = 0; k < 2 && db->file_dir[i] >= 0; k++) {
             struct stat sb;
-            const char *p = db->sql && (i == 0 || db->split) ? file_path(db, i, k) : NULL;
-            db->file_known[i][k] = p && stat(p, &sb) == 0;
+            const char *p = file_path(db, i, k);
+            db->file_known[i][k] = p && fstatat(db->file_dir[i], base_name(p), &sb, 0) == 0;
             if (db->file_known[i][k]) {
                 db->file_dev[i][k] = sb.st_dev;
                 db->file_ino[i][k] = sb.st_ino;
             }
         }
+    }
 }
 
 /* 1 when file k of schema i is no longer the one found at connect: gone
- * from its path or another file there.  A path this process may not look
+ * from its path or another file there.  A name this process may not look
  * up any more (a directory's mode changed) tells nothing. */
 static int replaced(rls_db *db, int i, int k)
 {
@@ -90,7 +124,7 @@ static int replaced(rls_db *db, int i, int k)
     const char *p = db->file_known[i][k] ? file_path(db, i, k) : NULL;
     if (!p)
         return 0;
-    if (stat(p, &sb) != 0)
+    if (fstatat(db->file_dir[i], base_name(p), &sb, 0) != 0)
         return errno == ENOENT || errno == ENOTDIR;
     return sb.st_dev != db->file_dev[i][k] || sb.st_ino != db->file_ino[i][k];
 }
@@ -119,13 +153,22 @@ static int index_matches(rls_db *db, int i)
     memcpy(&mx_frame, hdr + 16, sizeof mx_frame);
     if (mx_frame == 0)
         return 1;
+    /* The log's header changes only when it is started over, with new
+     * random salts in the index too: index salts this connection already
+     * found in its log's header need no read. */
+    if (db->wal_salts_ok[i] && memcmp(db->wal_salts[i], hdr + 32, sizeof salts) == 0)
+        return 1;
     /* a log shorter than its header (a new, empty one) does not match */
     int rc = w->pMethods->xRead(w, salts, sizeof salts, 16);
     if (rc == SQLITE_IOERR_SHORT_READ)
         return 0;
     if (rc != SQLITE_OK)
         return -rc;
-    return memcmp(salts, hdr + 32, sizeof salts) == 0;
+    if (memcmp(salts, hdr + 32, sizeof salts) != 0)
+        return 0;
+    memcpy(db->wal_salts[i], salts, sizeof salts);
+    db->wal_salts_ok[i] = 1;
+    return 1;
 }
 
 enum { GONE_DB = 1, GONE_WAL, GONE_INDEX };

@@ -613,6 +613,7 @@ int rls_open(rls_db **out, const char *path, const rls_options *opt)
     db->rules_gen = -1;
     db->ckpt_fd = RLS_CKPT_FD_NONE;
     db->rules_ckpt_fd = RLS_CKPT_FD_NONE;
+    db->file_dir[0] = db->file_dir[1] = -1;
     if ((rc = options_take(&db->opt, opt))) {
         free(db);
         return rls__error(NULL, rc, "rls_open: invalid options");
