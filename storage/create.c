@@ -112,16 +112,21 @@ static void sync_dir(const char *dir)
 }
 
 /* Links the named temporary file to path without ever replacing it: 0, or
- * -1 with errno (EEXIST: another process was first). */
-static int link_named(const char *tmp, const char *path)
+ * -1 with errno (EEXIST: another process was first).  *moved is set when
+ * the temporary name is gone (renamed). */
+static int link_named(const char *tmp, const char *path, int *moved)
 {
+    *moved = 0;
     if (link(tmp, path) == 0)
         return 0;
     if (errno != EPERM && errno != EOPNOTSUPP && errno != EXDEV)
         return -1;
 #ifdef SYS_renameat2
     /* no hard links here: a rename that refuses to replace */
-    return (int)syscall(SYS_renameat2, AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE);
+    if (syscall(SYS_renameat2, AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) != 0)
+        return -1;
+    *moved = 1;
+    return 0;
 #else
     return -1;
 #endif
@@ -142,12 +147,13 @@ static int create_named(rls_db *db, const char *path, unsigned int mode,
         free(tmp);
         return rc;
     }
-    int rc = fill(db, fd, path, mode, img, size);
-    if (rc == RLS_OK && link_named(tmp, path) == 0)
+    int rc = fill(db, fd, path, mode, img, size), moved = 0;
+    if (rc == RLS_OK && link_named(tmp, path, &moved) == 0)
         *created = 1;
     else if (rc == RLS_OK && errno != EEXIST)
         rc = create_error(db, path, errno);
-    unlink(tmp);   /* the temporary name only: no-op after a rename */
+    if (!moved)
+        unlink(tmp);   /* the temporary name, which only this call knows */
     close(fd);
     free(tmp);
     return rc;

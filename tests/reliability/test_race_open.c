@@ -13,6 +13,9 @@
  * limit exactly (one counter store), and a fresh handle must find the key
  * spent.
  *
+ * A fourth hides /proc (a private mount namespace), which makes the library
+ * link a named temporary file instead of an unnamed one.
+ *
  * The last test runs `rlctl init BAD.yaml` on a new path while this process
  * watches the directory (inotify) and opens the database as soon as a file
  * appears: init must never remove a file another process holds.
@@ -23,7 +26,9 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/inotify.h>
+#include <sys/mount.h>
 #include "reltest.h"
 
 typedef struct child_out {
@@ -155,7 +160,7 @@ static int race_round(const char *dir, int round, enum race_kind kind, int nproc
     }
     const char *watched = kind == RACE_SPLIT ? counters : path;
     struct stat sb;
-    int admitted = 0, applied = 0;
+    int admitted = 0, applied = 0, proc = access("/proc/self/fd", F_OK) == 0;
     *why = '\0';
     for (int i = 0; i < nprocs && !*why; i++) {
         child_out *o = &OUT[i];
@@ -166,6 +171,10 @@ static int race_round(const char *dir, int round, enum race_kind kind, int nproc
                      o->msg);
         else if (o->check_fail)
             snprintf(why, whysize, "%d checks failed (%s)", o->check_fail, o->msg);
+        else if (!proc && stat(watched, &sb) != 0)
+            snprintf(why, whysize, "the database is gone");
+        else if (!proc)
+            ;   /* without /proc: the admissions below tell */
         else if (o->held < 1 || o->deleted)
             snprintf(why, whysize, "a process counted in a deleted database file");
         else if (stat(watched, &sb) != 0 || (long long)sb.st_ino != o->ino)
@@ -233,6 +242,55 @@ static void racing_first_opens_of_an_empty_file(void **state)
 static void racing_first_opens_of_a_new_split_pair(void **state)
 {
     race(RACE_SPLIT, "new split pair");
+}
+
+/*
+ * Without /proc (a container that does not mount it) the new file cannot be
+ * linked from its unnamed descriptor: the library writes a named temporary
+ * file and links that.  The same race, in a private mount namespace with
+ * /proc hidden; and no temporary file is left.
+ */
+static void racing_first_opens_without_proc(void **state)
+{
+    char *dir = tu_mkdtemp();
+    int *result = rel_shared(sizeof(int) * 2);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        if (unshare(CLONE_NEWNS) != 0 || mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+            mount("rlstore-test", "/proc", "tmpfs", 0, "size=64k") != 0) {
+            result[1] = 1;   /* not permitted here */
+            _exit(0);
+        }
+        char why[512];
+        int rounds = (int)rel_knob("RLS_RACE_ROUNDS", 40, 4);
+        for (int round = 0; round < rounds; round++)
+            if (race_round(dir, round, RACE_NEW, 4, 10, why, sizeof why)) {
+                fprintf(stderr, "without /proc, round %d: %s\n", round, why);
+                result[0]++;
+            }
+        _exit(0);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_false(WIFSIGNALED(status));
+    if (result[1]) {
+        print_message("note: /proc cannot be hidden here (no mount namespace): skipped\n");
+    } else {
+        assert_int_equal(result[0], 0);
+        /* only the databases and their side files: no temporary file */
+        DIR *d = opendir(dir);
+        struct dirent *e;
+        assert_non_null(d);
+        while ((e = readdir(d)) != NULL)
+            if (e->d_name[0] != '.' && !strstr(e->d_name, ".db"))
+                fail_msg("left behind: %s", e->d_name);
+            else if (strstr(e->d_name, ".db.") != NULL)
+                fail_msg("a temporary file was left behind: %s", e->d_name);
+        closedir(d);
+        print_message("without /proc: racing opens of new paths all succeeded\n");
+    }
+    tu_rmdir(dir);
 }
 
 /* ---- rlctl init with bad rules ------------------------------------------- */
@@ -342,6 +400,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(racing_first_opens_of_a_new_path),
         cmocka_unit_test(racing_first_opens_of_an_empty_file),
         cmocka_unit_test(racing_first_opens_of_a_new_split_pair),
+        cmocka_unit_test(racing_first_opens_without_proc),
         cmocka_unit_test(init_with_bad_rules_never_removes_a_held_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
