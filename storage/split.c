@@ -356,6 +356,10 @@ int rls__split_precheck(rls_db *db)
         sqlite3_finalize(st);
     }
     sqlite3_close(c);
+    /* a process opening the same new pair may have created the rules file
+     * and paired the two meanwhile: the open decides then */
+    if (exists(db->path, ""))
+        return RLS_OK;
     if (role == ROLE_COUNTERS)
         return rls__error(db, RLS_EROLE, "'%s' holds the counters of another rules database "
                           "than '%s'", db->counters_path, db->path);
