@@ -5,8 +5,8 @@
  * init is the only command that may create a database (with --mode and
  * --group for a shared deployment; with --counters both files of a split
  * one; in a PostgreSQL schema, the rlstore tables); every other one opens
- * with create = 0.  init reads FILE before creating anything and removes a
- * database file it created if the rules are refused.  apply reads FILE
+ * with create = 0.  init reads FILE and validates the rules before creating
+ * anything, and never removes a database.  apply reads FILE
  * ('-' = stdin) whole, up to MAX_RULES_FILE bytes (the library refuses far
  * smaller files itself, with a configuration error naming the limit; this
  * cap only bounds rlctl's own memory), and hands it to the library, which
@@ -66,16 +66,50 @@ static int apply_text(rlctl_ctx *ctx, const char *file, const char *yaml, size_t
     return 0;
 }
 
-/* Removes a database file init created, with its side files. */
-static void remove_file(const char *path)
+/*
+ * Validates the rules before anything is created: applies them to a
+ * database of its own in a private temporary directory (mode 0700, a name
+ * nobody else knows), which it then removes.  The database init creates
+ * or opens is never removed: another process may open it as soon as it is
+ * there.  1 when the rules are valid or cannot be tried here (then the
+ * apply itself validates them); 0 after printing the diagnostic, *rc the
+ * exit status.
+ */
+static int rules_valid(rlctl_ctx *ctx, const char *file, const char *yaml, size_t len, int *rc)
 {
-    static const char *const sides[] = {"-wal", "-shm", "-ckpt"};
-    char side[4200];
-    unlink(path);
-    for (size_t i = 0; i < sizeof sides / sizeof sides[0]; i++) {
-        snprintf(side, sizeof side, "%s%s", path, sides[i]);
-        unlink(side);
+    static const char *const names[] = {"check.db-wal", "check.db-shm", "check.db-ckpt",
+                                        "check.db"};
+    const char *base = getenv("TMPDIR");
+    char dir[4096], path[4200];
+    rls_options opt;
+    rls_db *db = NULL;
+    snprintf(dir, sizeof dir, "%s/rlctl-init-XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(dir))
+        return 1;
+    snprintf(path, sizeof path, "%s/check.db", dir);
+    rls_options_init(&opt);
+    opt.tool = "rlctl";
+    int lrc = rls_open(&db, path, &opt), valid = 1;
+    if (lrc == RLS_OK) {
+        lrc = rls_rules_apply_at(db, yaml, len, source_name(file), "rlctl init", ctx->now_ms,
+                                 NULL);
+        if (lrc == RLS_ECONFIG) {
+            rls_db *mine = ctx->db;
+            char *fe = esc_dup(source_name(file));
+            ctx->db = db;   /* its message */
+            *rc = fail_lib(ctx, lrc, "cannot apply '%s'", fe ? fe : "?");
+            ctx->db = mine;
+            free(fe);
+            valid = 0;
+        }
+        rls_close(db);
     }
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        unlink(path);   /* private files in a private directory */
+    }
+    rmdir(dir);
+    return valid;
 }
 
 /* --mode (octal, permission bits only) and --group for new files; a
@@ -107,11 +141,10 @@ static int creation_opts(rlctl_ctx *ctx)
  * file exists or not; a PostgreSQL database "exists" when its schema holds
  * the rlstore tables, which only opening it without create can tell.
  */
-static int init_open(rlctl_ctx *ctx, int *existed, int *counters_existed)
+static int init_open(rlctl_ctx *ctx, int *existed)
 {
     struct stat sb;
     *existed = 0;
-    *counters_existed = 0;
     if (db_is_uri(ctx->db_path)) {
         rls_options opt;
         rls_options_init(&opt);
@@ -122,44 +155,41 @@ static int init_open(rlctl_ctx *ctx, int *existed, int *counters_existed)
         return *existed ? 0 : db_open(ctx, 1);
     }
     *existed = stat(ctx->db_path, &sb) == 0;
-    *counters_existed = ctx->counters_path && stat(ctx->counters_path, &sb) == 0;
     return db_open(ctx, 1);
 }
 
 /*
- * init reads FILE before creating anything, and removes a database file it
- * created if the rules are refused: with files, init either succeeds or
- * leaves the file system as it was.  A PostgreSQL database keeps the
- * (empty) rlstore tables it created: the public API cannot drop them, and
- * a later init or apply uses them.
+ * init reads FILE and validates the rules before creating anything: rules
+ * that are refused leave the file system (and a PostgreSQL schema) as it
+ * was.  It never removes a database, not even one it created: another
+ * process may have opened it meanwhile (issue #17).  A database created
+ * whose apply then fails for another reason (a full disk) stays, without
+ * rules, as after `rlctl init` without FILE.
  */
 int cmd_init(rlctl_ctx *ctx)
 {
     char *yaml = NULL;
     size_t len = 0;
     int64_t version = 0;
-    int rc, existed, counters_existed;
+    int rc, existed;
 
     if ((rc = db_check_target(ctx)) || (rc = creation_opts(ctx)))
         return rc;
     if (ctx->nargs == 1 && (rc = load_rules(ctx, ctx->args[0], &yaml, &len)))
         return rc;
-    if ((rc = init_open(ctx, &existed, &counters_existed))) {
+    if (yaml && !rules_valid(ctx, ctx->args[0], yaml, len, &rc)) {
+        free(yaml);
+        return rc;
+    }
+    if ((rc = init_open(ctx, &existed))) {
         free(yaml);
         return rc;
     }
     if (yaml) {
         rc = apply_text(ctx, ctx->args[0], yaml, len, "rlctl init", &version);
         free(yaml);
-        if (rc) {
-            rls_close(ctx->db);
-            ctx->db = NULL;
-            if (!existed && !db_is_uri(ctx->db_path))
-                remove_file(ctx->db_path);
-            if (ctx->counters_path && !counters_existed)
-                remove_file(ctx->counters_path);
-            return rc;
-        }
+        if (rc)
+            return rc;   /* a database it created stays, without rules */
     }
     char *pe = db_name(ctx->db_path);
     char *ce = ctx->counters_path ? esc_dup(ctx->counters_path) : NULL;

@@ -90,11 +90,30 @@ static int map_sqlite(int src)
     }
 }
 
+/*
+ * The code of failure src on connection c: an I/O error caused by a full
+ * file system (creating or growing -shm or -wal, writing a page) is EFULL,
+ * as SQLite's own SQLITE_FULL is.
+ */
+static int map_conn(sqlite3 *c, int src, int *full)
+{
+    int code = map_sqlite(src), e = c ? sqlite3_system_errno(c) : 0;
+    *full = code == RLS_EIO && (e == ENOSPC || e == EDQUOT);
+    return *full ? RLS_EFULL : code;
+}
+
+static int conn_error(rls_db *db, sqlite3 *c, int src, const char *what)
+{
+    int full;
+    int code = map_conn(c, src, &full);
+    const char *detail = c ? sqlite3_errmsg(c) : sqlite3_errstr(src);
+    return rls__error(db, code, "%s: %s%s", what, detail,
+                      full ? " (no space left on the file system)" : "");
+}
+
 int rls__sqlite_error(rls_db *db, int src, const char *what)
 {
-    int code = map_sqlite(src);
-    const char *detail = db && db->sql ? sqlite3_errmsg(db->sql) : sqlite3_errstr(src);
-    return rls__error(db, code, "%s: %s", what, detail);
+    return conn_error(db, db ? db->sql : NULL, src, what);
 }
 
 int rls__sql_error(rls_db *db, int src, const char *what)
@@ -193,7 +212,7 @@ int rls__conn_error(rls_db *db, sqlite3 *c, int src, const char *what)
 {
     if (!c || c == db->sql)
         return rls__sqlite_error(db, src, what);
-    return rls__error(db, map_sqlite(src), "%s: %s", what, sqlite3_errmsg(c));
+    return conn_error(db, c, src, what);
 }
 
 static int exec_sql(rls_db *db, sqlite3 *c, const char *sql, const char *what)
@@ -300,9 +319,20 @@ int rls__file_check(rls_db *db, sqlite3 *c, const char *schema, const char *path
     snprintf(q[2], sizeof q[2], "SELECT count(*) FROM %s.sqlite_schema", schema);
     snprintf(q[3], sizeof q[3], "PRAGMA %s.page_size", schema);
     *ver = *nobj = 0;
-    if ((rc = pragma_int(db, c, q[0], &appid)) || (rc = pragma_int(db, c, q[1], ver)) ||
-        (rc = pragma_int(db, c, q[2], nobj)) || (rc = pragma_int(db, c, q[3], &page)))
+    /* One read transaction: a file another process is creating or
+     * upgrading is seen before or after, never with the version of one
+     * and the application id of the other */
+    if ((rc = exec_sql(db, c, "BEGIN", "cannot read database header")))
         return rc;
+    if ((rc = pragma_int(db, c, q[0], &appid)) || (rc = pragma_int(db, c, q[1], ver)) ||
+        (rc = pragma_int(db, c, q[2], nobj)) || (rc = pragma_int(db, c, q[3], &page))) {
+        sqlite3_exec(c, "ROLLBACK", NULL, NULL, NULL);
+        return rc;
+    }
+    if ((rc = exec_sql(db, c, "COMMIT", "cannot read database header"))) {
+        sqlite3_exec(c, "ROLLBACK", NULL, NULL, NULL);
+        return rc;
+    }
     /* SQLite reads a partial last page as zeros: a file cut inside it would
      * pass for intact */
     if (page > 0 && stat(path, &sb) == 0 && sb.st_size > 1 && sb.st_size % page != 0)
@@ -379,9 +409,9 @@ static int migrate(rls_db *db, const char *path)
     return rls__file_upgrade(db, db->sql, path, ver, nobj);
 }
 
-/* Creates path with `mode` (and the handle's group) before SQLite sees it;
- * the -wal and -shm files then inherit that mode.  *created is set when
- * this call created it. */
+/* Creates path with `mode` (and the handle's group) before SQLite sees it,
+ * whole and at once (create.c); the -wal and -shm files then inherit that
+ * mode.  *created is set when this call created it. */
 static int prepare_path(rls_db *db, const char *path, unsigned int mode, int may_create,
                         int *created)
 {
@@ -396,17 +426,7 @@ static int prepare_path(rls_db *db, const char *path, unsigned int mode, int may
         return rls__error(db, RLS_ECANTOPEN, "cannot open '%s': %s", path, strerror(errno));
     if (!db->opt.create || !may_create)
         return rls__error(db, RLS_ECANTOPEN, "'%s' does not exist", path);
-    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-    if (fd < 0 && errno != EEXIST)
-        return rls__error(db, errno == EACCES || errno == EROFS ? RLS_EREADONLY : RLS_ECANTOPEN,
-                          "cannot create '%s': %s", path, strerror(errno));
-    if (fd < 0)
-        return RLS_OK;  /* another process created it meanwhile */
-    *created = 1;
-    if (fchmod(fd, mode) != 0) { /* umask must not widen or narrow it */ }
-    int rc = rls__file_group_set(db, fd, path);
-    close(fd);
-    return rc;
+    return rls__file_create(db, path, mode, created);
 }
 
 /* Switches the file `schema` of connection c to WAL and checks that it took
@@ -419,12 +439,24 @@ int rls__set_wal(rls_db *db, sqlite3 *c, const char *schema, const char *path)
     snprintf(sql, sizeof sql, "PRAGMA %s.journal_mode = WAL", schema);
     int rc = sqlite3_prepare_v2(c, sql, -1, &st, NULL);
     int code = RLS_OK;
-    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *mode = (const char *)sqlite3_column_text(st, 0);
-        if (!mode || strcmp(mode, "wal") != 0)
-            code = rls__error(db, RLS_ESTORAGE, "'%s' cannot use WAL mode (journal mode "
-                              "stays '%s')", path, mode ? mode : "?");
+    /* Switching takes the write lock while holding a read lock, so SQLite
+     * reports another writer at once (no busy handler): wait here, up to
+     * the busy timeout (a file an older rlstore made, or created empty by
+     * someone else, that several processes open at once) */
+    for (int waited = 0; rc == SQLITE_OK; waited++) {
+        if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            const char *mode = (const char *)sqlite3_column_text(st, 0);
+            if (!mode || strcmp(mode, "wal") != 0)
+                code = rls__error(db, RLS_ESTORAGE, "'%s' cannot use WAL mode (journal mode "
+                                  "stays '%s')", path, mode ? mode : "?");
+            rc = SQLITE_OK;
+            break;
+        }
+        if ((rc & 0xff) != SQLITE_BUSY || waited >= db->opt.busy_timeout_ms)
+            break;
+        sqlite3_reset(st);
         rc = SQLITE_OK;
+        sqlite3_sleep(1);
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_OK)
@@ -492,6 +524,8 @@ static int connect_db(rls_db *db)
                       "cannot configure database");
     if (rc == RLS_OK)
         rc = rls__wal_setup(db);
+    if (rc == RLS_OK)
+        rls__files_identify(db);
     /* Transaction control must never need memory later: a ROLLBACK that
      * cannot be prepared would leave the transaction, and its locks, open. */
     static const int tx_stmts[] = {STMT_BEGIN_IMM, STMT_BEGIN_READ, STMT_COMMIT, STMT_ROLLBACK,
@@ -514,17 +548,6 @@ static void disconnect(rls_db *db)
     rls__wal_close(db);
 }
 
-/* Removes a database this call created, with its -wal and -shm. */
-static void remove_created(const char *path)
-{
-    char side[4200];
-    unlink(path);
-    snprintf(side, sizeof side, "%s-wal", path);
-    unlink(side);
-    snprintf(side, sizeof side, "%s-shm", path);
-    unlink(side);
-}
-
 /* The files of a handle and how they are created: the one file, or the
  * rules file (never group- or world-writable: only its owner writes rules)
  * and the counters file of a split deployment. */
@@ -532,6 +555,13 @@ static int prepare_files(rls_db *db, int *created_rules, int *created_counters)
 {
     unsigned int mode = db->opt.file_mode;
     struct stat a, b;
+    /* a new rules file that the counters file would refuse: create nothing */
+    if (db->split && db->rules_rw && db->opt.create && stat(db->path, &a) != 0 &&
+        errno == ENOENT && stat(db->counters_path, &b) == 0 && S_ISREG(b.st_mode)) {
+        int rc = rls__split_precheck(db);
+        if (rc != RLS_OK)
+            return rc;
+    }
     int rc = prepare_path(db, db->path, db->split ? mode & ~022u : mode,
                           db->split ? db->rules_rw : !db->opt.read_only, created_rules);
     if (rc != RLS_OK || !db->split)
@@ -583,6 +613,7 @@ int rls_open(rls_db **out, const char *path, const rls_options *opt)
     db->rules_gen = -1;
     db->ckpt_fd = RLS_CKPT_FD_NONE;
     db->rules_ckpt_fd = RLS_CKPT_FD_NONE;
+    db->file_dir[0] = db->file_dir[1] = -1;
     if ((rc = options_take(&db->opt, opt))) {
         free(db);
         return rls__error(NULL, rc, "rls_open: invalid options");
@@ -611,12 +642,9 @@ int rls_open(rls_db **out, const char *path, const rls_options *opt)
         rc = connect_db(db);
     if (rc != RLS_OK) {
         snprintf(open_errmsg, sizeof open_errmsg, "%s", db->errmsg);
+        /* A file this call created stays: another process may have opened
+         * it as soon as it was there (create.c) */
         disconnect(db);
-        /* leave no empty file behind */
-        if (db->created)
-            remove_created(db->path);
-        if (created_counters)
-            remove_created(db->counters_path);
         free(db->counters_path);
         free(db->path);
         free(db);

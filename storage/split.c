@@ -332,6 +332,46 @@ static int role_take(rls_db *db, const char *sql, const unsigned char *pair, int
     return rc == SQLITE_DONE ? RLS_OK : rls__sqlite_error(db, rc, "cannot record the role");
 }
 
+/*
+ * Before a new rules file is created for an existing counters file: the
+ * refusals that no new rules file can cure (role_refusal), so that a
+ * refused open creates nothing (a file, once there, is never removed:
+ * create.c).  Anything this cannot read is left to the open itself.
+ */
+int rls__split_precheck(rls_db *db)
+{
+    sqlite3 *c = NULL;
+    sqlite3_stmt *st = NULL;
+    int role = -1, has = 0;
+    if (sqlite3_open_v2(db->counters_path, &c, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+                        NULL) == SQLITE_OK) {
+        rls__conn_defaults(c);
+        sqlite3_busy_timeout(c, db->opt.busy_timeout_ms);
+        if (sqlite3_prepare_v2(c, "SELECT role, (" COUNTERS_HAS_DATA ") FROM main.rls_role"
+                               " WHERE id = 1", -1, &st, NULL) == SQLITE_OK &&
+            sqlite3_step(st) == SQLITE_ROW) {
+            role = sqlite3_column_int(st, 0);
+            has = sqlite3_column_int(st, 1);
+        }
+        sqlite3_finalize(st);
+    }
+    sqlite3_close(c);
+    /* a process opening the same new pair may have created the rules file
+     * and paired the two meanwhile: the open decides then */
+    if (exists(db->path, ""))
+        return RLS_OK;
+    if (role == ROLE_COUNTERS)
+        return rls__error(db, RLS_EROLE, "'%s' holds the counters of another rules database "
+                          "than '%s'", db->counters_path, db->path);
+    if (role == ROLE_RULES)
+        return rls__error(db, RLS_EROLE, "'%s' is a rules database, not a counters database",
+                          db->counters_path);
+    if (role == ROLE_SINGLE && has)
+        return rls__error(db, RLS_EROLE, "'%s' is a database with data, not a new counters "
+                          "database", db->counters_path);
+    return RLS_OK;
+}
+
 /* Inside the handle's write transaction: new files take their roles. */
 static int roles_take(rls_db *db, const file_role_row *r, const file_role_row *c,
                       int64_t now)
@@ -382,9 +422,16 @@ int rls__roles_check(rls_db *db)
             return rls__error(db, RLS_EROLE, "'%s' has an unknown role %d", db->path, c.role);
         return RLS_OK;
     }
-    if ((rc = role_read(db, "rules", &r)) || (rc = role_refusal(db, &r, &c)))
+    /* Read without a lock, a pair that another process is giving its
+     * roles may show one file's new role and the other's old one (a commit
+     * to two WAL files is atomic for each file, not for both): anything but
+     * a settled pair is decided again under the write lock, where it is
+     * whole.  A read-only handle cannot take it: it answers what it saw. */
+    if ((rc = role_read(db, "rules", &r)) == RLS_OK && (rc = role_read(db, "main", &c)) == RLS_OK)
+        rc = role_refusal(db, &r, &c);
+    if (rc != RLS_OK && (rc != RLS_EROLE || db->opt.read_only))
         return rc;
-    if (r.role == ROLE_RULES && c.role == ROLE_COUNTERS)
+    if (rc == RLS_OK && r.role == ROLE_RULES && c.role == ROLE_COUNTERS)
         return RLS_OK;
     /* A new file takes its role, under the write lock of both files (a
      * concurrent opener may have given it one meanwhile). */

@@ -197,6 +197,9 @@ int rls__begin(rls_db *db, int write)
 {
     rls__pg_tx_start(db);
     int rc = rls__exec_simple(db, write ? STMT_BEGIN_IMM : STMT_BEGIN_READ);
+    /* nothing is written to files that are no longer the database's */
+    if (rc == RLS_OK && write && db->sql && (rc = rls__files_verify(db, 1)) != RLS_OK)
+        rls__exec_simple(db, STMT_ROLLBACK);
     if (rc == RLS_OK) {
         db->in_tx = 1;
         db->tx_write = write;

@@ -329,4 +329,5 @@ void rls__wal_close(rls_db *db)
     if (db->rules_ckpt_fd >= 0)
         close(db->rules_ckpt_fd);
     db->rules_ckpt_fd = RLS_CKPT_FD_NONE;
+    rls__files_forget(db);
 }

@@ -1,7 +1,7 @@
 #!/bin/sh
 # stress.sh - the long soak variants of the reliability suites (`make stress`).
 #
-# Runs test_exact, test_crash, test_clock and test_growth with the long
+# Runs test_exact, test_crash, test_clock, test_growth and test_race_open with the long
 # sizes below (any of them can be overridden from the environment), and the
 # suites that have no long sizes as in `make test` (hostile files, fault
 # injection, out of memory); prints the figures each suite reports (the
@@ -21,10 +21,11 @@ BUILD=${BUILD:-build}
 : "${RLS_APPLY_BUDGET_MS:=100000000}" # no time limit
 : "${RLS_CLOCK_TICKS:=400}"         # checks per window in the clock suite
 : "${RLS_GROWTH_KEYS:=1000000}"     # distinct keys through the growth suite
+: "${RLS_RACE_ROUNDS:=400}"         # rounds of racing first opens
 export RLS_EXACT_REPEAT RLS_EXACT_CAP RLS_CRASH_ROUNDS RLS_CRASH_MAX_US \
     RLS_CRASH_CREATE_ROUNDS RLS_APPLY_ROUNDS RLS_APPLY_ACTIONS RLS_APPLY_BUDGET_MS \
     RLS_CLOCK_TICKS \
-    RLS_GROWTH_KEYS
+    RLS_GROWTH_KEYS RLS_RACE_ROUNDS
 
 log=$(mktemp "${TMPDIR:-/tmp}/rlstore-stress-XXXXXX") || exit 1
 trap 'rm -f "$log"' EXIT
@@ -33,7 +34,8 @@ failed=0
 started=$(date +%s)
 
 for name in test_exact test_crash test_hostile_open test_hostile_fs test_clock \
-    test_growth test_faults_calls test_faults_file test_oom_data test_oom_admin; do
+    test_growth test_faults_calls test_faults_file test_oom_data test_oom_admin \
+    test_race_open test_files_gone; do
     bin=$BUILD/tests/reliability/$name
     if [ ! -x "$bin" ]; then
         echo "FAIL $name: $bin is not built (make all first)"

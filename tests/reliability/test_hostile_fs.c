@@ -460,8 +460,20 @@ static void full_fs_child(const char *dir, int method)
     }
     CHILD_CHECK(failures > 0, "the filesystem never filled up");
     rls_close(db);
-    if (method == 0)
+    if (method == 0) {
+        /* issue #17: an existing database on a full filesystem (its -shm
+         * cannot be made) is EFULL, not EIO "cannot read database header" */
+        fill_up(dir, 0);
+        rc = rls_open(&db, path, NULL);
+        child_log("full filesystem, opening the existing database: %s (%s)\n",
+                  rls_errname(rc), rls_errmsg(NULL));
+        CHILD_CHECK(rc == RLS_EFULL || rc == RLS_OK,
+                    "opening an existing database on a full filesystem: %s (%s)",
+                    rls_errname(rc), rls_errmsg(NULL));
+        if (rc == RLS_OK)
+            rls_close(db);
         free_ballast(dir);
+    }
     else {
         struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};
         setrlimit(RLIMIT_FSIZE, &rl);

@@ -1,0 +1,222 @@
+/*
+ * filecheck.c - noticing that the files under an open handle were deleted
+ * or replaced (issue #17, defect 13).
+ *
+ * SQLite keeps the database file and its -wal open by descriptor.  When a
+ * careless cleanup removes "<db>-wal" (or the database) while processes run,
+ * they go on writing into a file that no longer has a name: every commit
+ * since is lost when the last of them exits, and a process that opens the
+ * database meanwhile creates a new, empty -wal while the shared index
+ * (-shm) still describes the old one.  The two groups then read and write
+ * different logs through one index: admissions counted twice, then a
+ * corrupt database (3x over-admission and broken indexes were observed).
+ * SQLite notices none of it.
+ *
+ * What is detected, at the start of every write transaction (under the
+ * write lock, before anything is written):
+ *
+ *  - the database file, or its -wal, at its path is not the one found when
+ *    the handle connected (st_dev and st_ino: one stat() each; a path the
+ *    process may no longer look up, as when a directory's mode changed,
+ *    tells nothing);
+ *  - the -wal the connection reads is not the one the shared index
+ *    describes: when the index counts frames (mxFrame > 0), the salts of
+ *    its header are those of the log's header (one 8-byte read through
+ *    SQLite's own descriptor, and the index from the connection's own
+ *    mapping).  Under the write lock neither can change: a writer restarts
+ *    the log, and a checkpoint rewrites the header, only holding it.
+ *
+ * Any of these makes the handle refuse every later write with EIO (and a
+ * check's result filled by the failure policy): its process must be
+ * restarted, as every process using the database must.  The cost is two
+ * stat() per write transaction, and one pread() each time the log was
+ * started over (docs/RELIABILITY.md has the figures).  Not detected: a file replaced by one with the same inode
+ * number, the -shm deleted (each process then keeps its own index; a
+ * newcomer's is rebuilt from the -wal it finds), and anything done to the
+ * files while no process has them open.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "db.h"
+
+#define WAL_INDEX_REGION 32768   /* SQLite's wal-index page size */
+
+static const char *const schemas[2] = {"main", "rules"};
+
+/* The -wal of schema i of the connection, or NULL. */
+static const char *wal_path(rls_db *db, int i)
+{
+    const char *file = sqlite3_db_filename(db->sql, schemas[i]);
+    const char *wal = file && *file ? sqlite3_filename_wal(file) : NULL;
+    return wal && *wal ? wal : NULL;
+}
+
+/* Whether the handle writes schema i. */
+static int writes(const rls_db *db, int i)
+{
+    return !db->opt.read_only && (i == 0 || (db->split && db->rules_rw));
+}
+
+/* The database file (k = 0) or -wal (k = 1) of schema i, or NULL. */
+static const char *file_path(rls_db *db, int i, int k)
+{
+    const char *file = sqlite3_db_filename(db->sql, schemas[i]);
+    return k ? wal_path(db, i) : file && *file ? file : NULL;
+}
+
+void rls__files_forget(rls_db *db)
+{
+    for (int i = 0; i < 2; i++) {
+        if (db->file_dir[i] >= 0)
+            close(db->file_dir[i]);   /* a directory: no lock of SQLite's on it */
+        db->file_dir[i] = -1;
+        db->file_known[i][0] = db->file_known[i][1] = 0;
+    }
+}
+
+/* The last component of path. */
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+/*
+ * At connect: the identity of each file as found, and a descriptor of its
+ * directory, so that a check looks up one name, not the whole path (the
+ * -wal is next to its database).
+ */
+void rls__files_identify(rls_db *db)
+{
+    rls__files_forget(db);
+    db->files_gone = 0;
+    db->wal_salts_ok[0] = db->wal_salts_ok[1] = 0;
+    for (int i = 0; i < 2 && db->sql && (i == 0 || db->split); i++) {
+        const char *file = file_path(db, i, 0);
+        char dir[4200];
+        if (!file || strlen(file) >= sizeof dir || !strchr(file, '/'))
+            continue;
+        snprintf(dir, sizeof dir, "%.*s", (int)(base_name(file) - file - 1), file);
+        db->file_dir[i] = open(*dir ? dir : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        for (int k = 0; k < 2 && db->file_dir[i] >= 0; k++) {
+            struct stat sb;
+            const char *p = file_path(db, i, k);
+            db->file_known[i][k] = p && fstatat(db->file_dir[i], base_name(p), &sb, 0) == 0;
+            if (db->file_known[i][k]) {
+                db->file_dev[i][k] = sb.st_dev;
+                db->file_ino[i][k] = sb.st_ino;
+            }
+        }
+    }
+}
+
+/* 1 when file k of schema i is no longer the one found at connect: gone
+ * from its path or another file there.  A name this process may not look
+ * up any more (a directory's mode changed) tells nothing. */
+static int replaced(rls_db *db, int i, int k)
+{
+    struct stat sb;
+    const char *p = db->file_known[i][k] ? file_path(db, i, k) : NULL;
+    if (!p)
+        return 0;
+    if (fstatat(db->file_dir[i], base_name(p), &sb, 0) != 0)
+        return errno == ENOENT || errno == ENOTDIR;
+    return sb.st_dev != db->file_dev[i][k] || sb.st_ino != db->file_ino[i][k];
+}
+
+/*
+ * 1 when the log schema i's connection reads is the one the shared index
+ * describes (or the index counts no frame), 0 if not; a failure to read the
+ * log's header is SQLite's error code, negated.
+ */
+static int index_matches(rls_db *db, int i)
+{
+    sqlite3_file *f = NULL, *w = NULL;
+    volatile void *map = NULL;
+    unsigned char hdr[48], salts[8];
+    uint32_t mx_frame;
+    if (sqlite3_file_control(db->sql, schemas[i], SQLITE_FCNTL_FILE_POINTER, &f) != SQLITE_OK ||
+        !f || !f->pMethods || f->pMethods->iVersion < 2 || !f->pMethods->xShmMap ||
+        sqlite3_file_control(db->sql, schemas[i], SQLITE_FCNTL_JOURNAL_POINTER, &w) !=
+            SQLITE_OK || !w || !w->pMethods)
+        return 1;   /* not a WAL connection of the usual VFS: nothing to compare */
+    if (f->pMethods->xShmMap(f, 0, WAL_INDEX_REGION, 0, &map) != SQLITE_OK || !map)
+        return 1;
+    /* the first copy of the index header (SQLite's wal format): mxFrame at
+     * 16, the log's salts at 32, in native byte order */
+    memcpy(hdr, (const void *)map, sizeof hdr);
+    memcpy(&mx_frame, hdr + 16, sizeof mx_frame);
+    if (mx_frame == 0)
+        return 1;
+    /* The log's header changes only when it is started over, with new
+     * random salts in the index too: index salts this connection already
+     * found in its log's header need no read. */
+    if (db->wal_salts_ok[i] && memcmp(db->wal_salts[i], hdr + 32, sizeof salts) == 0)
+        return 1;
+    /* a log shorter than its header (a new, empty one) does not match */
+    int rc = w->pMethods->xRead(w, salts, sizeof salts, 16);
+    if (rc == SQLITE_IOERR_SHORT_READ)
+        return 0;
+    if (rc != SQLITE_OK)
+        return -rc;
+    if (memcmp(salts, hdr + 32, sizeof salts) != 0)
+        return 0;
+    memcpy(db->wal_salts[i], salts, sizeof salts);
+    db->wal_salts_ok[i] = 1;
+    return 1;
+}
+
+enum { GONE_DB = 1, GONE_WAL, GONE_INDEX };
+
+/* The error of what was found (db->files_gone), for schema i. */
+static int gone(rls_db *db, int kind, int i)
+{
+    static const char *const what[] = {
+        "", "the database file '%s' was deleted or replaced while this handle had it open",
+        "the write-ahead log '%s' was deleted or replaced while this handle had it open",
+        "the write-ahead log '%s' is not the one the shared index describes (it was deleted "
+        "or replaced while other processes had it open)"};
+    const char *file = sqlite3_db_filename(db->sql, schemas[i]);
+    const char *path = kind == GONE_DB ? file : wal_path(db, i);
+    char head[4400];
+    db->files_gone = kind;
+    db->files_gone_schema = i;
+    snprintf(head, sizeof head, what[kind], path ? path : "?");
+    return rls__error(db, RLS_EIO, "%s: writes are refused, as "
+                      "they would be lost or counted twice; restart every process that uses "
+                      "the database (docs/RELIABILITY.md)", head);
+}
+
+int rls__files_verify(rls_db *db, int locked)
+{
+    if (!db->sql)
+        return RLS_OK;
+    if (db->files_gone)
+        return gone(db, db->files_gone, db->files_gone_schema);
+    for (int i = 0; i < 2; i++) {
+        /* a write: the files it writes; the doctor: every file */
+        if (locked ? !writes(db, i) : i == 1 && !db->split)
+            continue;
+        if (replaced(db, i, 0))
+            return gone(db, GONE_DB, i);
+        if (replaced(db, i, 1))
+            return gone(db, GONE_WAL, i);
+        const char *wal = wal_path(db, i);
+        int m = index_matches(db, i);
+        if (m == 0 && !locked)
+            m = index_matches(db, i);   /* without the lock: ask again */
+        if (m < 0) {
+            int code = rls__sqlite_error(db, -m, "cannot read the write-ahead log");
+            return rls__error(db, code, "cannot read the write-ahead log '%s': %s",
+                              wal ? wal : "?", sqlite3_errstr(-m));
+        }
+        if (m == 0)
+            return gone(db, GONE_INDEX, i);
+    }
+    return RLS_OK;
+}
