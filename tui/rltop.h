@@ -289,6 +289,10 @@ const char *fmt_clock(int64_t ms, char *buf, size_t size);  /* "2026-11-21 10:00
 int text_width(const char *s);
 /* Escaped malloc'd copy of s for display (NULL only if out of memory). */
 char *esc_dup(const char *s);
+/* A library message (rls_errmsg) for display: control and format characters
+ * escaped as in a key, backslashes kept (the library may have escaped the
+ * input it quotes already).  malloc'd; NULL out of memory. */
+char *msg_esc_dup(const char *s);
 /* The name of a database for display: a PostgreSQL URI with its password
  * masked, escaped (malloc'd; NULL only if out of memory). */
 char *db_name(const char *path);
