@@ -337,6 +337,27 @@ static int utf8_len(const unsigned char *s)
     return 0;
 }
 
+/* A valid UTF-8 sequence of n > 1 bytes that rls_key_escape() would not
+ * show as it is (a C1 control, a format character such as U+202E): written
+ * as \uXXXX, so the JSON text holds no such character and its value is
+ * still exactly the string. */
+static int put_hidden(const unsigned char *s, int n)
+{
+    char one[5], shown[24];
+    memcpy(one, s, (size_t)n);
+    one[n] = '\0';
+    if (rls_key_escape(one, shown, sizeof shown) == n)
+        return 0;
+    unsigned cp = s[0] & (n == 2 ? 0x1Fu : n == 3 ? 0x0Fu : 0x07u);
+    for (int j = 1; j < n; j++)
+        cp = cp << 6 | (s[j] & 0x3Fu);
+    if (cp > 0xFFFF)
+        printf("\\u%04x\\u%04x", 0xD800 + ((cp - 0x10000) >> 10), 0xDC00 + ((cp - 0x10000) & 0x3FF));
+    else
+        printf("\\u%04x", cp);
+    return 1;
+}
+
 static void put_string(const char *str)
 {
     const unsigned char *s = (const unsigned char *)str;
@@ -362,7 +383,8 @@ static void put_string(const char *str)
                 fputs("\\ufffd", stdout);
                 s++;
             } else {
-                fwrite(s, 1, (size_t)n, stdout);
+                if (n == 1 || !put_hidden(s, n))
+                    fwrite(s, 1, (size_t)n, stdout);
                 s += n;
             }
         }

@@ -19,9 +19,9 @@
     XX(OK, 0, "success; for check and reserve: the request was admitted")   \
     XX(DENIED, 1, "check or reserve: the request was denied")               \
     XX(USAGE, 2, "usage error: unknown command or option, bad value, "      \
-                 "invalid key, cost or time")                               \
-    XX(NOTFOUND, 3, "not found: database file, action, key, reservation, "  \
-                    "version or entry")                                     \
+                 "invalid key, cost or time, a FILE that cannot be read")   \
+    XX(NOTFOUND, 3, "not found: database or rules file, action, key, "      \
+                    "reservation, version or entry")                        \
     XX(CONFIG, 4, "configuration error: invalid rules, or no rules applied")\
     XX(STORAGE, 5, "storage error: any other failure of the database; "     \
                    "doctor: a check failed")

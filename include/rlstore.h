@@ -98,6 +98,7 @@ RLS_EXTERN const char *rls_errname(int code);
 #define RLS_KEY_MAX_DEFAULT 256           /* default max key length, bytes */
 #define RLS_KEY_MAX_LIMIT   4096          /* largest max_key_len accepted  */
 #define RLS_COST_MAX        1000000000LL  /* largest cost of one request   */
+#define RLS_LIMIT_MAX       1000000000000LL /* largest limit, burst or override */
 #define RLS_NAME_MAX        63            /* action, limit and tier names  */
 /* Accepted now_ms: 1970-01-01 .. 9999-12-31 UTC. */
 #define RLS_TIME_MIN        0LL

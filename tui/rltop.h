@@ -51,6 +51,9 @@ enum { VIEW_KEYS, VIEW_RULES, VIEW_BLOCKS, VIEW_AUDIT, VIEW_COUNT };
 #define NAME_LEN (RLS_NAME_MAX + 1)
 #define SPARK_SECONDS 300   /* the sparkline covers the last 5 minutes */
 #define MAX_TIERS 64
+/* The capacities a limit or an override may have, as dialogs state them. */
+#define CAPACITY_RANGE "1000000000000"
+_Static_assert(RLS_LIMIT_MAX == 1000000000000LL, "CAPACITY_RANGE is RLS_LIMIT_MAX");
 
 /* ---- model: plain copies of what the library returned ------------------- */
 
