@@ -179,7 +179,7 @@ tcase "hold --for" 0 --out "holding 'r/rules.db' open" -- "${S[@]}" hold --for 2
 if ! skipping; then
     "$RLCTL" "${S[@]}" hold >hold.out 2>&1 &
     hold_pid=$!
-    for i in $(seq 50); do [ -s hold.out ] && break; sleep 0.1; done
+    for i in $(seq 3000); do [ -s hold.out ] && break; sleep 0.1; done
 fi
 app_skip
 app "${S[@]}" check api 203.0.113.9 --now "$T0" --json >"$OUT" 2>"$ERR"
