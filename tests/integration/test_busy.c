@@ -383,8 +383,11 @@ static void killed_while_holding_writers_off_does_not_block(void **state)
     child h = child_fork(hold_off_body, t->path);
     assert_int_equal(child_read(&h), 'o');
     child c = checker_start(t->path, "held", WAIT_MS);
+    /* No "still waiting" probe here: a hold-off ends by itself after
+     * HOLD_MAX_NS (50 ms), so whether the checker still waits at any moment
+     * depends on the machine's speed (under ASan and load it often has
+     * gone on).  What must hold is that it goes on, admitted. */
     sleep_ms(20);
-    still_waiting(&c);
     int64_t t0 = mono_ms();
     child_end(&h, 1);
     outcome oc = checker_outcome(&c);
