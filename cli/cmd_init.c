@@ -22,24 +22,27 @@
 #define MAX_RULES_FILE (128u << 20)
 
 /* Reads FILE for apply; on failure prints the diagnostic and returns the
- * exit status (4: a file that cannot be a rule set is a configuration
- * error; 3: it does not exist). */
+ * exit status: 3 if it does not exist, 4 if it is too large to be a rule
+ * set, 2 if it cannot be read (a directory, no permission: the argument is
+ * wrong, the rules are not), 5 out of memory. */
 static int load_rules(rlctl_ctx *ctx, const char *file, char **yaml, size_t *len)
 {
     char *fe = esc_dup(file);
     int rc = 0;
     if (read_file(file, MAX_RULES_FILE, yaml, len) != 0) {
         int e = errno;
-        if (e == ENOENT)
+        if (e == ENOENT || e == ENOTDIR)
             rc = fail_code(ctx, RLCTL_EXIT_NOTFOUND, "ENOTFOUND", "cannot read '%s': %s",
                            fe ? fe : "?", strerror(e));
         else if (e == EFBIG)
             rc = fail_code(ctx, RLCTL_EXIT_CONFIG, "ECONFIG",
                            "cannot apply '%s': larger than %u MiB", fe ? fe : "?",
                            MAX_RULES_FILE >> 20);
+        else if (e == ENOMEM)
+            rc = fail_code(ctx, RLCTL_EXIT_STORAGE, "ENOMEM", "cannot read '%s': %s",
+                           fe ? fe : "?", strerror(e));
         else
-            rc = fail_code(ctx, e == ENOMEM ? RLCTL_EXIT_STORAGE : RLCTL_EXIT_CONFIG,
-                           e == ENOMEM ? "ENOMEM" : "ECONFIG", "cannot read '%s': %s",
+            rc = fail_code(ctx, RLCTL_EXIT_USAGE, "USAGE", "cannot read '%s': %s",
                            fe ? fe : "?", strerror(e));
     }
     free(fe);

@@ -23,7 +23,7 @@ int cmd_override_set(rlctl_ctx *ctx)
     int set;
     char subj[1400], tbuf[64];
     int rc = opt_duration(ctx, "for", &dur, &set);
-    if (rc || (rc = arg_int(ctx, 3, "limit", 0, INT64_MAX, &limit)) || (rc = db_open(ctx, 0)))
+    if (rc || (rc = arg_int(ctx, 3, "limit", 1, RLS_LIMIT_MAX, &limit)) || (rc = db_open(ctx, 0)))
         return rc;
     if (set)
         until = ctx->now_ms + dur;

@@ -17,9 +17,28 @@
 #define DIFF_MAX_CELLS 16000000L  /* 64 MB of LCS table at most */
 #define CONTEXT 3
 
+/*
+ * Opening a FIFO blocks until a writer comes, maybe forever: the file is
+ * opened non-blocking (a FIFO without a writer then reads as empty), and
+ * reads block again once it is open (a pipe being written, such as bash's
+ * <(...), is read to its end).
+ */
+static int open_file(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    int fl = fd >= 0 ? fcntl(fd, F_GETFL) : 0;
+    if (fd >= 0 && (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
 int read_file(const char *path, size_t max, char **out, size_t *outlen)
 {
-    int fd = strcmp(path, "-") == 0 ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+    int fd = strcmp(path, "-") == 0 ? STDIN_FILENO : open_file(path);
     size_t len = 0, cap = 0;
     char *buf = NULL;
     struct stat sb;
@@ -168,10 +187,23 @@ static void sb_str(sbuf *b, const char *s)
     sb_put(b, s, strlen(s));
 }
 
+/* A line of a rule file, for a terminal: a comment or a quoted key may hold
+ * a format character such as U+202E (or the file a byte order mark), shown
+ * escaped like a key; a CR before the newline stays as it is. */
 static void sb_line(sbuf *b, char tag, const line *l)
 {
+    size_t len = l->len;
+    int cr = len > 0 && l->s[len - 1] == '\r';
+    char *t = strndup(l->s, len - (size_t)cr), *e = t ? msg_esc_dup(t) : NULL;
     sb_put(b, &tag, 1);
-    sb_put(b, l->s, l->len);
+    if (e)
+        sb_str(b, e);
+    else
+        sb_put(b, l->s, len - (size_t)cr);
+    if (cr)
+        sb_put(b, "\r", 1);
+    free(t);
+    free(e);
     sb_put(b, "\n", 1);
     if (!l->nl)
         sb_str(b, "\\ No newline at end of file\n");

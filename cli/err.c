@@ -34,8 +34,13 @@ int exit_for(int rc)
     }
 }
 
-static void emit(rlctl_ctx *ctx, int code, const char *errname, const char *msg)
+/* Every diagnostic passes here: whatever part of it is raw (a library
+ * detail that quotes a path or a key) gets its control and format
+ * characters escaped; parts escaped already are left as they are. */
+static void emit(rlctl_ctx *ctx, int code, const char *errname, const char *raw)
 {
+    char *safe = msg_esc_dup(raw);
+    const char *msg = safe ? safe : raw;
     fprintf(stderr, "rlctl: %s\n", msg);
     if (ctx && ctx->json) {
         json_obj_begin();
@@ -51,6 +56,7 @@ static void emit(rlctl_ctx *ctx, int code, const char *errname, const char *msg)
         json_obj_end();
         json_end_line();
     }
+    free(safe);
 }
 
 static int vfail(rlctl_ctx *ctx, int code, const char *errname, const char *detail,
@@ -62,8 +68,9 @@ static int vfail(rlctl_ctx *ctx, int code, const char *errname, const char *deta
         n = 0;
     if (detail && *detail && (size_t)n < sizeof msg) {
         /* The library's detail may quote raw input: escape it like a key,
-         * so the diagnostic stays one line without control bytes. */
-        char *e = esc_dup(detail);
+         * so the diagnostic stays one line without control bytes, but keep
+         * its backslashes (input it escaped itself is not escaped twice). */
+        char *e = msg_esc_dup(detail);
         snprintf(msg + n, sizeof msg - (size_t)n, ": %s", e ? e : detail);
         free(e);
     }

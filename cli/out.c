@@ -27,6 +27,38 @@ char *esc_dup(const char *s)
     return buf;
 }
 
+/* A library message for display: it may quote raw input (escaped here like
+ * a key) or input the library already escaped ("got 'x\x1B'"): backslashes
+ * are kept as they are, so an escape is never shown escaped twice. */
+char *msg_esc_dup(const char *s)
+{
+    size_t n = 0;
+    const char *p;
+    if (!s)
+        s = "";
+    size_t cap = 4 * strlen(s) + 1;   /* rls_key_escape: at most 4 bytes per byte */
+    char *out = malloc(cap), *seg = malloc(strlen(s) + 1);
+    if (!out || !seg) {
+        free(out);
+        free(seg);
+        return NULL;
+    }
+    for (p = s;;) {
+        size_t len = strcspn(p, "\\");
+        memcpy(seg, p, len);
+        seg[len] = '\0';
+        int w = rls_key_escape(seg, out + n, cap - n);
+        n += w > 0 ? (size_t)w : 0;
+        if (!p[len])
+            break;
+        out[n++] = '\\';
+        p += len + 1;
+    }
+    out[n] = '\0';
+    free(seg);
+    return out;
+}
+
 const char *fmt_time(int64_t ms, const char *zero, char *buf, size_t size)
 {
     if (ms == 0 && zero)
@@ -305,6 +337,27 @@ static int utf8_len(const unsigned char *s)
     return 0;
 }
 
+/* A valid UTF-8 sequence of n > 1 bytes that rls_key_escape() would not
+ * show as it is (a C1 control, a format character such as U+202E): written
+ * as \uXXXX, so the JSON text holds no such character and its value is
+ * still exactly the string. */
+static int put_hidden(const unsigned char *s, int n)
+{
+    char one[5], shown[24];
+    memcpy(one, s, (size_t)n);
+    one[n] = '\0';
+    if (rls_key_escape(one, shown, sizeof shown) == n)
+        return 0;
+    unsigned cp = s[0] & (n == 2 ? 0x1Fu : n == 3 ? 0x0Fu : 0x07u);
+    for (int j = 1; j < n; j++)
+        cp = cp << 6 | (s[j] & 0x3Fu);
+    if (cp > 0xFFFF)
+        printf("\\u%04x\\u%04x", 0xD800 + ((cp - 0x10000) >> 10), 0xDC00 + ((cp - 0x10000) & 0x3FF));
+    else
+        printf("\\u%04x", cp);
+    return 1;
+}
+
 static void put_string(const char *str)
 {
     const unsigned char *s = (const unsigned char *)str;
@@ -330,7 +383,8 @@ static void put_string(const char *str)
                 fputs("\\ufffd", stdout);
                 s++;
             } else {
-                fwrite(s, 1, (size_t)n, stdout);
+                if (n == 1 || !put_hidden(s, n))
+                    fwrite(s, 1, (size_t)n, stdout);
                 s += n;
             }
         }

@@ -19,9 +19,9 @@
     XX(OK, 0, "success; for check and reserve: the request was admitted")   \
     XX(DENIED, 1, "check or reserve: the request was denied")               \
     XX(USAGE, 2, "usage error: unknown command or option, bad value, "      \
-                 "invalid key, cost or time")                               \
-    XX(NOTFOUND, 3, "not found: database file, action, key, reservation, "  \
-                    "version or entry")                                     \
+                 "invalid key, cost or time, a FILE that cannot be read")   \
+    XX(NOTFOUND, 3, "not found: database or rules file, action, key, "      \
+                    "reservation, version or entry")                        \
     XX(CONFIG, 4, "configuration error: invalid rules, or no rules applied")\
     XX(STORAGE, 5, "storage error: any other failure of the database; "     \
                    "doctor: a check failed")
@@ -118,6 +118,10 @@ int db_open(rlctl_ctx *ctx, int create);
 /* Escaped copy of a key (or any text) for display: malloc'd, never NULL
  * unless out of memory. */
 char *esc_dup(const char *s);
+/* A library message (rls_errmsg) for display: control and format characters
+ * escaped as in a key, backslashes kept (the library may have escaped the
+ * input it quotes already).  malloc'd; NULL out of memory. */
+char *msg_esc_dup(const char *s);
 /* Formats ms since the epoch ("2026-11-21T10:00:00.250Z"), or `zero` for 0. */
 const char *fmt_time(int64_t ms, const char *zero, char *buf, size_t size);
 /* Formats a duration in ms: "1d2h", "1.250s", "0s"; -1 as "never". */

@@ -216,9 +216,11 @@ static void offset_place(const char *text, size_t len, size_t off, int *line,
     *col = (int)(off - start) + 1;
 }
 
-/* Turns a libyaml failure into the one fatal error.  -1, or -2 for memory. */
+/* Turns a libyaml failure into the one fatal error.  -1, or -2 for memory.
+ * text excludes a byte order mark of skip bytes: byte offsets name the
+ * file's bytes, lines and columns the text an editor shows. */
 static int parser_error(cfg *c, const yaml_parser_t *p, const char *text,
-                        size_t len)
+                        size_t len, size_t skip)
 {
     char msg[200];
     int line, col;
@@ -232,10 +234,10 @@ static int parser_error(cfg *c, const yaml_parser_t *p, const char *text,
         if (p->problem_value != -1)
             snprintf(msg, sizeof msg, "invalid YAML: %s (0x%X at byte %zu); "
                      "the file must be UTF-8 text", problem,
-                     (unsigned)p->problem_value, p->problem_offset);
+                     (unsigned)p->problem_value, p->problem_offset + skip);
         else
             snprintf(msg, sizeof msg, "invalid YAML: %s at byte %zu", problem,
-                     p->problem_offset);
+                     p->problem_offset + skip);
     } else {
         line = (int)p->problem_mark.line + 1;
         col = (int)p->problem_mark.column + 1;
@@ -316,6 +318,31 @@ static int on_event(builder *b, const yaml_event_t *ev)
     }
 }
 
+/*
+ * The length of a UTF-8 byte order mark at the start of text (3 or 0), or
+ * -1 after the fatal error for a UTF-16 or UTF-32 one.  Editors on Windows
+ * write the UTF-8 mark; libyaml skips it only when it detects the encoding
+ * itself, which the loader does not let it do (below).
+ */
+static int byte_order_mark(cfg *c, const char *text, size_t len)
+{
+    const unsigned char *u = (const unsigned char *)text;
+    if (len >= 3 && u[0] == 0xEF && u[1] == 0xBB && u[2] == 0xBF)
+        return 3;
+    if (len >= 4 && ((u[0] == 0 && u[1] == 0 && u[2] == 0xFE && u[3] == 0xFF) ||
+                     (u[0] == 0xFF && u[1] == 0xFE && u[2] == 0 && u[3] == 0))) {
+        fatal(c, 1, 1, "the file is UTF-32 text (it starts with a byte order "
+              "mark); save it as UTF-8");
+        return -1;
+    }
+    if (len >= 2 && ((u[0] == 0xFE && u[1] == 0xFF) || (u[0] == 0xFF && u[1] == 0xFE))) {
+        fatal(c, 1, 1, "the file is UTF-16 text (it starts with a byte order "
+              "mark); save it as UTF-8");
+        return -1;
+    }
+    return 0;
+}
+
 /* Contract: see config_int.h. */
 int config__load_yaml(cfg *c, const char *text, size_t len)
 {
@@ -326,16 +353,22 @@ int config__load_yaml(cfg *c, const char *text, size_t len)
     memset(&b, 0, sizeof b);
     b.c = c;
     c->root = -1;
+    int skip = byte_order_mark(c, text, len);
+    if (skip < 0)
+        return -1;
+    text += skip;
+    len -= (size_t)skip;
     if (!yaml_parser_initialize(&parser))
         return -2;
     yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
     /* Never guess UTF-16 from a byte order mark: binary garbage must be
-     * reported as invalid UTF-8, not decoded as something else. */
+     * reported as invalid UTF-8, not decoded as something else (a UTF-8
+     * mark is skipped above, a UTF-16 one refused by name). */
     yaml_parser_set_encoding(&parser, YAML_UTF8_ENCODING);
     for (;;) {
         yaml_event_t ev;
         if (!yaml_parser_parse(&parser, &ev)) {
-            rc = parser_error(c, &parser, text, len);
+            rc = parser_error(c, &parser, text, len, (size_t)skip);
             break;
         }
         int r = on_event(&b, &ev);

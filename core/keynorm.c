@@ -16,6 +16,7 @@
  *     IPv4-mapped addresses (::ffff:a.b.c.d) become plain IPv4.
  */
 #include "keynorm.h"
+#include "unicode.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -609,6 +610,16 @@ static void put_unit(struct esc_out *o, const char *p, size_t n)
  * escape or UTF-8 sequence) that does not fit whole.  Returns the full
  * length, or -1 for NULL arguments or a length that would not fit an int.
  */
+/* A valid UTF-8 sequence of k bytes that shows nothing but moves or hides
+ * what follows (unicode.h): escaped byte by byte like a control byte. */
+static int invisible_at(const unsigned char *s, size_t k)
+{
+    uint32_t cp = s[0] & (k == 2 ? 0x1f : k == 3 ? 0x0f : 0x07);
+    for (size_t j = 1; j < k; j++)
+        cp = cp << 6 | (s[j] & 0x3f);
+    return uni_is_invisible(cp);
+}
+
 int key_escape(const char *key, size_t keylen, char *out, size_t outsize)
 {
     static const char hex[] = "0123456789abcdef";
@@ -630,7 +641,7 @@ int key_escape(const char *key, size_t keylen, char *out, size_t outsize)
             put_unit(&o, (const char *)s + i, 1);
             i++;
         } else if (c >= 0x80 && (k = utf8_seq(s + i, keylen - i)) > 0 &&
-                   !(c == 0xc2 && s[i + 1] < 0xa0)) {
+                   !(c == 0xc2 && s[i + 1] < 0xa0) && !invisible_at(s + i, k)) {
             put_unit(&o, (const char *)s + i, k);
             i += k;
         } else {

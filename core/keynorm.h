@@ -96,7 +96,9 @@ int key_pattern_rank(const key_pattern *p);
 /*
  * Writes key escaped for display: printable ASCII as is, backslash as "\\",
  * control characters and bytes >= 0x7f as \xHH, except valid UTF-8 sequences
- * which are copied (the C1 controls U+0080..U+009F are escaped too).
+ * which are copied (the C1 controls U+0080..U+009F, and the format
+ * characters and separators of unicode.h such as U+202E, are escaped byte
+ * by byte too).
  * Returns snprintf-style length; a too-small out receives only whole units
  * (never half an escape or half a character), always NUL-terminated.
  */

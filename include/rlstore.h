@@ -98,6 +98,7 @@ RLS_EXTERN const char *rls_errname(int code);
 #define RLS_KEY_MAX_DEFAULT 256           /* default max key length, bytes */
 #define RLS_KEY_MAX_LIMIT   4096          /* largest max_key_len accepted  */
 #define RLS_COST_MAX        1000000000LL  /* largest cost of one request   */
+#define RLS_LIMIT_MAX       1000000000000LL /* largest limit, burst or override */
 #define RLS_NAME_MAX        63            /* action, limit and tier names  */
 /* Accepted now_ms: 1970-01-01 .. 9999-12-31 UTC. */
 #define RLS_TIME_MIN        0LL
@@ -303,7 +304,11 @@ RLS_EXTERN int rls_time_parse(const char *text, int64_t *ms);
 /* Formats ms as "2026-11-21T10:00:00.250Z" (snprintf-style return). */
 RLS_EXTERN int rls_time_format(int64_t ms, char *buf, size_t size);
 /* Writes key escaped for display: control bytes, DEL, backslash and invalid
- * UTF-8 as \xHH / \\, valid UTF-8 as is (snprintf-style return). */
+ * UTF-8 as \xHH / \\, valid UTF-8 as is except the characters that show
+ * nothing but reorder or hide text (Unicode format characters such as the
+ * bidi controls U+202A..U+202E, U+2066..U+2069, zero-width U+200B..U+200F,
+ * U+FEFF; line and paragraph separators), which get \xHH per byte
+ * (snprintf-style return). */
 RLS_EXTERN int rls_key_escape(const char *key, char *buf, size_t size);
 
 /* ---- rules (minimal admin surface) -----------------------------------

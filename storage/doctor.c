@@ -65,10 +65,16 @@ static void mode_check(rls_rows *r, const char *check, const char *path, int dir
         return;
     }
     unsigned m = (unsigned)sb.st_mode & 07777;
-    int world_w = (m & 0002) && !(dir && (m & 01000));
-    int group_w = (m & 0020) != 0;
+    /* a sticky directory (such as /tmp, 1777) keeps others from removing
+     * or renaming the files in it, not from creating the -wal and -shm
+     * files first: still every user's, and it says so rather than "group" */
+    int sticky_w = dir && (m & 01002) == 01002;
+    int world_w = (m & 0002) && !sticky_w;
+    int group_w = (m & 0020) != 0 && !sticky_w;
     int world_r = !dir && (m & 0004);   /* the file holds IPs, e-mail addresses */
-    const char *why = world_w ? ": writable by every user"
+    const char *why = sticky_w ? ": writable by every user (sticky: others cannot remove its "
+                                 "files, but can create the -wal and -shm files first)"
+                      : world_w ? ": writable by every user"
                       : group_w && group_ok ? ", group-writable: shared with the "
                                               "applications' group"
                       : group_w && rules ? ": writable by its group, whose members can change "
@@ -77,7 +83,7 @@ static void mode_check(rls_rows *r, const char *check, const char *path, int dir
                       : world_r ? ": readable by every user (keys may be personal data)" : "";
     snprintf(detail, sizeof detail, "%s is mode %04o, group %lu%s", path, m,
              (unsigned long)sb.st_gid, why);
-    *bad |= add(r, check, world_w || (group_w && !group_ok) || world_r ? "warn" : "ok",
+    *bad |= add(r, check, sticky_w || world_w || (group_w && !group_ok) || world_r ? "warn" : "ok",
                 detail);
 }
 

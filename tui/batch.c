@@ -140,7 +140,9 @@ int batch_run(app *a)
         model_sample(a, 1);
         if (a->m.err[0]) {
             fflush(stdout);
-            fprintf(stderr, "rltop: %s\n", a->m.err);
+            char *e = msg_esc_dup(a->m.err);   /* may quote a library message */
+            fprintf(stderr, "rltop: %s\n", e ? e : a->m.err);
+            free(e);
             return RLTOP_EXIT_STORAGE;
         }
         snapshot(a);

@@ -36,6 +36,38 @@ char *esc_dup(const char *s)
     return buf;
 }
 
+/* A library message for display: it may quote raw input (escaped here like
+ * a key) or input the library already escaped ("got 'x\x1B'"): backslashes
+ * are kept as they are, so an escape is never shown escaped twice. */
+char *msg_esc_dup(const char *s)
+{
+    size_t n = 0;
+    const char *p;
+    if (!s)
+        s = "";
+    size_t cap = 4 * strlen(s) + 1;   /* rls_key_escape: at most 4 bytes per byte */
+    char *out = malloc(cap), *seg = malloc(strlen(s) + 1);
+    if (!out || !seg) {
+        free(out);
+        free(seg);
+        return NULL;
+    }
+    for (p = s;;) {
+        size_t len = strcspn(p, "\\");
+        memcpy(seg, p, len);
+        seg[len] = '\0';
+        int w = rls_key_escape(seg, out + n, cap - n);
+        n += w > 0 ? (size_t)w : 0;
+        if (!p[len])
+            break;
+        out[n++] = '\\';
+        p += len + 1;
+    }
+    out[n] = '\0';
+    free(seg);
+    return out;
+}
+
 char *db_name(const char *path)
 {
     char *r = db_redact(path);
@@ -93,25 +125,32 @@ static int wc_width(wchar_t wc)
     return w < 0 ? 1 : w;
 }
 
-int text_width(const char *s)
+/* Every text is measured and drawn escaped (msg_esc_dup): a control or
+ * format character that reached a view unescaped (a library message
+ * quoting raw input) would move the cursor or reverse the rest of the
+ * line; escaped text, such as a key, is left as it is. */
+int text_width(const char *text)
 {
     int w = 0;
     wchar_t wc;
+    char *e = msg_esc_dup(text);
+    const char *s = e ? e : text;
     while (s && *s) {
         s += next_wc(s, &wc);
         w += wc_width(wc);
     }
+    free(e);
     return w;
 }
 
-int draw_text(WINDOW *win, int y, int x, int width, const char *s, int pad, int right)
+int draw_text(WINDOW *win, int y, int x, int width, const char *text, int pad, int right)
 {
     wchar_t buf[512];
     int n = 0, w = 0;
     if (width <= 0)
         return 0;
-    if (!s)
-        s = "";
+    char *e = msg_esc_dup(text);
+    const char *s = e ? e : text ? text : "";
     while (*s && n < (int)(sizeof buf / sizeof buf[0]) - 1) {
         wchar_t wc;
         int len = next_wc(s, &wc), cw = wc_width(wc);
@@ -135,6 +174,7 @@ int draw_text(WINDOW *win, int y, int x, int width, const char *s, int pad, int 
     mvwaddnwstr(win, y, x + lead, buf, n);
     if (pad && !right && w < width)
         wprintw(win, "%*s", width - w, "");
+    free(e);
     return lead + w;
 }
 

@@ -91,7 +91,7 @@ static int parse_count(const char *text, int64_t *out)
     long long v = strtoll(text, &end, 10);
     while (*end == ' ')
         end++;
-    if (*end || v < 1 || v > RLS_COST_MAX * 1000LL)
+    if (*end || v < 1 || v > RLS_LIMIT_MAX)
         return -1;
     *out = v;
     return 0;
@@ -369,8 +369,8 @@ static unsigned override_value(app *a, int ok)
     if (!ok)
         return 0;
     if (parse_count(a->dlg.buf, &a->op.value) != 0) {
-        dlg_input(a, "Override", "Not a positive whole number. New capacity:", a->dlg.buf,
-                  override_value);
+        dlg_input(a, "Override", "Not a whole number from 1 to " CAPACITY_RANGE ". New capacity:",
+                  a->dlg.buf, override_value);
         return RT_REDRAW;
     }
     dlg_input(a, "Override", "Until when? A duration such as 1d or a time such as 2026-12-31 "
@@ -385,8 +385,8 @@ static unsigned override_limit(app *a, int ok)
         return 0;
     const rule_limit *c = &a->op.cands[a->dlg.sel];
     snprintf(a->op.limit_name, sizeof a->op.limit_name, "%s", c->name);
-    snprintf(text, sizeof text, "New capacity of limit '%s' for '%s' (now %lld):", c->name,
-             a->op.key_esc, (long long)c->value);
+    snprintf(text, sizeof text, "New capacity of limit '%s' for '%s' (now %lld; 1 to "
+             CAPACITY_RANGE "):", c->name, a->op.key_esc, (long long)c->value);
     snprintf(init, sizeof init, "%lld", (long long)c->value);
     dlg_input(a, "Override", text, init, override_value);
     return RT_REDRAW;

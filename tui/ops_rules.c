@@ -73,9 +73,10 @@ static unsigned edit_value(app *a, int ok)
     while (*end == ' ')
         end++;
     value = pv;
-    if (a->dlg.buf[0] < '0' || a->dlg.buf[0] > '9' || *end || value < 1) {
-        dlg_input(a, "Edit a limit", "Not a positive whole number. New capacity:", a->dlg.buf,
-                  edit_value);
+    if (a->dlg.buf[0] < '0' || a->dlg.buf[0] > '9' || *end || value < 1 ||
+        value > RLS_LIMIT_MAX) {
+        dlg_input(a, "Edit a limit", "Not a whole number from 1 to " CAPACITY_RANGE
+                  ". New capacity:", a->dlg.buf, edit_value);
         return RT_REDRAW;
     }
     /* The active version and its YAML, as a consistent pair: the change is
@@ -125,7 +126,8 @@ static unsigned edit_choice(app *a, int ok)
     snprintf(a->op.tier, sizeof a->op.tier, "%s", c->tier);
     snprintf(a->op.limit_name, sizeof a->op.limit_name, "%s", c->name);
     a->op.version = c->value;   /* the old value, for the comment */
-    snprintf(text, sizeof text, "New capacity of limit '%s' of action '%s' for %s%s%s (now %lld):",
+    snprintf(text, sizeof text, "New capacity of limit '%s' of action '%s' for %s%s%s (now %lld; "
+             "1 to " CAPACITY_RANGE "):",
              c->name, c->action, c->tier[0] ? "tier '" : "the default limits", c->tier,
              c->tier[0] ? "'" : "", (long long)c->value);
     snprintf(init, sizeof init, "%lld", (long long)c->value);

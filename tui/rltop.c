@@ -280,7 +280,9 @@ static int open_db(app *a, const char *path, const char *counters)
     }
     if (rc != RLS_OK) {
         const char *d = rls_errmsg(NULL);
-        fprintf(stderr, "rltop: cannot open '%s': %s\n", p ? p : "?", d && *d ? d : rls_strerror(rc));
+        char *de = msg_esc_dup(d && *d ? d : rls_strerror(rc));
+        fprintf(stderr, "rltop: cannot open '%s': %s\n", p ? p : "?", de ? de : "?");
+        free(de);
         free(p);
         return exit_for(rc);
     }
@@ -304,7 +306,9 @@ static int check_action(app *a)
         return 0;
     char *e = esc_dup(a->m.f_action);
     const char *d = rls_errmsg(a->m.db);
-    fprintf(stderr, "rltop: cannot show action '%s': %s\n", e ? e : "?", d && *d ? d : rls_strerror(rc));
+    char *de = msg_esc_dup(d && *d ? d : rls_strerror(rc));
+    fprintf(stderr, "rltop: cannot show action '%s': %s\n", e ? e : "?", de ? de : "?");
+    free(de);
     free(e);
     return exit_for(rc);
 }

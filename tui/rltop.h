@@ -51,6 +51,9 @@ enum { VIEW_KEYS, VIEW_RULES, VIEW_BLOCKS, VIEW_AUDIT, VIEW_COUNT };
 #define NAME_LEN (RLS_NAME_MAX + 1)
 #define SPARK_SECONDS 300   /* the sparkline covers the last 5 minutes */
 #define MAX_TIERS 64
+/* The capacities a limit or an override may have, as dialogs state them. */
+#define CAPACITY_RANGE "1000000000000"
+_Static_assert(RLS_LIMIT_MAX == 1000000000000LL, "CAPACITY_RANGE is RLS_LIMIT_MAX");
 
 /* ---- model: plain copies of what the library returned ------------------- */
 
@@ -289,6 +292,10 @@ const char *fmt_clock(int64_t ms, char *buf, size_t size);  /* "2026-11-21 10:00
 int text_width(const char *s);
 /* Escaped malloc'd copy of s for display (NULL only if out of memory). */
 char *esc_dup(const char *s);
+/* A library message (rls_errmsg) for display: control and format characters
+ * escaped as in a key, backslashes kept (the library may have escaped the
+ * input it quotes already).  malloc'd; NULL out of memory. */
+char *msg_esc_dup(const char *s);
 /* The name of a database for display: a PostgreSQL URI with its password
  * masked, escaped (malloc'd; NULL only if out of memory). */
 char *db_name(const char *path);

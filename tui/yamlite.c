@@ -19,6 +19,7 @@ typedef struct ps {
     const char *s;
     size_t len;
     size_t pos;     /* after a block node: the start of the line after it */
+    size_t base;    /* 3 after a UTF-8 byte order mark, else 0 */
     int depth;
     char *err;
     size_t errsize;
@@ -116,9 +117,10 @@ static int at_eol(const ps *p, size_t i)
     return i >= p->len || p->s[i] == '\n' || (p->s[i] == '\r' && (i + 1 >= p->len || p->s[i + 1] == '\n'));
 }
 
+/* The first line starts after a byte order mark: columns ignore it. */
 static size_t line_start(const ps *p, size_t i)
 {
-    while (i > 0 && p->s[i - 1] != '\n')
+    while (i > p->base && p->s[i - 1] != '\n')
         i--;
     return i;
 }
@@ -618,10 +620,13 @@ static yl_node *block_node(ps *p, size_t c, int col)
 
 int yl_parse(const char *text, size_t len, yl_node **root, char *err, size_t errsize)
 {
-    ps p = {text, len, 0, 0, err, errsize, 0};
+    ps p = {text, len, 0, 0, 0, err, errsize, 0};
     *root = NULL;
     err[0] = '\0';
-    size_t c = next_content(&p, 0);
+    /* the library accepts (and stores) a rule file with a UTF-8 mark */
+    if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0)
+        p.base = 3;
+    size_t c = next_content(&p, p.base);
     if (!p.failed && c < len && column(&p, c) == 0 && p.s[c] == '%') {
         fail(&p, c, "directives (%%) are not supported");
     } else if (!p.failed && c < len && column(&p, c) == 0 && strncmp(text + c, "---", 3) == 0 &&

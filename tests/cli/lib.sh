@@ -314,3 +314,41 @@ actions:
       - { name: hourly, algorithm: sliding_log, limit: 5, window: 1h }
 YAML
 }
+
+AS=()
+OTHER_RLCTL=$RLCTL
+OTHER_SKIP=
+# other_user: prepares running rlctl as a user without this one's rights,
+# for the tests of permissions.  Sets AS (the command prefix: as root,
+# setpriv to nobody; otherwise empty, the modes then do the work) and
+# OTHER_RLCTL (the rlctl that user runs).  Another user may not reach the
+# build directory (a checkout in root's home or under `mktemp -d` is mode
+# 0700), so as root rlctl and its library are copied into $W/.bin, and $W
+# is made traversable.  Returns 1, with OTHER_SKIP saying why in one line,
+# when that user cannot run it.
+other_user() {
+    AS=()
+    OTHER_RLCTL=$RLCTL
+    OTHER_SKIP=
+    [ "$(id -u)" = 0 ] || return 0
+    if ! command -v setpriv >/dev/null; then
+        OTHER_SKIP="running as root without setpriv (util-linux) to become nobody"
+        return 1
+    fi
+    AS=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
+    local bin=$W/.bin lib
+    lib=$(dirname "$RLCTL")/librlstore.so.0
+    if [ ! -d "$bin" ]; then
+        mkdir -m 755 "$bin" && cp "$RLCTL" "$bin/rlctl" && cp -L "$lib" "$bin/" &&
+            chmod 755 "$W" "$bin/rlctl" && chmod 644 "$bin/librlstore.so.0" || {
+            OTHER_SKIP="cannot copy rlctl and $lib into $bin"
+            return 1
+        }
+    fi
+    OTHER_RLCTL=$bin/rlctl
+    if ! "${AS[@]}" "$OTHER_RLCTL" --version >/dev/null 2>&1; then
+        OTHER_SKIP="user nobody cannot run $OTHER_RLCTL (is ${TMPDIR:-/tmp} closed to other users?)"
+        return 1
+    fi
+    return 0
+}

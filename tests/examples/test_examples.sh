@@ -131,7 +131,7 @@ start_server() {
     "$EX/http429" "$@" >"$_log" 2>&1 &
     server_pid=$!
     port=
-    for _i in $(seq 1 100); do
+    for _i in $(seq 1 2400); do
         port=$(sed -n 's|^listening on http://127.0.0.1:\([0-9][0-9]*\)/$|\1|p' "$_log")
         [ -n "$port" ] && return 0
         kill -0 "$server_pid" 2>/dev/null || break
@@ -141,15 +141,15 @@ start_server() {
     return 1
 }
 
-# stop_server: SIGTERM, then the exit status must be 0 within 5 seconds.
+# stop_server: SIGTERM, then the exit status must be 0 (a hang fails after 120 s).
 stop_server() {
     kill -TERM "$server_pid" 2>/dev/null
-    for _i in $(seq 1 100); do
+    for _i in $(seq 1 2400); do
         kill -0 "$server_pid" 2>/dev/null || break
         sleep 0.05
     done
     if kill -0 "$server_pid" 2>/dev/null; then
-        fail "http429 did not exit within 5 s of SIGTERM"
+        fail "http429 did not exit within 120 s of SIGTERM"
         kill -KILL "$server_pid" 2>/dev/null
         wait "$server_pid" 2>/dev/null
     elif wait "$server_pid"; then
@@ -256,7 +256,7 @@ if start_server proxy --requests 4 --trust-forwarded "$TMP/p.db" 0; then
     expect_resp "a forwarded address that is not one" "$TMP/p3" 400
     get /a >"$TMP/p4"
     expect_resp "the fourth request" "$TMP/p4" 200
-    for _i in $(seq 1 100); do
+    for _i in $(seq 1 2400); do
         kill -0 "$server_pid" 2>/dev/null || break
         sleep 0.05
     done

@@ -24,7 +24,7 @@
  *     matches exactly its text, a prefix pattern exactly the keys starting
  *     with it, a CIDR pattern its own network address (normalised);
  *   - key_escape / rls_key_escape: output is valid UTF-8 without C0/C1
- *     control bytes or DEL, decodes back to the key, and a too-small buffer
+ *     control bytes, DEL or format characters (unicode.h), decodes back to the key, and a too-small buffer
  *     holds the longest run of whole units that fits (never half an escape
  *     or half a character), always NUL-terminated.
  */
@@ -35,6 +35,7 @@
 
 #include "keynorm.h"
 #include "rlstore.h"
+#include "unicode.h"
 
 #define OUT_MAX 8192
 
@@ -349,6 +350,13 @@ static void check_escape(const uint8_t *key, size_t keylen, uint32_t h)
         } else {
             FUZZ_CHECK(o + u <= keylen && memcmp(key + o, s, u) == 0,
                        "copied bytes differ from the key");
+            if (u > 1) {
+                uint32_t cp = s[0] & (u == 2 ? 0x1f : u == 3 ? 0x0f : 0x07);
+                for (size_t j = 1; j < u; j++)
+                    cp = cp << 6 | (s[j] & 0x3f);
+                FUZZ_CHECK(!uni_is_invisible(cp), "format character U+%04X in output",
+                           (unsigned)cp);
+            }
             o += u;
         }
         i += u;

@@ -32,7 +32,7 @@ FUZZ_CFLAGS="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined 
 -Wall -Wextra -Iinclude -Icore"
 
 # Sources of the pure text helpers (result.c wraps them for the public API).
-FUZZ_PURE="core/duration.c core/headers.c core/keynorm.c core/result.c core/timefmt.c core/tz.c"
+FUZZ_PURE="core/duration.c core/headers.c core/keynorm.c core/result.c core/timefmt.c core/tz.c core/unicode.c"
 
 fuzz_targets() {
     echo "fuzz_config fuzz_duration fuzz_keynorm fuzz_headers fuzz_time fuzz_tzif"
@@ -42,7 +42,7 @@ fuzz_sources() {
     case $1 in
     fuzz_config)
         echo "core/config.c core/config_assign.c core/config_limit.c core/config_value.c \
-core/config_yaml.c core/rules.c core/algo.c core/duration.c core/keynorm.c core/timefmt.c core/tz.c" ;;
+core/config_yaml.c core/rules.c core/algo.c core/duration.c core/keynorm.c core/timefmt.c core/tz.c core/unicode.c" ;;
     *)
         echo "$FUZZ_PURE" ;;
     esac

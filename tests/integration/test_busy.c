@@ -24,7 +24,12 @@ static const char *RULES =
     "  many:\n"
     "    limits: [ { name: n, algorithm: fixed_window, limit: 1000000000, window: 1d } ]\n";
 
-#define BOUND_MS 1000   /* generous: the mechanism takes a few ms */
+/* A waiter that must get through waits up to WAIT_MS (its busy timeout):
+ * a broken mechanism shows as EBUSY, whatever the machine's speed.  The
+ * mechanism takes a few ms; BOUND_MS only catches one that works but
+ * drags, and is far above what a loaded machine adds. */
+#define WAIT_MS 60000
+#define BOUND_MS (WAIT_MS / 4)
 
 static int64_t mono_ms(void)
 {
@@ -304,7 +309,7 @@ static void holder_killed_in_its_transaction_does_not_block(void **state)
     IT_SQLITE_ONLY();
     itest *t = it_new(RULES);
     child h = holder_start(t->path);
-    child c = checker_start(t->path, "after-kill", 5000);
+    child c = checker_start(t->path, "after-kill", WAIT_MS);
     wait_queued(t->db, 2);
     sleep_ms(20);
     still_waiting(&c);
@@ -331,12 +336,12 @@ static void processes_killed_in_line_do_not_block(void **state)
     for (int i = 0; i < 8; i++) {
         char key[16];
         snprintf(key, sizeof key, "w%d", i);
-        w[i] = checker_start(t->path, key, 5000);
+        w[i] = checker_start(t->path, key, WAIT_MS);
     }
     wait_queued(t->db, 9);
     for (int i = 0; i < 8; i++)
         child_end(&w[i], 1);
-    child s = checker_start(t->path, "survivor", 5000);
+    child s = checker_start(t->path, "survivor", WAIT_MS);
     wait_queued(t->db, 10);
     sleep_ms(10);
     still_waiting(&s);
@@ -377,9 +382,12 @@ static void killed_while_holding_writers_off_does_not_block(void **state)
     itest *t = it_new(RULES);
     child h = child_fork(hold_off_body, t->path);
     assert_int_equal(child_read(&h), 'o');
-    child c = checker_start(t->path, "held", 5000);
+    child c = checker_start(t->path, "held", WAIT_MS);
+    /* No "still waiting" probe here: a hold-off ends by itself after
+     * HOLD_MAX_NS (50 ms), so whether the checker still waits at any moment
+     * depends on the machine's speed (under ASan and load it often has
+     * gone on).  What must hold is that it goes on, admitted. */
     sleep_ms(20);
-    still_waiting(&c);
     int64_t t0 = mono_ms();
     child_end(&h, 1);
     outcome oc = checker_outcome(&c);
@@ -442,7 +450,7 @@ static void the_busy_timeout_is_kept(void **state)
     child c = checker_start(t->path, "patient", 200);
     outcome oc = checker_outcome(&c);
     assert_int_equal(oc.rc, RLS_EBUSY);
-    assert_true(oc.ms >= 150 && oc.ms < 10 * BOUND_MS);
+    assert_true(oc.ms >= 150 && oc.ms < BOUND_MS);
     c = checker_start(t->path, "impatient", 0);
     oc = checker_outcome(&c);
     assert_int_equal(oc.rc, RLS_EBUSY);
@@ -450,7 +458,7 @@ static void the_busy_timeout_is_kept(void **state)
     assert_int_equal(write(h.to, "c", 1), 1);
     assert_int_equal(child_read(&h), 'c');
     assert_int_equal(child_end(&h, 0), 0);
-    c = checker_start(t->path, "next", 5000);
+    c = checker_start(t->path, "next", WAIT_MS);
     oc = checker_outcome(&c);
     assert_int_equal(oc.rc, RLS_OK);
     assert_true(oc.allowed);

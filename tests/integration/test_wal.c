@@ -25,6 +25,23 @@ static off_t file_size(const char *path, const char *suffix)
     return stat(p, &sb) == 0 ? sb.st_size : -1;
 }
 
+/* The WAL header's checkpoint sequence number (big-endian, bytes 12-15):
+ * SQLite adds one each time the WAL is started over.  -1 if unreadable. */
+static long wal_restarts(const char *path)
+{
+    char p[4200];
+    unsigned char h[16];
+    snprintf(p, sizeof p, "%s-wal", path);
+    FILE *f = fopen(p, "rb");
+    size_t n = f ? fread(h, 1, sizeof h, f) : 0;
+    if (f)
+        fclose(f);
+    if (n != sizeof h)
+        return -1;
+    return (long)((unsigned long)h[12] << 24 | (unsigned long)h[13] << 16 |
+                  (unsigned long)h[14] << 8 | h[15]);
+}
+
 /* n checks on n distinct keys (each writes a new row). */
 static void distinct_checks(itest *t, int n, int first)
 {
@@ -58,7 +75,7 @@ static void wal_stays_bounded(void **state)
 }
 
 #define WRITERS 3
-#define WRITES 4000
+#define WRITES 2000
 
 struct writer {
     const char *path;
@@ -102,6 +119,9 @@ static void wal_stays_bounded_with_concurrent_writers(void **state)
         "    key: ip\n"
         "    limits: [ { name: day, algorithm: fixed_window, limit: 5000, window: 1d } ]\n";
     itest *t = it_new(rules);
+    it_check(t, "api", "10.255.255.255", 1, T0, NULL);   /* the WAL exists */
+    long restarts = wal_restarts(t->path);
+    assert_true(restarts >= 0);
     pthread_t th[WRITERS];
     struct writer w[WRITERS];
     int admitted = 0;
@@ -115,14 +135,17 @@ static void wal_stays_bounded_with_concurrent_writers(void **state)
         admitted += w[i].admitted;
     }
     assert_int_equal(admitted, 5000);  /* exact under contention */
-    /* 17,000 commits that write about 1 KiB each (12,000 new keys, 5,000
-     * admissions of the hot one): without the WAL ever being started over
-     * it would exceed 17 MB.  How far past the 4 MiB checkpoint size it
-     * gets depends on how much the other writers commit while the
-     * checkpointer copies (6.5 MB seen on a machine loaded 5 times over its
-     * processors), so the bound asks only that it was started over well
-     * before the end, not how soon: the machine's speed does not decide it. */
-    assert_true(file_size(t->path, "-wal") < 12 * 1024 * 1024);
+    /* 12,000 commits of about 1 KiB each: the WAL was started over while
+     * the writers ran (RESTART past 4 MiB), and the file, whose size is
+     * the furthest the WAL reached, stayed far below what was written.
+     * How far past 4 MiB the restart came depends on the machine's load
+     * (a restart waits for the readers of the old WAL): it is reported,
+     * and judged only against the 12 MB that no restart would leave. */
+    off_t wal = file_size(t->path, "-wal");
+    print_message("WAL started over %ld time(s), its file reached %lld bytes\n",
+                  wal_restarts(t->path) - restarts, (long long)wal);
+    assert_true(wal_restarts(t->path) > restarts);
+    assert_true(wal < 10 * 1024 * 1024);
     it_free(t);
 }
 

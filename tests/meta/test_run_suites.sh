@@ -28,12 +28,12 @@ suite skips 'echo "[  SKIPPED ] 2 test(s)."'
 suite crash 'echo "[  PASSED  ] 5 test(s)."; echo "crash output"; kill -SEGV $$'
 suite silent 'echo "nothing to count"'
 suite exit1 'echo "[  PASSED  ] 1 test(s)."; exit 3'
-# each waits (up to 20 s) for the other's file: only side by side do both pass
+# each waits (up to 300 s) for the other's file: only side by side do both pass
 suite ping 'touch "$(dirname "$0")/ping.here"; i=0
-while [ ! -e "$(dirname "$0")/pong.here" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+while [ ! -e "$(dirname "$0")/pong.here" ] && [ $i -lt 3000 ]; do sleep 0.1; i=$((i + 1)); done
 [ -e "$(dirname "$0")/pong.here" ] && echo "[  PASSED  ] 1 test(s)." || echo "[  FAILED  ] 1 test(s)"'
 suite pong 'touch "$(dirname "$0")/pong.here"; i=0
-while [ ! -e "$(dirname "$0")/ping.here" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+while [ ! -e "$(dirname "$0")/ping.here" ] && [ $i -lt 3000 ]; do sleep 0.1; i=$((i + 1)); done
 [ -e "$(dirname "$0")/ping.here" ] && echo "[  PASSED  ] 1 test(s)." || echo "[  FAILED  ] 1 test(s)"'
 # what a suite sees of the database it is given and of PG_KNOBS
 suite env 'echo "uri=${RLSTORE_TEST_PG:-none} knob=${RLS_TEST_KNOB:-none}"; echo "[  PASSED  ] 1 test(s)."'
@@ -122,12 +122,12 @@ fi
 suite sleeper 'sleep 60 & echo $! >"$(dirname "$0")/sleeper.pid"; wait'
 bash "$runner" "$tmp/sleeper" >"$tmp/o7b" 2>&1 &
 runner_pid=$!
-for _ in $(seq 100); do [ -s "$tmp/sleeper.pid" ] && break; sleep 0.1; done
+for _ in $(seq 3000); do [ -s "$tmp/sleeper.pid" ] && break; sleep 0.1; done
 kill -TERM "$runner_pid"
 wait "$runner_pid"
 rc=$?
 gone=0
-for _ in $(seq 50); do
+for _ in $(seq 3000); do
     # a child of a killed suite may linger as a zombie: that is gone too
     st=$(cut -d' ' -f3 "/proc/$(cat "$tmp/sleeper.pid")/stat" 2>/dev/null)
     case $st in "" | Z*) gone=1; break ;; esac

@@ -230,7 +230,7 @@ bouncer_start() {
     tries=0
     until PGCONNECT_TIMEOUT=5 "$PSQL" -X -q "$URI" -c "SELECT 1" </dev/null >/dev/null 2>&1; do
         tries=$((tries + 1))
-        if [ "$tries" -ge 50 ]; then
+        if [ "$tries" -ge 600 ]; then   # 120 s: a bound against a hang only
             tail -n 5 "$DIR/pgbouncer.log" >&2
             pg_stop "$DIR"
             die "pgbouncer does not answer on port $bport"

@@ -190,6 +190,38 @@ static void test_edit_shapes(void **state)
     check_edit(odd, "mail.send", "", "daily", 99, "      { name: 'daily', limit: 99 },\r");
 }
 
+/* A rule file saved with a UTF-8 byte order mark (the library accepts and
+ * stores it): read and edited like any other, the mark kept. */
+static void test_byte_order_mark(void **state)
+{
+    (void)state;
+    static const char bom[] =
+        "\xEF\xBB\xBFversion: 1\r\n"
+        "actions:\r\n"
+        "  api:\r\n"
+        "    limits:\r\n"
+        "      - { name: rate, algorithm: fixed_window, limit: 4, window: 1m }\r\n";
+    yl_node *root = NULL;
+    char err[300] = "";
+    if (yl_parse(bom, strlen(bom), &root, err, sizeof err) != 0)
+        fail_msg("a file with a byte order mark: %s", err);
+    assert_string_equal(yl_text(root, "version"), "1");
+    yl_free(root);
+    check_edit(bom, "api", "", "rate", 9,
+               "      - { name: rate, algorithm: fixed_window, limit: 9, window: 1m }\r");
+    char *out = NULL;
+    size_t len;
+    int line;
+    assert_int_equal(yl_set_limit(bom, strlen(bom), "api", "", "rate", 9, &out, &len, &line, err,
+                                  sizeof err), 0);
+    assert_memory_equal(out, "\xEF\xBB\xBFversion: 1\r\n", 15);
+    free(out);
+    /* a mark anywhere else is text, and a mark alone is an empty file */
+    assert_int_equal(yl_parse("\xEF\xBB\xBF", 3, &root, err, sizeof err), 0);
+    assert_int_equal(root->n, 0);
+    yl_free(root);
+}
+
 static void expect_refusal(const char *text, const char *action, const char *tier,
                            const char *name, const char *want)
 {
@@ -322,7 +354,7 @@ int main(void)
         cmocka_unit_test(test_tiers),       cmocka_unit_test(test_limits),
         cmocka_unit_test(test_edit_demo),   cmocka_unit_test(test_edit_shapes),
         cmocka_unit_test(test_refusals),    cmocka_unit_test(test_damage),
-        cmocka_unit_test(test_apply),
+        cmocka_unit_test(test_apply),       cmocka_unit_test(test_byte_order_mark),
     };
     return cmocka_run_group_tests_name("yamlite", tests, setup, teardown);
 }

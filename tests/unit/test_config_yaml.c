@@ -169,12 +169,46 @@ static void test_binary_garbage(void **state)
         assert_true(e->e[0].column >= 1);
         assert_non_null(strstr(e->e[0].msg, "invalid YAML"));
     }
-    /* an ELF header, and UTF-16 with a byte order mark */
+    /* an ELF header */
     const config_errors *e = TC_BADN("\x7f" "ELF\x02\x01\x01", 7);
     TC_EXPECT(e, 1, 1, "invalid YAML: control characters are not allowed");
+}
+
+/* A UTF-8 byte order mark (as editors on Windows write) is skipped; lines
+ * and columns are what an editor shows, byte offsets the file's.  UTF-16
+ * and UTF-32 are refused by name, never decoded. */
+static void test_byte_order_mark(void **state)
+{
+    static const char rules[] = "\xEF\xBB\xBFversion: 1\n" "actions: { a: { limits: "
+                                "[ { name: n, limit: 1, window: 1s } ] } }\n";
+    ruleset_free(TC_OK(rules));
+    ruleset_free(TC_OK("\xEF\xBB\xBFversion: 1\r\nactions:\r\n  a:\r\n    limits:\r\n"
+          "      - { name: n, limit: 1, window: 1s }\r\n"));
+    const config_errors *e = TC_BAD("\xEF\xBB\xBFversion: 1\nactions: 7\n");
+    TC_EXPECT(e, 2, 10, "actions");
+    e = TC_BAD("\xEF\xBB\xBF  version: 1\n x: 2\n");
+    TC_EXPECT(e, 2, 2, "invalid YAML");
+    e = TC_BAD("\xEF\xBB\xBF" "version: 1\n\x01");
+    TC_EXPECT(e, 2, 1, "control characters are not allowed (0x1 at byte 14)");
+    static const char *const empty[] = {"\xEF\xBB\xBF", "\xEF\xBB\xBF\n", "\xEF\xBB\xBF# c\r\n"};
+    for (size_t i = 0; i < sizeof empty / sizeof empty[0]; i++) {
+        e = TC_BAD(empty[i]);
+        assert_int_equal(e->total, 1);
+        assert_string_equal(e->e[0].msg, "empty configuration");
+    }
+    e = TC_BAD("\xEF\xBB\xBF\xEF\xBB\xBFversion: 1\n");  /* one mark only */
+    assert_int_equal(e->total, 1);
     e = TC_BADN("\xff\xfev\0e\0r\0", 8);
-    TC_EXPECT(e, 1, 1, "invalid YAML: invalid leading UTF-8 octet (0xFF at "
-              "byte 0); the file must be UTF-8 text");
+    TC_EXPECT(e, 1, 1, "the file is UTF-16 text (it starts with a byte order mark); "
+              "save it as UTF-8");
+    e = TC_BADN("\xfe\xff\0v\0e", 6);
+    TC_EXPECT(e, 1, 1, "the file is UTF-16 text");
+    e = TC_BADN("\xff\xfe\0\0v\0\0\0", 8);
+    TC_EXPECT(e, 1, 1, "the file is UTF-32 text");
+    e = TC_BADN("\0\0\xfe\xff\0\0\0v", 8);
+    TC_EXPECT(e, 1, 1, "the file is UTF-32 text");
+    e = TC_BADN("\xff\xfe", 2);
+    TC_EXPECT(e, 1, 1, "the file is UTF-16 text");
 }
 
 static void test_invalid_utf8(void **state)
@@ -398,6 +432,7 @@ int main(void)
         cmocka_unit_test(test_deep_nesting),
         cmocka_unit_test(test_oversized_input),
         cmocka_unit_test(test_binary_garbage),
+        cmocka_unit_test(test_byte_order_mark),
         cmocka_unit_test(test_invalid_utf8),
         cmocka_unit_test(test_syntax_errors),
         cmocka_unit_test(test_empty_and_streams),

@@ -351,6 +351,23 @@ static void test_escape(void **state)
     assert_string_equal(esc("\xff\xfe", 2), "\\xff\\xfe");
     /* C1 controls (U+0080..U+009F, e.g. U+009B CSI) are escaped */
     assert_string_equal(esc("\xc2\x9b", 2), "\\xc2\\x9b");
+    /* characters that show nothing but reorder or hide text: bidi
+     * controls, zero-width ones, the BOM, separators, tags (U+E0041) */
+    assert_string_equal(esc("a\xe2\x80\xae" "b\xe2\x80\xac", 8),
+                        "a\\xe2\\x80\\xaeb\\xe2\\x80\\xac");
+    static const char *const invisible[] = {
+        "\xe2\x80\xaa", "\xe2\x81\xa6", "\xe2\x81\xa9", "\xe2\x80\x8e", "\xe2\x80\x8f",
+        "\xd8\x9c", "\xe2\x80\x8b", "\xe2\x80\x8d", "\xef\xbb\xbf", "\xe2\x80\xa8",
+        "\xe2\x80\xa9", "\xe2\x81\xa0", "\xc2\xad", "\xf3\xa0\x81\x81",
+    };
+    for (size_t i = 0; i < sizeof invisible / sizeof invisible[0]; i++) {
+        const char *e = esc(invisible[i], strlen(invisible[i]));
+        assert_int_equal(strlen(e), 4 * strlen(invisible[i]));
+        assert_int_equal(e[0], '\\');
+    }
+    /* their neighbours are letters and punctuation, shown as they are */
+    assert_string_equal(esc("\xe2\x80\x90\xe2\x80\xaf\xd8\x9b\xef\xbb\xbe", 11),
+                        "\xe2\x80\x90\xe2\x80\xaf\xd8\x9b\xef\xbb\xbe");
     /* snprintf-style length; a unit that does not fit is left out whole */
     assert_int_equal(key_escape("ab\x01", 3, small, sizeof small), 6);
     assert_string_equal(small, "ab");

@@ -13,9 +13,16 @@ needed.  The library is found through the environment variable RLSTORE_LIB
 ctypes.util.find_library("rlstore").
 
 Failures raise rlstore.Error, whose .name is the library's code name
-("EKEY", "EBUSY", ...) and .message the detail.  A check that fails on a
-storage error still carries the decision of the failure policy in
-Error.result (reason "degraded"), exactly as the C API fills rls_result.
+("EKEY", "EBUSY", ...) and .message the detail, with one exception that
+is the C library's contract: when check(), peek() or reserve() cannot ask
+the database (busy, I/O error, disk full, read-only, no rules...), the
+failure policy decides (the action's on_error, else the rule file's
+defaults.on_error, else the on_error of Limiter.open) and the call returns
+that decision: a Result with reason "degraded" whose .error is the
+rlstore.Error that happened.  An application that does not look at .error
+behaves as configured; one that does can log it.  Invalid input (EKEY,
+ECOST, ETIME, ENOACTION, EINVAL) and a closed Limiter (EMISUSE) raise:
+those are the caller's bugs, and Error.result holds the denying Result.
 
 A Limiter may be shared by threads: calls on one Limiter are serialised
 (the C handle is used by one thread at a time).  For parallel checks open
@@ -39,6 +46,10 @@ __version__ = "0.1.0"
 RESERVE_TTL_DEFAULT_MS = 60000
 DURABILITY = {"normal": 0, "full": 1}
 ON_ERROR = {"deny": 0, "allow": 1}
+# Errors of the caller's input (or a closed Limiter): raised by check(),
+# peek() and reserve().  Every other error is a failure of the database or
+# its rules, which the failure policy answers (see the module's docstring).
+_INPUT_ERRORS = frozenset(("EINVAL", "EKEY", "ECOST", "ETIME", "ENOACTION", "EMISUSE"))
 
 Key = Union[str, bytes]
 
@@ -54,8 +65,11 @@ class Error(Exception):
     code     the numeric code (stable, see rlstore.h)
     name     its symbolic name without prefix: "EKEY", "ENOACTION", ...
     message  the detail: rls_errmsg() of the call, else rls_strerror()
-    result   for check/peek/reserve: the Result the library filled per
-             the failure policy (reason "degraded"); otherwise None
+    result   for check/peek/reserve refused for their input: the denying
+             Result the library filled (reason "degraded"); otherwise None.
+             (A database failure in those calls is not raised: the call
+             returns the failure policy's Result, with this Error in
+             Result.error.)
     """
 
     def __init__(self, code: int, message: str = "", result: "Optional[Result]" = None):
@@ -72,7 +86,9 @@ class Result:
     """The outcome of a check, for its deciding limit (see rls_check(3)).
 
     Times are milliseconds; retry_after_ms is -1 when the request can never
-    be admitted (cost above capacity, a block forever).
+    be admitted (cost above capacity, a block forever).  error is None,
+    or, when the database could not decide and the failure policy did
+    (reason "degraded"), the rlstore.Error that happened.
     """
 
     allowed: bool
@@ -84,6 +100,12 @@ class Result:
     delay_ms: int
     window_ms: int
     rule: str
+    error: "Optional[Error]" = dataclasses.field(default=None, compare=False)
+
+    @property
+    def degraded(self) -> bool:
+        """True when the failure policy decided, not the limits."""
+        return self.reason == "degraded"
 
     @classmethod
     def _from_c(cls, r: _ffi.CResult) -> "Result":
@@ -244,15 +266,26 @@ class Limiter:
                 rc = getattr(lib, fn)(db, a, k, cost, ctypes.byref(r))
             else:
                 rc = getattr(lib, fn + "_at")(db, a, k, cost, now_ms, ctypes.byref(r))
-            res = Result._from_c(r)
-            if rc != 0:
-                raise self._fail(rc, res)
+            res = self._policy(rc, Result._from_c(r))
         return res
+
+    def _policy(self, rc: int, res: Result) -> Result:
+        """res as the library filled it; on an error, raises it if it is
+        the caller's, else returns res carrying it (the failure policy's
+        decision)."""
+        if rc == 0:
+            return res
+        err = self._fail(rc, res)
+        if err.name in _INPUT_ERRORS:
+            raise err
+        return dataclasses.replace(res, error=err)
 
     def check(self, action: str, key: Key, cost: int = 1, *,
               now_ms: Optional[int] = None) -> Result:
         """Checks a request and, if every limit of the action admits it,
-        charges it.  A denial is not an error: look at Result.allowed."""
+        charges it.  A denial is not an error: look at Result.allowed.
+        When the database cannot decide, the failure policy does: the
+        Result has reason "degraded" and .error set (nothing is raised)."""
         return self._decide("rls_check", action, key, cost, now_ms)
 
     def peek(self, action: str, key: Key, cost: int = 1, *,
@@ -292,9 +325,7 @@ class Limiter:
             else:
                 rc = lib.rls_reserve_at(db, a, k, cost, ttl_ms, now_ms, ctypes.byref(rid),
                                         ctypes.byref(r))
-            res = Result._from_c(r)
-            if rc != 0:
-                raise self._fail(rc, res)
+            res = self._policy(rc, Result._from_c(r))
         return Reservation(rid.value or None, res)
 
     def _resolve(self, fn: str, reservation: Union[int, Reservation],

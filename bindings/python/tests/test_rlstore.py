@@ -129,10 +129,13 @@ class TestRules(Base):
         self.assertEqual(self.lim.check("signup", "192.0.2.1", now_ms=MONDAY).limit, 3)
 
     def test_no_rules(self):
-        with rlstore.Limiter.open(os.path.join(self.dir.name, "empty.db")) as lim:
-            with self.assertRaises(rlstore.Error) as cm:
-                lim.check("signup", "192.0.2.1")
-            self.assertEqual(cm.exception.name, "ENORULES")
+        # no rules: the handle's failure policy decides, the error rides along
+        for policy, allowed in (("deny", False), ("allow", True)):
+            path = os.path.join(self.dir.name, "empty-%s.db" % policy)
+            with rlstore.Limiter.open(path, on_error=policy) as lim:
+                r = lim.check("signup", "192.0.2.1")
+                self.assertEqual((r.allowed, r.reason, r.degraded), (allowed, "degraded", True))
+                self.assertEqual(r.error.name, "ENORULES")
 
 
 class TestCheck(Base):
@@ -193,17 +196,61 @@ class TestCheck(Base):
             self.assertEqual(cm.exception.name, name, key)
 
     def test_storage_failure_follows_the_failure_policy(self):
-        # A read-only handle cannot charge: EREADONLY, and Error.result holds
-        # the decision of the handle's on_error policy.
+        # A read-only handle cannot charge: EREADONLY.  As in C, the call
+        # returns the decision of the handle's on_error policy, and the
+        # error with it; nothing is raised.
         for policy, allowed in (("deny", False), ("allow", True)):
             with rlstore.Limiter.open(self.path, read_only=True, on_error=policy) as ro:
-                with self.assertRaises(rlstore.Error) as cm:
-                    ro.check("signup", "192.0.2.1")
-                e = cm.exception
-                self.assertEqual(e.name, "EREADONLY")
-                self.assertEqual((e.result.allowed, e.result.reason), (allowed, "degraded"))
+                r = ro.check("signup", "192.0.2.1")
+                self.assertEqual((r.allowed, r.reason, r.degraded), (allowed, "degraded", True))
+                self.assertIsInstance(r.error, rlstore.Error)
+                self.assertEqual(r.error.name, "EREADONLY")
+                self.assertTrue(r.error.message)
+                res = ro.reserve("signup", "192.0.2.1")
+                self.assertEqual((res.allowed, res.id, res.result.error.name),
+                                 (allowed, None, "EREADONLY"))
+                ro.commit(res)   # nothing pending: a no-op
                 # peeking needs no write
-                self.assertTrue(ro.peek("signup", "192.0.2.1").allowed)
+                p = ro.peek("signup", "192.0.2.1")
+                self.assertTrue(p.allowed)
+                self.assertIsNone(p.error)
+                self.assertFalse(p.degraded)
+
+    def test_action_on_error_allow_admits_on_a_storage_error(self):
+        # The action's own on_error wins over the handle's (deny): an
+        # application that never looks at the error admits, as configured.
+        self.lim.rules_apply(RULES.replace("  api:\n", "  api:\n    on_error: allow\n"),
+                             now_ms=MONDAY)
+        with rlstore.Limiter.open(self.path, read_only=True, on_error="deny") as ro:
+            r = ro.check("api", "user:1")
+            self.assertEqual((r.allowed, r.reason, r.error.name), (True, "degraded", "EREADONLY"))
+            r = ro.check("signup", "192.0.2.1")
+            self.assertEqual((r.allowed, r.reason, r.error.name), (False, "degraded", "EREADONLY"))
+
+    def test_busy_database_follows_the_failure_policy(self):
+        # Another connection holds the write lock for the whole test: every
+        # check waits out its busy timeout, then the policy decides (EBUSY).
+        import sqlite3
+        self.lim.rules_apply(RULES.replace("  api:\n", "  api:\n    on_error: allow\n"),
+                             now_ms=MONDAY)
+        holder = sqlite3.connect(self.path, isolation_level=None, timeout=60)
+        try:
+            holder.execute("BEGIN IMMEDIATE")
+            with rlstore.Limiter.open(self.path, busy_timeout_ms=50) as lim:
+                r = lim.check("api", "user:1", now_ms=MONDAY)
+                self.assertEqual((r.allowed, r.degraded, r.error.name), (True, True, "EBUSY"))
+                r = lim.check("signup", "192.0.2.1", now_ms=MONDAY)
+                self.assertEqual((r.allowed, r.degraded, r.error.name), (False, True, "EBUSY"))
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        r = self.lim.check("api", "user:1", now_ms=MONDAY)
+        self.assertEqual((r.allowed, r.degraded, r.error), (True, False, None))
+
+    def test_results_compare_without_their_error(self):
+        a = self.lim.peek("signup", "192.0.2.1", now_ms=MONDAY)
+        self.assertIsNone(a.error)
+        self.assertEqual(a, self.lim.peek("signup", "192.0.2.1", now_ms=MONDAY))
 
     def test_headers(self):
         for _ in range(3):
