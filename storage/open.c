@@ -420,6 +420,10 @@ static int prepare_path(rls_db *db, const char *path, unsigned int mode, int may
     if (stat(path, &sb) == 0) {
         if (S_ISDIR(sb.st_mode))
             return rls__error(db, RLS_EISDIR, "'%s' is a directory", path);
+        /* a device, FIFO or socket: SQLite would "migrate" /dev/null or
+         * block on a FIFO; none can hold a database */
+        if (!S_ISREG(sb.st_mode))
+            return rls__error(db, RLS_ENOTDB, "'%s' is not a regular file", path);
         return RLS_OK;
     }
     if (errno != ENOENT)

@@ -53,6 +53,36 @@ static void not_a_database(void **state)
     tu_rmdir(dir);
 }
 
+/* ---- not a regular file ---------------------------------------------- */
+
+/* A device, a FIFO or a link to one is refused by name, read-write or
+ * read-only, and a FIFO without a writer does not block the open. */
+static void not_a_regular_file(void **state)
+{
+    char *dir = tu_mkdtemp(), fifo[4200], link[4200];
+    const char *paths[3] = {"/dev/null", fifo, link};
+    rls_options o;
+    rls_db *db = NULL;
+
+    tu_path(fifo, sizeof fifo, dir, "fifo.db");
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    tu_path(link, sizeof link, dir, "null.db");
+    assert_int_equal(symlink("/dev/null", link), 0);
+    rls_options_init(&o);
+    for (int ro = 0; ro < 2; ro++) {
+        o.read_only = ro;
+        for (int i = 0; i < 3; i++) {
+            assert_int_equal(rls_open(&db, paths[i], &o), RLS_ENOTDB);
+            assert_null(db);
+            assert_non_null(strstr(rls_errmsg(NULL), "not a regular file"));
+        }
+    }
+    struct stat sb;
+    assert_int_equal(stat("/dev/null", &sb), 0);
+    assert_true(S_ISCHR(sb.st_mode));
+    tu_rmdir(dir);
+}
+
 /* ---- truncation ----------------------------------------------------- */
 
 static void truncated_database(void **state)
@@ -215,6 +245,7 @@ int main(int argc, char **argv)
     rel_init(argc > 0 ? argv[0] : NULL);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(not_a_database),
+        cmocka_unit_test(not_a_regular_file),
         cmocka_unit_test(truncated_database),
         cmocka_unit_test(truncated_inside_last_page),
         cmocka_unit_test(zero_length_file_is_initialised),
