@@ -7,6 +7,7 @@
 # installed does not try at every make; .ci/run installs it).  Without it
 # `make test` skips its PostgreSQL pass and says so (tests/pg/server.sh);
 # likewise PgBouncer (package pgbouncer) for tests/pg/test_pgbouncer.sh.
+# python3-limits likewise.
 pkgs=""
 opt=""
 pg_server() {
@@ -16,6 +17,9 @@ pg_server() {
 }
 pg_server || opt="postgresql"
 command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ] || opt="$opt pgbouncer"
+# Python's `limits` (Debian's python3-limits), the peer of the differential
+# suite tests/reliability/test_limits_diff.sh, which skips without it
+/usr/bin/python3 -c 'import limits' 2>/dev/null || opt="$opt python3-limits"
 pkg-config --version >/dev/null 2>&1 || pkgs="$pkgs pkg-config"
 need() { pkg-config --exists "$1" 2>/dev/null || pkgs="$pkgs $2"; }
 if command -v pkg-config >/dev/null 2>&1; then
