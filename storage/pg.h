@@ -68,13 +68,15 @@ void rls__pg_forget_prepared(struct pg_conn *pc);
 
 /* ---- pg_io.c: every exchange under a deadline ---------------------------
  * A round trip may take busy_timeout_ms + PG_GRACE_MS (quick: connecting,
- * the session's setup, the check table's statements), or PG_SLOW_FACTOR
- * times that (slow: every other statement).  A deadline that passes: the
+ * at least PG_CONNECT_MIN_MS, the session's setup, the check table's
+ * statements), or PG_SLOW_FACTOR times that (slow: every other
+ * statement).  A deadline that passes: the
  * connection is lost (its socket shut down), the failure not retryable,
  * SQL_IOERR with the message recorded.  Idle connections are probed by
  * TCP keepalives (after PG_KEEPALIVE_IDLE s, every PG_KEEPALIVE_INTERVAL
  * s, PG_KEEPALIVE_COUNT times) unless the URI says otherwise. */
 #define PG_GRACE_MS 500
+#define PG_CONNECT_MIN_MS 2000
 #define PG_SLOW_FACTOR 10
 #define PG_KEEPALIVE_IDLE "10"
 #define PG_KEEPALIVE_INTERVAL "5"

@@ -25,8 +25,9 @@
  *
  * Two deadlines, both per round trip (docs/DESIGN-NOTES.md, "Deadlines
  * on PostgreSQL"):
- *   quick  busy_timeout_ms + PG_GRACE_MS: connecting and the session's
- *          setup, and every statement of the check table (stmt.c): the
+ *   quick  busy_timeout_ms + PG_GRACE_MS: connecting (never under
+ *          PG_CONNECT_MIN_MS, as libpq's connect_timeout: it is several
+ *          round trips) and the session's setup, and every statement of the check table (stmt.c): the
  *          round trips of checks, reservations, refunds, commits and
  *          cancels, the transactions' BEGIN and COMMIT, the rules'
  *          reload, GC steps.  The server's lock_timeout is
@@ -176,6 +177,9 @@ static long conn_option(PGconn *c, const char *name)
 
 int rls__pg_dial_until(rls_db *db, int64_t deadline, PGconn **out)
 {
+    /* connecting is several round trips (TCP, TLS, authentication, the
+     * server starting a process): as libpq's connect_timeout, never under
+     * PG_CONNECT_MIN_MS */
     struct pg_conn *pc = db->pg;
     /* our defaults first: the URI (dbname, expanded) comes later and
      * overrides them (PQconnectdbParams) */
@@ -185,6 +189,8 @@ int rls__pg_dial_until(rls_db *db, int64_t deadline, PGconn **out)
                          pc->conninfo, NULL};
     *out = NULL;
     pc->started_ms = rls__pg_mono_ms();
+    if (deadline < pc->started_ms + PG_CONNECT_MIN_MS)
+        deadline = pc->started_ms + PG_CONNECT_MIN_MS;
     PGconn *c = PQconnectStartParams(kw, val, 1);
     if (!c) {
         snprintf(pc->errmsg, sizeof pc->errmsg, "out of memory");
@@ -195,6 +201,7 @@ int rls__pg_dial_until(rls_db *db, int64_t deadline, PGconn **out)
     long ct = conn_option(c, "connect_timeout");
     if (ct > 0 && pc->started_ms + (ct < 2 ? 2 : ct) * 1000 < deadline)
         deadline = pc->started_ms + (ct < 2 ? 2 : ct) * 1000;
+    int64_t wait = deadline - pc->started_ms;
     PostgresPollingStatusType st = PGRES_POLLING_WRITING;
     while (PQstatus(c) != CONNECTION_BAD && st != PGRES_POLLING_OK &&
            st != PGRES_POLLING_FAILED) {
@@ -202,7 +209,7 @@ int rls__pg_dial_until(rls_db *db, int64_t deadline, PGconn **out)
                              deadline);
         if (w == 0) {
             snprintf(pc->errmsg, sizeof pc->errmsg, "PostgreSQL did not answer within %lld ms "
-                     "while connecting", (long long)(deadline - pc->started_ms));
+                     "while connecting", (long long)wait);
             PQfinish(c);
             return SQL_CANTOPEN;
         }

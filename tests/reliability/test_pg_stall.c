@@ -17,9 +17,10 @@
  * check of a key the handle knows (one round trip, pg_fast.c) under
  * on_error deny, and under on_error allow; a check of a new key (the usual
  * transaction); a peek; a refund; a reservation; a block (an admin
- * change); a listing of blocks (an admin read); then a second check on a
- * handle whose connection was lost (it connects again, and that stalls),
- * and a new rls_open.  Every call must return RLS_EIO (rls_open
+ * change); a listing of blocks (an admin read); a GC step; rls_doctor;
+ * rls_close (which writes the handle's statistics first); then a second
+ * check on a handle whose connection was lost (it connects again, and that
+ * stalls), and a new rls_open.  Every call must return RLS_EIO (rls_open
  * RLS_ECANTOPEN) with a message; every check, peek and reservation must be
  * answered by the failure policy (reason degraded, allowed as on_error
  * says).  Then the stall ends and a check on every handle must succeed.
@@ -45,7 +46,7 @@
 #include <sys/wait.h>
 #include "itest.h"
 
-#define BUSY_MS 100       /* the handles' busy_timeout_ms */
+#define BUSY_MS 500       /* the handles' busy_timeout_ms */
 #define WATCHDOG_S 180    /* a call still running by then hangs */
 
 #define RULES                                                                 \
@@ -221,7 +222,8 @@ static void proxy_main(int lfd, struct sockaddr_in up, int ctl, int ack)
         int np = 0;
         p[np++] = (struct pollfd){lfd, POLLIN, 0};
         p[np++] = (struct pollfd){ctl, POLLIN, 0};
-        for (int i = 0; forwarding && i < n; i++) {
+        int polled = forwarding ? n : 0;   /* the pairs in p */
+        for (int i = 0; i < polled; i++) {
             p[np++] = (struct pollfd){cfd[i], POLLIN, 0};
             p[np++] = (struct pollfd){sfd[i], POLLIN, 0};
         }
@@ -248,7 +250,7 @@ static void proxy_main(int lfd, struct sockaddr_in up, int ctl, int ack)
                     close(s);
             }
         }
-        for (int i = 0, k = 2; forwarding && i < n; i++, k += 2) {
+        for (int i = 0, k = 2; i < polled; i++, k += 2) {
             int end = 0;
             for (int side = 0; side < 2 && !end; side++) {
                 if (!p[k + side].revents)
@@ -342,19 +344,26 @@ static void proxied(char *buf, size_t size, const char *uri)
 
 /* ---- the calls, in the child ---------------------------------------------- */
 
-/* A fresh schema of the database of base; its URI in buf (through the
- * proxy when via_proxy). */
+/* A fresh schema of the database of base; its URI in buf, without TLS
+ * (fewer round trips to connect: a loaded machine connects within the
+ * short deadline). */
 static void fresh_schema(char *buf, size_t size, const char *base, const char *name)
 {
-    char sql[256], direct[2048];
+    char sql[256];
     snprintf(sql, sizeof sql, "DROP SCHEMA IF EXISTS %s CASCADE; CREATE SCHEMA %s", name, name);
     PQclear(it_pg_run(base, sql));
-    snprintf(direct, sizeof direct, "%s%soptions=-csearch_path%%3D%s", base,
+    snprintf(buf, size, "%s%soptions=-csearch_path%%3D%s&sslmode=disable", base,
              strchr(base, '?') ? "&" : "?", name);
-    snprintf(buf, size, "%s", direct);
 }
 
-enum { H_KNOWN, H_ALLOW, H_NEW, H_PEEK, H_REFUND, H_RESERVE, H_BLOCK, H_LIST, H__COUNT };
+enum { H_KNOWN, H_ALLOW, H_NEW, H_PEEK, H_REFUND, H_RESERVE, H_BLOCK, H_LIST, H_GC, H_DOCTOR,
+       H_CLOSE, H__COUNT };
+
+/* Outside the stall, a round trip on a loaded machine may outlive the short
+ * deadline now and then: what must succeed is tried up to TRIES times
+ * (each a new round trip; a failed one leaves the handle to connect
+ * again), so that what is tested is that it works, not how fast. */
+#define TRIES 5
 
 static rls_db *open_handle(const char *uri)
 {
@@ -362,9 +371,23 @@ static rls_db *open_handle(const char *uri)
     rls_db *db = NULL;
     rls_options_init(&o);
     o.busy_timeout_ms = BUSY_MS;
-    int rc = rls_open(&db, uri, &o);
+    int rc = RLS_EIO;
+    for (int i = 0; i < TRIES && rc != RLS_OK; i++)
+        rc = rls_open(&db, uri, &o);
     REQUIRE(rc == RLS_OK, "rls_open: %s: %s", rls_errname(rc), rls_errmsg(NULL));
     return db;
+}
+
+/* A check that must be admitted. */
+static void check_ok(rls_db *db, const char *action, const char *key, int64_t now)
+{
+    rls_result r;
+    int rc = RLS_EIO;
+    for (int i = 0; i < TRIES && rc == RLS_EIO; i++)
+        rc = rls_check_at(db, action, key, 1, now, &r);
+    REQUIRE(rc == RLS_OK && r.allowed && r.reason == RLS_REASON_OK,
+            "check %s %s returned %s (%s), allowed %d", action, key, rls_errname(rc),
+            rls_errmsg(db), r.allowed);
 }
 
 /* A check, peek or reservation that failed for want of an answer. */
@@ -424,6 +447,16 @@ static void stalled_calls(rls_db **h, const char *uri)
     rc = rls_block_list_at(h[H_LIST], now, &rows);
     require_eio(sh->step, rc, h[H_LIST]);
     REQUIRE(rows == NULL, "a failed listing gave rows");
+    STEP("a GC step");
+    rc = rls_gc_at(h[H_GC], 100, now, NULL);
+    require_eio(sh->step, rc, h[H_GC]);
+    STEP("rls_doctor");
+    rc = rls_doctor(h[H_DOCTOR], 0, &rows);
+    require_eio(sh->step, rc, h[H_DOCTOR]);
+    REQUIRE(rows == NULL, "a failed doctor gave rows");
+    STEP("rls_close (it writes its statistics first)");
+    rls_close(h[H_CLOSE]);
+    h[H_CLOSE] = NULL;
     STEP("a check on a handle whose connection was lost (it connects again)");
     memset(&r, 0x5a, sizeof r);
     rc = rls_check_at(h[H_KNOWN], "api", "known", 1, now + 1, &r);
@@ -444,29 +477,27 @@ static void stalled_calls(rls_db **h, const char *uri)
 static void child(const staller *how, const char *uri)
 {
     rls_db *h[H__COUNT];
-    rls_result r;
     STEP("setup");
     for (int i = 0; i < H__COUNT; i++)
         h[i] = open_handle(uri);
-    int rc = rls_rules_apply_at(h[0], RULES, strlen(RULES), "stall.yaml", NULL, T0, NULL);
+    int rc = RLS_EIO;
+    for (int i = 0; i < TRIES && rc == RLS_EIO; i++)
+        rc = rls_rules_apply_at(h[0], RULES, strlen(RULES), "stall.yaml", NULL, T0, NULL);
     REQUIRE(rc == RLS_OK, "apply: %s: %s", rls_errname(rc), rls_errmsg(h[0]));
-    for (int i = 0; i < H__COUNT; i++) {
-        /* each handle knows the rules and the key: its next check of it is
-         * one round trip */
-        rc = rls_check_at(h[i], i == H_ALLOW ? "open" : "api", "known", 1, T0 + i, &r);
-        REQUIRE(rc == RLS_OK && r.allowed, "warm-up check %d: %s: %s", i, rls_errname(rc),
-                rls_errmsg(h[i]));
-    }
+    /* each handle knows the rules and the key: its next check of it is one
+     * round trip */
+    for (int i = 0; i < H__COUNT; i++)
+        check_ok(h[i], i == H_ALLOW ? "open" : "api", "known", T0 + i);
     STEP("stalling");
     how->stop();
     stalled_calls(h, uri);
     STEP("ending the stall");
     how->go();
     for (int i = 0; i < H__COUNT; i++) {
+        if (!h[i])
+            continue;   /* closed while stalled */
         STEP("a check on handle %d after the stall", i);
-        rc = rls_check_at(h[i], i == H_ALLOW ? "open" : "api", "after", 1, T0 + 5000, &r);
-        REQUIRE(rc == RLS_OK && r.allowed && r.reason == RLS_REASON_OK,
-                "returned %s (%s), allowed %d", rls_errname(rc), rls_errmsg(h[i]), r.allowed);
+        check_ok(h[i], i == H_ALLOW ? "open" : "api", "after", T0 + 5000);
         rls_close(h[i]);
     }
     STEP("rls_open after the stall");
