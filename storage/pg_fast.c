@@ -44,7 +44,9 @@
  * the server reports inside the transaction means it did not commit; a
  * connection lost after the Sync was sent and before it was answered
  * leaves the outcome unknown, answered like a COMMIT lost the same way:
- * never run twice.  A connection that the server closed while idle is
+ * never run twice; so does a flight that outlived its deadline (pg_io.c),
+ * and the check then fails at once with the failure policy's answer,
+ * where the usual path would first wait as long again to connect.  A connection that the server closed while idle is
  * found before the flight (idle_conn_alive), and the usual path connects
  * again.
  */

@@ -104,10 +104,10 @@ PGresult *rls__pg_run(rls_db *db, const char *name, int n, const char *const *va
     *rc = SQL_OK;
     if (!pc->begin_sql && pc->nheld == 0) {
         PGresult *res = NULL;
-        if (name && (*rc = rls__pg_collect(db, !pc->lost && PQsendQueryPrepared(c, name, n, vals,
-                                                 lens, fmts, 0),
-                                           rls__pg_deadline(db, slow), &res)) != SQL_OK)
-            *rc = rls__pg_fail(db, NULL, NULL);
+        if (name) {
+            int sent = !pc->lost && PQsendQueryPrepared(c, name, n, vals, lens, fmts, 0);
+            *rc = rls__pg_collect(db, sent, rls__pg_deadline(db, slow), &res);
+        }
         return res;
     }
     if (pc->lost) {
