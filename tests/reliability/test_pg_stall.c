@@ -27,26 +27,30 @@
  *
  * Nothing here measures time: the calls run in a child process, and a
  * call that does not return is caught by a watchdog (WATCHDOG_S, far
- * above any deadline: busy_timeout_ms is BUSY_MS) that kills the child
- * and fails the test, naming the call.  The server is always resumed (and
+ * above any deadline: busy_timeout_ms is BUSY_MS, or SLOW_BUSY_MS for the
+ * handles of the admin calls whose deadline is ten times longer) that
+ * kills the child and fails the test, naming the call.  The server is always resumed (and
  * the proxy told to forward) when the child ends, whatever happened.
  *
  * Runs when RLSTORE_TEST_PG names a live server (the PostgreSQL pass of
  * make test); on SQLite both tests are skipped.
  */
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include "itest.h"
 
-#define BUSY_MS 500       /* the handles' busy_timeout_ms */
+#define BUSY_MS 500       /* the handles' busy_timeout_ms ... */
+#define SLOW_BUSY_MS 0    /* ... and theirs for the calls of the slow deadline
+                           * (ten times busy_timeout_ms + 500 ms) */
 #define WATCHDOG_S 180    /* a call still running by then hangs */
 
 #define RULES                                                                 \
@@ -137,34 +141,78 @@ static void server_start(void)
     assert_true(srv_pm > 1);
 }
 
+/* The number at p (decimal), and where it ends in *end. */
+static long number(const char *p, const char **end)
+{
+    long v = 0;
+    while (*p >= '0' && *p <= '9')
+        v = v * 10 + (*p++ - '0');
+    *end = p;
+    return v;
+}
+
+/* The parent's pid of process pid (from /proc/PID/stat), or 0. */
+static long parent_of(long pid)
+{
+    char path[64] = "/proc/", buf[512], digits[24];
+    int nd = 0;
+    for (long v = pid; v > 0 && nd < 20; v /= 10)
+        digits[nd++] = (char)('0' + v % 10);
+    size_t o = strlen(path);
+    while (nd > 0)
+        path[o++] = digits[--nd];
+    memcpy(path + o, "/stat", 6);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    const char *rp = strrchr(buf, ')');   /* after the command's name: " S PPID" */
+    if (!rp || strlen(rp) < 5)
+        return 0;
+    const char *end;
+    return number(rp + 4, &end);
+}
+
+/* An entry of getdents64 (linux_dirent64 in its man page). */
+struct ldirent {
+    uint64_t d_ino;
+    int64_t d_off;
+    unsigned short d_reclen;
+    unsigned char d_type;
+    char d_name[];
+};
+
 /* Sends sig to the postmaster, then to each of its children (found in
  * /proc by their parent's pid).  Stopped first, the postmaster forks no
- * child meanwhile. */
+ * child meanwhile.  Async-signal-safe (on_signal uses it): open, read and
+ * getdents64 only. */
 static void server_signal(int sig)
 {
+    char buf[8192];
     if (srv_pm <= 1)
         return;
     kill(srv_pm, sig);
-    DIR *d = opendir("/proc");
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        char path[300], buf[512];
-        long pid = atol(e->d_name), ppid = 0;
-        if (pid <= 1)
-            continue;
-        snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            continue;
-        size_t n = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[n] = '\0';
-        const char *rp = strrchr(buf, ')');   /* after the command's name */
-        if (rp && sscanf(rp + 1, " %*c %ld", &ppid) == 1 && ppid == srv_pm)
-            kill((pid_t)pid, sig);
+    int fd = open("/proc", O_RDONLY | O_DIRECTORY);
+    if (fd < 0)
+        return;
+    for (;;) {
+        long n = syscall(SYS_getdents64, fd, buf, sizeof buf);
+        if (n <= 0)
+            break;
+        for (long off = 0; off < n;) {
+            const struct ldirent *e = (const struct ldirent *)(buf + off);
+            const char *end;
+            long pid = number(e->d_name, &end);
+            if (pid > 1 && *end == '\0' && parent_of(pid) == srv_pm)
+                kill((pid_t)pid, sig);
+            off += e->d_reclen;
+        }
     }
-    if (d)
-        closedir(d);
+    close(fd);
 }
 
 static void server_stop_all(void) { server_signal(SIGSTOP); }
@@ -365,12 +413,12 @@ enum { H_KNOWN, H_ALLOW, H_NEW, H_PEEK, H_REFUND, H_RESERVE, H_BLOCK, H_LIST, H_
  * again), so that what is tested is that it works, not how fast. */
 #define TRIES 5
 
-static rls_db *open_handle(const char *uri)
+static rls_db *open_handle(const char *uri, int busy_ms)
 {
     rls_options o;
     rls_db *db = NULL;
     rls_options_init(&o);
-    o.busy_timeout_ms = BUSY_MS;
+    o.busy_timeout_ms = busy_ms;
     int rc = RLS_EIO;
     for (int i = 0; i < TRIES && rc != RLS_OK; i++)
         rc = rls_open(&db, uri, &o);
@@ -479,7 +527,7 @@ static void child(const staller *how, const char *uri)
     rls_db *h[H__COUNT];
     STEP("setup");
     for (int i = 0; i < H__COUNT; i++)
-        h[i] = open_handle(uri);
+        h[i] = open_handle(uri, i == H_LIST || i == H_DOCTOR ? SLOW_BUSY_MS : BUSY_MS);
     int rc = RLS_EIO;
     for (int i = 0; i < TRIES && rc == RLS_EIO; i++)
         rc = rls_rules_apply_at(h[0], RULES, strlen(RULES), "stall.yaml", NULL, T0, NULL);
@@ -501,7 +549,7 @@ static void child(const staller *how, const char *uri)
         rls_close(h[i]);
     }
     STEP("rls_open after the stall");
-    rls_close(open_handle(uri));
+    rls_close(open_handle(uri, BUSY_MS));
 }
 
 static pid_t watched;
@@ -586,10 +634,11 @@ static int teardown(void **state)
     return 0;
 }
 
+/* Killed (the suite runner's end): the server continues first, so that
+ * its watchdog (server.sh --owner) can stop it. */
 static void on_signal(int sig)
 {
-    if (srv_pm > 1)
-        kill(srv_pm, SIGCONT);   /* the rest continue with server_end's */
+    server_continue_all();
     signal(sig, SIG_DFL);
     raise(sig);
 }
