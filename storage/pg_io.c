@@ -27,10 +27,10 @@
  * on PostgreSQL"):
  *   quick  busy_timeout_ms + PG_GRACE_MS: connecting (never under
  *          PG_CONNECT_MIN_MS, as libpq's connect_timeout: it is several
- *          round trips) and the session's setup, and every statement of the check table (stmt.c): the
- *          round trips of checks, reservations, refunds, commits and
- *          cancels, the transactions' BEGIN and COMMIT, the rules'
- *          reload, GC steps.  The server's lock_timeout is
+ *          round trips), the session's setup, and every statement of the
+ *          check table (stmt.c): the round trips of checks, peeks,
+ *          reservations, refunds, commits and cancels, the transactions'
+ *          BEGIN and COMMIT, the rules' reload, GC steps.  The server's lock_timeout is
  *          busy_timeout_ms, so a lock wait ends with its own error
  *          (RLS_EBUSY) before this passes; the grace is the server's
  *          work and the network.
@@ -177,9 +177,6 @@ static long conn_option(PGconn *c, const char *name)
 
 int rls__pg_dial_until(rls_db *db, int64_t deadline, PGconn **out)
 {
-    /* connecting is several round trips (TCP, TLS, authentication, the
-     * server starting a process): as libpq's connect_timeout, never under
-     * PG_CONNECT_MIN_MS */
     struct pg_conn *pc = db->pg;
     /* our defaults first: the URI (dbname, expanded) comes later and
      * overrides them (PQconnectdbParams) */
@@ -189,6 +186,9 @@ int rls__pg_dial_until(rls_db *db, int64_t deadline, PGconn **out)
                          pc->conninfo, NULL};
     *out = NULL;
     pc->started_ms = rls__pg_mono_ms();
+    /* connecting is several round trips (TCP, TLS, authentication, the
+     * server starting a process): as libpq's connect_timeout, never under
+     * PG_CONNECT_MIN_MS */
     if (deadline < pc->started_ms + PG_CONNECT_MIN_MS)
         deadline = pc->started_ms + PG_CONNECT_MIN_MS;
     PGconn *c = PQconnectStartParams(kw, val, 1);
