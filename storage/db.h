@@ -413,6 +413,9 @@ int rls__pg_connect(rls_db *db);              /* connects, migrates, checks the 
 void rls__pg_disconnect(rls_db *db);          /* NULL connection: no-op */
 void rls__pg_abandon(rls_db *db);             /* after fork: forget, never close */
 void rls__pg_tx_start(rls_db *db);            /* a transaction begins */
+/* A statement of the check table: its round trips get the quick deadline
+ * (busy_timeout_ms + a grace), every other statement the slow one (pg_io.c). */
+void rls__pg_stmt_quick(rls_stmt *st);
 /* A write that found another transaction's row: EBUSY, retryable. */
 int rls__pg_conflict(rls_db *db, const char *what);
 /* 1 when the transaction that failed with rc may be run again (a

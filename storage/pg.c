@@ -19,6 +19,10 @@
  *
  * BEGIN and writes whose outcome can wait are held back and sent with the
  * next statement that needs an answer (pg_pipe.c).
+ *
+ * Nothing here waits for the server without a deadline (pg_io.c): the
+ * statements of the check table (rls__pg_stmt_quick) get the quick one,
+ * every other statement the slow one.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +67,7 @@ struct pg_stmt {
     int commits;             /* COMMIT: a lost connection leaves the outcome unknown */
     int rollbacks;           /* ROLLBACK of the whole transaction */
     int defer;               /* this step's outcome can wait (sql_step_deferred) */
+    int slow;                /* PG_SLOW: not a statement of the check table */
     unsigned long gen;       /* connection it was prepared on; 0 none */
     char name[24];
     Oid types[PG_MAX_PARAMS];
@@ -119,6 +124,8 @@ static int sqlstate_code(const char *st, int *retryable)
 int rls__pg_fail(rls_db *db, PGresult *res, const char *what)
 {
     struct pg_conn *pc = db->pg;
+    if (!res && pc->lost)
+        return SQL_IOERR;   /* pg_io.c said why, and whether to retry */
     const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
     int code = sqlstate_code(state, &pc->retryable);
@@ -134,19 +141,29 @@ int rls__pg_fail(rls_db *db, PGresult *res, const char *what)
     return code;
 }
 
-int rls__pg_exec(rls_db *db, const char *sql)
+int rls__pg_exec_by(rls_db *db, const char *sql, int slow)
 {
+    struct pg_conn *pc = db->pg;
     int frc = rls__pg_flush(db);
     if (frc != SQL_OK)
         return frc;
-    PGresult *res = PQexec(db->pg->c, sql);
-    ExecStatusType s = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
-    int rc = s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK ? SQL_OK
-                                                           : rls__pg_fail(db, res, NULL);
+    if (pc->lost)
+        return SQL_IOERR;
+    PGresult *res;
+    int64_t deadline = rls__pg_deadline(db, slow);
+    int rc = rls__pg_collect(db, PQsendQuery(pc->c, sql), deadline, &res);
+    if (rc != SQL_OK)
+        return rc;
+    rc = res && rls__pg_ok(res) ? SQL_OK : rls__pg_fail(db, res, NULL);
     if (rc == SQL_OK)
         db->pg->changes = atoll(PQcmdTuples(res));
     PQclear(res);
     return rc;
+}
+
+int rls__pg_exec(rls_db *db, const char *sql)
+{
+    return rls__pg_exec_by(db, sql, PG_QUICK);
 }
 
 /* ---- statements ---------------------------------------------------------- */
@@ -170,6 +187,7 @@ static int pg_prepare(rls_db *db, const char *sql, rls_stmt **out)
         set_msg(db->pg, NULL, "statement has too many parameters");
         return SQL_ERROR;
     }
+    st->slow = PG_SLOW;      /* until rls__pg_stmt_quick says otherwise */
     st->begins = strncmp(st->sql, "BEGIN", 5) == 0;
     st->commits = strcmp(st->sql, "COMMIT") == 0;
     st->rollbacks = strcmp(st->sql, "ROLLBACK") == 0;
@@ -219,7 +237,12 @@ static int server_prepare(pg_stmt *st)
             st->types[i] = param_type(st, i, null_text);
         snprintf(st->name, sizeof st->name, "rls%lu", ++pc->seq);
         PQclear(res);
-        res = PQprepare(pc->c, st->name, st->sql, st->nparams, st->types);
+        res = NULL;
+        int64_t deadline = rls__pg_deadline(st->db, st->slow);
+        int rc = rls__pg_collect(st->db, PQsendPrepare(pc->c, st->name, st->sql, st->nparams,
+                                                       st->types), deadline, &res);
+        if (rc != SQL_OK)
+            return rc;   /* lost: no savepoint to release */
         const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
         /* indeterminate type (42P18; 42P08 from PostgreSQL 15 for "?2 IS NULL") */
         if (!unknown || !state || (strcmp(state, "42P18") != 0 && strcmp(state, "42P08") != 0))
@@ -287,7 +310,8 @@ static int pg_step(rls_stmt *s)
         }
         int deferred = st->defer;
         st->defer = 0;
-        PGresult *res = rls__pg_run(st->db, st->name, st->nparams, vals, lens, fmts, &rc);
+        PGresult *res = rls__pg_run(st->db, st->name, st->nparams, vals, lens, fmts, st->slow,
+                                    &rc);
         if (!res && rc != SQL_OK) {
             if (rc == SQL_IOERR && st->commits)
                 pc->retryable = 0;  /* it may have committed: never run it twice */
@@ -352,10 +376,11 @@ static void pg_finalize(rls_stmt *s)
                 break;
             }
         /* statements made for one listing are dropped on the server too */
-        if (st->gen == pc->gen && !pc->lost && PQtransactionStatus(pc->c) == PQTRANS_IDLE) {
+        if (st->gen == pc->gen && !pc->lost && !pc->begin_sql && pc->nheld == 0 &&
+            PQtransactionStatus(pc->c) == PQTRANS_IDLE) {
             char sql[48];
             snprintf(sql, sizeof sql, "DEALLOCATE %s", st->name);
-            PQclear(PQexec(pc->c, sql));
+            rls__pg_exec(st->db, sql);
         }
     }
     for (int i = 0; i < PG_MAX_PARAMS; i++)
@@ -546,7 +571,7 @@ static int pg_exec_drv(rls_db *db, const char *sql)
     char *text = rls__pg_translate(sql, &n, &bytea);
     if (!text)
         return SQL_NOMEM;
-    int rc = rls__pg_exec(db, text);
+    int rc = rls__pg_exec_by(db, text, PG_SLOW);
     free(text);
     return rc;
 }
@@ -603,6 +628,12 @@ const sql_driver rls__pg_driver = {
     .errmsg = pg_errmsg,
     .durable = pg_durable,
 };
+
+void rls__pg_stmt_quick(rls_stmt *s)
+{
+    if (s && s->drv == &rls__pg_driver)
+        P(s)->slow = PG_QUICK;
+}
 
 /* Every statement of the connection is prepared again on the next one. */
 void rls__pg_forget_prepared(struct pg_conn *pc)

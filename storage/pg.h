@@ -1,5 +1,6 @@
 /*
- * pg.h - internals of the PostgreSQL driver (pg.c, pg_sql.c, pg_open.c).
+ * pg.h - internals of the PostgreSQL driver (pg.c, pg_sql.c, pg_open.c,
+ * pg_pipe.c, pg_fast.c, pg_io.c).
  */
 #ifndef RLS_PG_H
 #define RLS_PG_H
@@ -31,6 +32,8 @@ struct pg_conn {
     unsigned long fast_gen;  /* connection pg_fast.c's statements were prepared on */
     int fast_refused;        /* ... or the server refused one of them */
     int fast_stale;          /* how often known states were stale, 0..1024 (pg_fast.c) */
+    int64_t started_ms;      /* when the current round trip's deadline was set (pg_io.c) */
+    int timed_out;           /* lost to a deadline (pg_io.c), until the next connection */
 };
 
 /* SQLite's statement text in PostgreSQL's dialect (malloc'd; NULL: out of
@@ -38,9 +41,12 @@ struct pg_conn {
  * is cast to a blob (its bytes are a bytea, whatever was bound). */
 char *rls__pg_translate(const char *sql, int *nparams, uint32_t *bytea);
 
-/* Runs sql (several statements allowed) outside the statement table;
- * SQL_OK or a code with the message in the connection. */
+/* Runs sql (several statements allowed) outside the statement table,
+ * under the quick deadline (rls__pg_exec) or the one given (PG_QUICK,
+ * PG_SLOW); SQL_OK or a code with the message in the connection.  On a
+ * lost connection, SQL_IOERR at once. */
 int rls__pg_exec(rls_db *db, const char *sql);
+int rls__pg_exec_by(rls_db *db, const char *sql, int slow);
 /* ---- pg_pipe.c: what is held back, and the pipeline that sends it ---- */
 /* Holds back an execution of `name`; the rows it changes are added to
  * *rows (may be NULL) when its result arrives. */
@@ -49,7 +55,7 @@ int rls__pg_hold(rls_db *db, const char *name, int n, const char *const *vals, c
 /* A statement goes away: held executions no longer count into *rows. */
 void rls__pg_forget_rows(struct pg_conn *pc, const int64_t *rows);
 PGresult *rls__pg_run(rls_db *db, const char *name, int n, const char *const *vals,
-                      const int *lens, const int *fmts, int *rc);
+                      const int *lens, const int *fmts, int slow, int *rc);
 int rls__pg_flush(rls_db *db);               /* sends what is held back */
 void rls__pg_drop_held(struct pg_conn *pc);   /* a ROLLBACK: forget it */
 void rls__pg_pipe_free(struct pg_conn *pc);
@@ -59,5 +65,43 @@ int rls__pg_fail(rls_db *db, PGresult *res, const char *what);
 int rls__pg_reconnect(rls_db *db);
 /* After a new connection: every statement prepares again at its next step. */
 void rls__pg_forget_prepared(struct pg_conn *pc);
+
+/* ---- pg_io.c: every exchange under a deadline ---------------------------
+ * A round trip may take busy_timeout_ms + PG_GRACE_MS (quick: connecting,
+ * at least PG_CONNECT_MIN_MS, the session's setup, the check table's
+ * statements), or PG_SLOW_FACTOR times that (slow: every other
+ * statement).  A deadline that passes: the
+ * connection is lost (its socket shut down), the failure not retryable,
+ * SQL_IOERR with the message recorded.  Idle connections are probed by
+ * TCP keepalives (after PG_KEEPALIVE_IDLE s, every PG_KEEPALIVE_INTERVAL
+ * s, PG_KEEPALIVE_COUNT times) unless the URI says otherwise. */
+#define PG_GRACE_MS 500
+#define PG_CONNECT_MIN_MS 2000
+#define PG_SLOW_FACTOR 10
+#define PG_KEEPALIVE_IDLE "10"
+#define PG_KEEPALIVE_INTERVAL "5"
+#define PG_KEEPALIVE_COUNT "3"
+enum { PG_QUICK = 0, PG_SLOW = 1 };
+int64_t rls__pg_mono_ms(void);
+int64_t rls__pg_budget_ms(const rls_db *db, int slow);
+/* The deadline (monotonic ms) of a round trip that starts now. */
+int64_t rls__pg_deadline(rls_db *db, int slow);
+/* Waits until fd is ready for poll()'s events: 1, 0 when the deadline
+ * passed, -1 on a poll error. */
+int rls__pg_poll(int fd, int events, int64_t deadline);
+/* The next result (NULL: the end of a query's results) without ever
+ * blocking past the deadline; SQL_OK, or SQL_IOERR (lost). */
+int rls__pg_next(rls_db *db, int64_t deadline, PGresult **res);
+/* After one command was sent (sent: its PQsend* returned 1): its
+ * results until the end; *out the first failed one, else the last. */
+int rls__pg_collect(rls_db *db, int sent, int64_t deadline, PGresult **out);
+/* Connects to pc->conninfo; SQL_OK, SQL_CANTOPEN or SQL_NOMEM with the
+ * message recorded.  *out is non-blocking. */
+int rls__pg_dial_until(rls_db *db, int64_t deadline, PGconn **out);
+static inline int rls__pg_ok(const PGresult *r)
+{
+    ExecStatusType s = PQresultStatus(r);
+    return s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK;
+}
 
 #endif

@@ -44,7 +44,9 @@
  * the server reports inside the transaction means it did not commit; a
  * connection lost after the Sync was sent and before it was answered
  * leaves the outcome unknown, answered like a COMMIT lost the same way:
- * never run twice.  A connection that the server closed while idle is
+ * never run twice; so does a flight that outlived its deadline (pg_io.c),
+ * and the check then fails at once with the failure policy's answer,
+ * where the usual path would first wait as long again to connect.  A connection that the server closed while idle is
  * found before the flight (idle_conn_alive), and the usual path connects
  * again.
  */
@@ -255,8 +257,11 @@ static int fast_prepare(rls_db *db)
     sent = sent && PQpipelineSync(c);
     /* each statement's result and a NULL, then the Sync's; after an
      * error, the rest come back aborted */
+    int64_t deadline = rls__pg_deadline(db, PG_QUICK);
     for (int nulls = 0; sent;) {
-        PGresult *r = PQgetResult(c);
+        PGresult *r;
+        if (rls__pg_next(db, deadline, &r) != SQL_OK)
+            return SQL_ERROR;   /* lost: the usual path connects again */
         if (!r) {
             if (PQstatus(c) != CONNECTION_OK || ++nulls > F__COUNT)
                 break;
@@ -320,8 +325,11 @@ static int flight(rls_db *db, const fast_op *ops, int ntx, int n, PGresult **out
 
     /* each op's result and a NULL; a SYNC after each segment */
     int syncs = 0, want = (ntx > 0) + (n > ntx), nulls = 0;
+    int64_t deadline = rls__pg_deadline(db, PG_QUICK);
     for (int i = 0; sent && syncs < want;) {
-        PGresult *r = PQgetResult(c);
+        PGresult *r;
+        if (rls__pg_next(db, deadline, &r) != SQL_OK)
+            break;   /* lost (timed out): the outcome is settled below */
         if (!r) {
             /* the end of op i-1's results; more than one per op: the
              * protocol is not where it should be */
@@ -362,7 +370,7 @@ static int flight(rls_db *db, const fast_op *ops, int ntx, int n, PGresult **out
         (ops[0].stmt == F_GCAS1 || ops[0].stmt == F_NCAS1 ? strcmp(PQcmdTuples(out[0]), "0") == 0
                                 : PQntuples(out[0]) == 0))
         outcome = TX_MISMATCH;
-    if (syncs < want || !PQexitPipelineMode(c)) {
+    if (syncs < want || pc->lost || !PQexitPipelineMode(c)) {
         pc->lost = 1;           /* start afresh before the next transaction */
         for (int i = 0; i < n; i++) {
             PQclear(out[i]);
@@ -556,6 +564,13 @@ static void committed(rls_db *db, key_ctx *ctx, int64_t now, const rls_result *r
     db->writes_since_gc++;
 }
 
+/* A deadline passed (pg_io.c): the check fails now, where the usual path
+ * would first wait as long again to connect. */
+static int timed_out_error(rls_db *db)
+{
+    return rls__sql_error(db, SQL_IOERR, "cannot check");
+}
+
 /* One attempt: RLS_OK (done), RLS__FAST_PASS (take the usual path), a
  * positive code to try again, or an error. */
 #define FAST_AGAIN 1000
@@ -583,7 +598,8 @@ static int attempt(rls_db *db, key_ctx *ctx, int64_t cost, int64_t now, int *rea
                 note_stale(pc, !same);   /* would they have held? */
         }
         *read_done = 1;
-        rc = pc->lost ? RLS__FAST_PASS : FAST_AGAIN;
+        rc = pc->timed_out ? timed_out_error(db)
+                           : pc->lost ? RLS__FAST_PASS : FAST_AGAIN;
         goto done;
     }
     if (decide_check(ctx->items, ctx->n, ctx->behaviour, now, db->gc_horizon, cost, 1, res,
@@ -661,7 +677,7 @@ int rls__pg_fast_check(rls_db *db, key_ctx *ctx, const char *action, const char 
         fast_prepare(db) != SQL_OK) {
         db->errmsg[0] = '\0';   /* the usual path says it again, if it is so */
         keyctx_release(ctx);
-        return RLS__FAST_PASS;
+        return db->pg->timed_out ? timed_out_error(db) : RLS__FAST_PASS;
     }
     for (int i = 0; i < FAST_ATTEMPTS; i++) {
         if (i > 0 && !fast_usable(db, now))

@@ -8,6 +8,10 @@
  * Nothing here prints: libpq's notice processor is replaced by one that
  * drops notices, and connection errors go to the handle's message without
  * the connection string (which may hold a password).
+ *
+ * Nothing here waits without a deadline (pg_io.c): connecting, the
+ * session's setup and the schema version's reads get the quick one, the
+ * migrations the slow one.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,9 +53,24 @@ static void drop_notice(void *arg, const char *message)
  * heap.  On another C library it costs one query per connection; its
  * failure changes nothing.
  */
-static void keep_heap(PGconn *c)
+/*
+ * The same round trip asks a server of PostgreSQL 14 or newer to check, every
+ * second while it runs a statement, that the client is still connected
+ * (client_connection_check_interval): a statement the library gave up on
+ * (pg_io.c shuts the socket down when a deadline passes) is then cancelled
+ * instead of running on to its end, its locks held.  Its failure changes
+ * nothing either, unless the connection was lost.
+ */
+static int keep_heap(rls_db *db)
 {
-    PQclear(PQexec(c, "SELECT octet_length(repeat(repeat('x', 1024), 256))"));
+    PGresult *r = NULL;
+    int rc = rls__pg_collect(db, PQsendQuery(db->pg->c,
+        "SELECT octet_length(repeat(repeat('x', 1024), 256)),"
+        " (SELECT set_config('client_connection_check_interval', '1000', false)"
+        " WHERE current_setting('server_version_num')::int >= 140000)"),
+        rls__pg_deadline(db, PG_QUICK), &r);
+    PQclear(r);
+    return rc;
 }
 
 static int session_setup(rls_db *db)
@@ -68,7 +87,7 @@ static int session_setup(rls_db *db)
     int rc = rls__pg_exec(db, sql);
     if (rc == SQL_OK) {
         db->pg->durable = full;
-        keep_heap(db->pg->c);
+        rc = keep_heap(db);
     }
     return rc;
 }
@@ -89,25 +108,17 @@ static int pg_dial(rls_db *db)
         PQfreemem(perr);
         return invalid ? SQL_CANTOPEN : SQL_NOMEM;
     }
-    PGconn *c = PQconnectdb(pc->conninfo);
-    if (!c) {
-        snprintf(pc->errmsg, sizeof pc->errmsg, "out of memory");
-        return SQL_NOMEM;
-    }
-    if (PQstatus(c) != CONNECTION_OK) {
-        snprintf(pc->errmsg, sizeof pc->errmsg, "%s", PQerrorMessage(c));
-        char *nl = strchr(pc->errmsg, '\n');
-        if (nl)
-            *nl = '\0';
-        PQfinish(c);
-        return SQL_CANTOPEN;
-    }
+    PGconn *c;
+    int rc = rls__pg_dial_until(db, rls__pg_deadline(db, PG_QUICK), &c);
+    if (rc != SQL_OK)
+        return rc;
     PQsetNoticeProcessor(c, drop_notice, NULL);
     if (pc->c)
         PQfinish(pc->c);
     pc->c = c;
     pc->gen++;
     pc->lost = 0;
+    pc->timed_out = 0;
     rls__pg_forget_prepared(pc);
     return session_setup(db);
 }
@@ -124,13 +135,17 @@ int rls__pg_reconnect(rls_db *db)
 }
 
 /* One value of a query without parameters; *isnull when NULL or no row. */
-static int query_int(rls_db *db, const char *sql, int64_t *v, int *isnull)
+static int query_int(rls_db *db, const char *sql, int slow, int64_t *v, int *isnull)
 {
-    PGresult *res = PQexec(db->pg->c, sql);
-    int rc = SQL_OK;
+    PGresult *res = NULL;
+    int rc = db->pg->lost ? SQL_IOERR
+                          : rls__pg_collect(db, PQsendQuery(db->pg->c, sql),
+                                            rls__pg_deadline(db, slow), &res);
     *v = 0;
     *isnull = 1;
-    if (!res || PQresultStatus(res) != PGRES_TUPLES_OK) {
+    if (rc != SQL_OK) {
+        return rc;
+    } else if (!res || PQresultStatus(res) != PGRES_TUPLES_OK) {
         rc = rls__pg_fail(db, res, NULL);
     } else if (PQntuples(res) > 0 && !PQgetisnull(res, 0, 0)) {
         const char *s = PQgetvalue(res, 0, 0);
@@ -145,13 +160,14 @@ static int query_int(rls_db *db, const char *sql, int64_t *v, int *isnull)
 static int schema_version(rls_db *db, int64_t *ver)
 {
     int64_t v;
-    int isnull, rc = query_int(db, "SELECT to_regclass('rls_schema') IS NOT NULL", &v, &isnull);
+    int isnull, rc = query_int(db, "SELECT to_regclass('rls_schema') IS NOT NULL", PG_QUICK,
+                                &v, &isnull);
     if (rc != SQL_OK)
         return rc;
     *ver = -1;
     if (!v)
         return SQL_OK;
-    rc = query_int(db, "SELECT version FROM rls_schema WHERE id = 1", &v, &isnull);
+    rc = query_int(db, "SELECT version FROM rls_schema WHERE id = 1", PG_QUICK, &v, &isnull);
     if (rc == SQL_OK && !isnull)
         *ver = v;
     return rc;
@@ -162,27 +178,28 @@ static int schema_version(rls_db *db, int64_t *ver)
 static int migrate_tx(rls_db *db, int64_t from, int *raced)
 {
     char sql[96];
-    int rc = rls__pg_exec(db, "BEGIN");
+    int rc = rls__pg_exec_by(db, "BEGIN", PG_SLOW);
     *raced = 0;
     if (rc == SQL_OK && from > 0) {
         int64_t v;
         int isnull;
-        rc = query_int(db, "SELECT version FROM rls_schema WHERE id = 1 FOR UPDATE", &v, &isnull);
+        rc = query_int(db, "SELECT version FROM rls_schema WHERE id = 1 FOR UPDATE", PG_SLOW, &v,
+                       &isnull);
         if (rc == SQL_OK && !isnull && v >= rls__pg_migration_count)
             from = rls__pg_migration_count;  /* another process did it */
     }
     for (int64_t m = from < 0 ? 0 : from; rc == SQL_OK && m < rls__pg_migration_count; m++)
-        rc = rls__pg_exec(db, rls__pg_migrations[m]);
+        rc = rls__pg_exec_by(db, rls__pg_migrations[m], PG_SLOW);
     snprintf(sql, sizeof sql, "UPDATE rls_schema SET version = %d WHERE id = 1",
              rls__pg_migration_count);
     if (rc == SQL_OK)
-        rc = rls__pg_exec(db, sql);
+        rc = rls__pg_exec_by(db, sql, PG_SLOW);
     if (rc == SQL_OK)
-        rc = rls__pg_exec(db, "COMMIT");
+        rc = rls__pg_exec_by(db, "COMMIT", PG_SLOW);
     if (rc != SQL_OK) {
         /* duplicate table or key: a concurrent rls_open created it */
         *raced = from < 0 && rc == SQL_CONSTRAINT;
-        PQclear(PQexec(db->pg->c, "ROLLBACK"));
+        rls__pg_exec(db, "ROLLBACK");   /* nothing on a lost connection */
     }
     return rc;
 }
@@ -208,7 +225,7 @@ static int pg_migrate(rls_db *db)
         if (ver < 0) {
             rc = query_int(db, "SELECT count(*) FROM information_schema.tables"
                            " WHERE table_schema = current_schema() AND table_name LIKE 'rls\\_%'",
-                           &n, &isnull);
+                           PG_QUICK, &n, &isnull);
             if (rc != SQL_OK)
                 return pg_error(db, rc, "cannot read the schema");
             if (n > 0)

@@ -12,7 +12,8 @@
  * transaction, that statement is at the latest the COMMIT, so the whole
  * transaction fails as it would have, only one statement later.  A
  * ROLLBACK drops what is held back; a transaction that ends before anything
- * was sent never reaches the server.
+ * was sent never reaches the server.  Every result is awaited under the
+ * round trip's deadline (pg_io.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -89,19 +90,30 @@ int rls__pg_hold(rls_db *db, const char *name, int n, const char *const *vals, c
  * Sends what is held back (a pending BEGIN, held writes), then the
  * statement `name` (NULL: none), in one pipeline, and returns the
  * statement's result.  NULL with *rc set on failure: the first error of
- * any of them.  With nothing held back, a plain PQexecPrepared (its
- * result returned whatever its status: the caller reads it).
+ * any of them.  With nothing held back, the statement alone (its result
+ * returned whatever its status: the caller reads it).  The deadline is
+ * the statement's class (PG_QUICK, PG_SLOW); NULL with SQL_IOERR when it
+ * passed or the connection was lost.
  */
 PGresult *rls__pg_run(rls_db *db, const char *name, int n, const char *const *vals,
-                      const int *lens, const int *fmts, int *rc)
+                      const int *lens, const int *fmts, int slow, int *rc)
 {
     struct pg_conn *pc = db->pg;
     PGconn *c = pc->c;
     static const int binary[PG_MAX_PARAMS] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
     *rc = SQL_OK;
     if (!pc->begin_sql && pc->nheld == 0) {
-        if (name)
-            return PQexecPrepared(c, name, n, vals, lens, fmts, 0);
+        PGresult *res = NULL;
+        if (name) {
+            int sent = !pc->lost && PQsendQueryPrepared(c, name, n, vals, lens, fmts, 0);
+            *rc = rls__pg_collect(db, sent, rls__pg_deadline(db, slow), &res);
+        }
+        return res;
+    }
+    if (pc->lost) {
+        rls__pg_drop_held(pc);
+        pc->begin_sql = NULL;
+        *rc = rls__pg_fail(db, NULL, NULL);
         return NULL;
     }
     const char *begin = pc->begin_sql;
@@ -125,9 +137,12 @@ PGresult *rls__pg_run(rls_db *db, const char *name, int n, const char *const *va
      * more NULLs only from a broken connection.  Query q is BEGIN (when
      * first), a held write, or the statement. */
     PGresult *res = NULL, *fail = NULL;
-    int first_held = begin != NULL;
+    int first_held = begin != NULL, io = SQL_OK;
+    int64_t deadline = rls__pg_deadline(db, slow);
     for (int done = 0; sent;) {
-        PGresult *r = PQgetResult(c);
+        PGresult *r;
+        if ((io = rls__pg_next(db, deadline, &r)) != SQL_OK)
+            break;
         if (!r) {
             if (++done > queries)
                 break;
@@ -151,12 +166,12 @@ PGresult *rls__pg_run(rls_db *db, const char *name, int n, const char *const *va
         }
     }
     rls__pg_drop_held(pc);
-    if (!PQexitPipelineMode(c))
+    if (!pc->lost && !PQexitPipelineMode(c))
         pc->lost = 1;                      /* results left unread: start afresh */
-    if (sent && !fail && (res || !name))
+    if (sent && io == SQL_OK && !fail && (res || !name))
         return res;
     PQclear(res);
-    *rc = rls__pg_fail(db, fail, NULL);
+    *rc = io != SQL_OK ? io : rls__pg_fail(db, fail, NULL);
     PQclear(fail);
     return NULL;
 }
@@ -164,6 +179,6 @@ PGresult *rls__pg_run(rls_db *db, const char *name, int n, const char *const *va
 int rls__pg_flush(rls_db *db)
 {
     int rc;
-    PQclear(rls__pg_run(db, NULL, 0, NULL, NULL, NULL, &rc));
+    PQclear(rls__pg_run(db, NULL, 0, NULL, NULL, NULL, PG_QUICK, &rc));
     return rc;
 }

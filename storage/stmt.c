@@ -160,6 +160,8 @@ rls_stmt *rls__stmt(rls_db *db, int id)
         return st;
     if (rls__prepare(db, 0, id, stmt_sql[id], &st) != RLS_OK)
         return NULL;
+    if (db->pg)
+        rls__pg_stmt_quick(st);   /* a check's statement: the check's deadline (pg_io.c) */
     db->stmt[id] = st;
     return st;
 }
