@@ -91,6 +91,10 @@ BENCH_TESTS  := $(sort $(wildcard tests/bench/test_*.sh))
 
 CLI_SRCS     := $(sort $(wildcard cli/*.c))
 TUI_SRCS     := $(sort $(wildcard tui/*.c))
+# What rlctl and rltop share (display escaping, database names): each tool
+# compiles it; neither includes the other's folder.
+COMMON_SRCS  := $(sort $(wildcard common/*.c))
+COMMON_HDRS  := $(wildcard common/*.h)
 TOOLS        := $(if $(CLI_SRCS),$(BUILD)/rlctl) $(if $(TUI_SRCS),$(BUILD)/rltop)
 EXAMPLES     := $(BUILD)/examples/quickstart $(BUILD)/examples/simulate \
                 $(BUILD)/examples/signup $(BUILD)/examples/http429
@@ -137,12 +141,12 @@ $(BUILD)/librlstore.a: $(LIB_OBJS)
 	ar rcs $@ $(LIB_OBJS)
 
 # ---- tools and examples (public API only, linked to the shared library) -----
-$(BUILD)/rlctl: $(CLI_SRCS) $(wildcard cli/*.h) $(BUILD)/librlstore.so
-	$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -Iinclude -Icli $(CFLAGS) $(CLI_SRCS) -o $@ \
+$(BUILD)/rlctl: $(CLI_SRCS) $(COMMON_SRCS) $(wildcard cli/*.h) $(COMMON_HDRS) $(BUILD)/librlstore.so
+	$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -Iinclude -Icli -Icommon $(CFLAGS) $(CLI_SRCS) $(COMMON_SRCS) -o $@ \
 	    -L$(BUILD) -lrlstore -Wl,-rpath,'$$ORIGIN' $(LDFLAGS)
 
-$(BUILD)/rltop: $(TUI_SRCS) $(wildcard tui/*.h) cli/dbname.h $(BUILD)/librlstore.so
-	$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -Iinclude -Itui $(TUI_CFLAGS) $(CFLAGS) $(TUI_SRCS) -o $@ \
+$(BUILD)/rltop: $(TUI_SRCS) $(COMMON_SRCS) $(wildcard tui/*.h) $(COMMON_HDRS) $(BUILD)/librlstore.so
+	$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -Iinclude -Itui -Icommon $(TUI_CFLAGS) $(CFLAGS) $(TUI_SRCS) $(COMMON_SRCS) -o $@ \
 	    -L$(BUILD) -lrlstore -Wl,-rpath,'$$ORIGIN' $(TUI_LIBS) -lm $(LDFLAGS)
 
 $(BUILD)/examples/%: examples/%.c $(BUILD)/librlstore.so
@@ -264,14 +268,14 @@ MAN3_ALIASES = for p in $(filter %.3,$(INSTALL_MAN)); do \
 	    done; \
 	done
 
-$(BUILD)/install/rlctl: $(CLI_SRCS) $(wildcard cli/*.h) $(BUILD)/librlstore.so
+$(BUILD)/install/rlctl: $(CLI_SRCS) $(COMMON_SRCS) $(wildcard cli/*.h) $(COMMON_HDRS) $(BUILD)/librlstore.so
 	@mkdir -p $(dir $@)
-	$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -Iinclude -Icli $(CFLAGS) $(CLI_SRCS) -o $@ \
+	$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -Iinclude -Icli -Icommon $(CFLAGS) $(CLI_SRCS) $(COMMON_SRCS) -o $@ \
 	    -L$(BUILD) -lrlstore $(LDFLAGS)
 
-$(BUILD)/install/rltop: $(TUI_SRCS) $(wildcard tui/*.h) cli/dbname.h $(BUILD)/librlstore.so
+$(BUILD)/install/rltop: $(TUI_SRCS) $(COMMON_SRCS) $(wildcard tui/*.h) $(COMMON_HDRS) $(BUILD)/librlstore.so
 	@mkdir -p $(dir $@)
-	$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -Iinclude -Itui $(TUI_CFLAGS) $(CFLAGS) $(TUI_SRCS) -o $@ \
+	$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -Iinclude -Itui -Icommon $(TUI_CFLAGS) $(CFLAGS) $(TUI_SRCS) $(COMMON_SRCS) -o $@ \
 	    -L$(BUILD) -lrlstore $(TUI_LIBS) -lm $(LDFLAGS)
 
 install: $(BUILD)/librlstore.so $(BUILD)/librlstore.a $(INSTALL_TOOLS) rlstore.pc.in

@@ -12,7 +12,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "rlstore.h"
-#include "dbname.h"
+#include "dbname.h"    /* common/ */
+#include "textesc.h"   /* common/ */
 
 /* Exit statuses: one table generates the help text and the mapping. */
 #define RLCTL_EXIT_MAP(XX)                                                   \
@@ -115,13 +116,7 @@ int db_check_target(rlctl_ctx *ctx);
 int db_open(rlctl_ctx *ctx, int create);
 
 /* ---- out.c ---------------------------------------------------------- */
-/* Escaped copy of a key (or any text) for display: malloc'd, never NULL
- * unless out of memory. */
-char *esc_dup(const char *s);
-/* A library message (rls_errmsg) for display: control and format characters
- * escaped as in a key, backslashes kept (the library may have escaped the
- * input it quotes already).  malloc'd; NULL out of memory. */
-char *msg_esc_dup(const char *s);
+/* esc_dup and msg_esc_dup: common/textesc.h */
 /* Formats ms since the epoch ("2026-11-21T10:00:00.250Z"), or `zero` for 0. */
 const char *fmt_time(int64_t ms, const char *zero, char *buf, size_t size);
 /* Formats a duration in ms: "1d2h", "1.250s", "0s"; -1 as "never". */

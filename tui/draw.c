@@ -26,47 +26,7 @@ void draw_setup(int color, int utf8)
     use_utf8 = utf8;
 }
 
-char *esc_dup(const char *s)
-{
-    int n = rls_key_escape(s ? s : "", NULL, 0);
-    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (!buf)
-        return strdup("?");
-    rls_key_escape(s ? s : "", buf, (size_t)n + 1);
-    return buf;
-}
 
-/* A library message for display: it may quote raw input (escaped here like
- * a key) or input the library already escaped ("got 'x\x1B'"): backslashes
- * are kept as they are, so an escape is never shown escaped twice. */
-char *msg_esc_dup(const char *s)
-{
-    size_t n = 0;
-    const char *p;
-    if (!s)
-        s = "";
-    size_t cap = 4 * strlen(s) + 1;   /* rls_key_escape: at most 4 bytes per byte */
-    char *out = malloc(cap), *seg = malloc(strlen(s) + 1);
-    if (!out || !seg) {
-        free(out);
-        free(seg);
-        return NULL;
-    }
-    for (p = s;;) {
-        size_t len = strcspn(p, "\\");
-        memcpy(seg, p, len);
-        seg[len] = '\0';
-        int w = rls_key_escape(seg, out + n, cap - n);
-        n += w > 0 ? (size_t)w : 0;
-        if (!p[len])
-            break;
-        out[n++] = '\\';
-        p += len + 1;
-    }
-    out[n] = '\0';
-    free(seg);
-    return out;
-}
 
 char *db_name(const char *path)
 {

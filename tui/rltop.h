@@ -24,7 +24,8 @@
 #include <stdint.h>
 #include <curses.h>
 #include "rlstore.h"
-#include "../cli/dbname.h"   /* db_is_uri, db_redact: rlctl's, one redaction */
+#include "dbname.h"    /* common/: db_is_uri, db_redact, one redaction */
+#include "textesc.h"   /* common/: esc_dup, msg_esc_dup */
 
 /* Exit statuses, as rlctl's. */
 #define RLTOP_EXIT_MAP(XX)                                                   \
@@ -290,12 +291,7 @@ const char *fmt_left(int64_t ms, char *buf, size_t size);
 const char *fmt_bytes(int64_t n, char *buf, size_t size);
 const char *fmt_clock(int64_t ms, char *buf, size_t size);  /* "2026-11-21 10:00:00Z" */
 int text_width(const char *s);
-/* Escaped malloc'd copy of s for display (NULL only if out of memory). */
-char *esc_dup(const char *s);
-/* A library message (rls_errmsg) for display: control and format characters
- * escaped as in a key, backslashes kept (the library may have escaped the
- * input it quotes already).  malloc'd; NULL out of memory. */
-char *msg_esc_dup(const char *s);
+/* esc_dup and msg_esc_dup: common/textesc.h */
 /* The name of a database for display: a PostgreSQL URI with its password
  * masked, escaped (malloc'd; NULL only if out of memory). */
 char *db_name(const char *path);

@@ -2,8 +2,8 @@
  * dbname.h - how rlctl and rltop tell a database path from a PostgreSQL
  * URI, and how they name a database in messages without its password.
  *
- * Shared by both tools (rlctl.h includes it, rltop.h includes it as
- * "../cli/dbname.h"), so that there is one redaction.
+ * Shared by both tools (common/, like textesc.h), so that there is one
+ * redaction.
  *
  * --db takes a SQLite file path or a libpq URI (postgresql://... or
  * postgres://..., the test rls_open() applies).  A URI may carry a password
