@@ -23,17 +23,8 @@ db_of db
 DB=$REPLY
 LIB=$(dirname "$RLCTL")/librlstore.so
 LONG=$(head -c 600 /dev/zero | tr '\0' k)
-# The application: python3 with the Python binding over this build's
-# library (under SAN=1 with the sanitizer runtimes preloaded, as
-# tests/examples/test_python.sh does).
-PRELOAD=
-if readelf -d "$LIB" 2>/dev/null | grep -q 'libasan'; then
-    PRELOAD="$(${CC:-cc} -print-file-name=libasan.so) $(${CC:-cc} -print-file-name=libubsan.so)"
-fi
-py() {
-    LD_PRELOAD=$PRELOAD ASAN_OPTIONS=detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS} \
-        RLSTORE_LIB=$LIB PYTHONPATH=$ROOT/bindings/python python3 "$@"
-}
+# The application: python3 with the Python binding (py, tests/pyapp.sh).
+. "$ROOT/tests/pyapp.sh"
 
 app() {  # PYTHON: runs with `db` an application's handle (max_key_len 1000)
     py -c "

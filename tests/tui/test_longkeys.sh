@@ -7,17 +7,8 @@
 . "$(dirname "$0")/lib.sh"
 
 LIB=$B/librlstore.so
-# The application: python3 with the Python binding over this build's
-# library (under SAN=1 with the sanitizer runtimes preloaded, as
-# tests/examples/test_python.sh does).
-PRELOAD=
-if readelf -d "$LIB" 2>/dev/null | grep -q 'libasan'; then
-    PRELOAD="$(${CC:-cc} -print-file-name=libasan.so) $(${CC:-cc} -print-file-name=libubsan.so)"
-fi
-py() {
-    LD_PRELOAD=$PRELOAD ASAN_OPTIONS=detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS} \
-        RLSTORE_LIB=$LIB PYTHONPATH=$ROOT/bindings/python python3 "$@"
-}
+# The application: python3 with the Python binding (py, tests/pyapp.sh).
+. "$ROOT/tests/pyapp.sh"
 if ! py -c 'import rlstore._ffi; rlstore._ffi.get()' 2>/dev/null; then
     echo "skip: the Python binding cannot load $LIB: the application side needs it"
     finish
