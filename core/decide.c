@@ -148,7 +148,10 @@ static int64_t sib_units(const decide_sib *s, int64_t from, int64_t t)
 }
 
 /* Charges item's state with what its other variants recorded after it was
- * last written (decide.h); 1 if it did. */
+ * last written (decide.h), up to its capacity in all: a variant's count may
+ * hold units carried from this one (a change and back), so counting them
+ * again past capacity would only show usage that never happened.  1 if it
+ * charged. */
 static int carry_over(decide_item *it, const algo_params *p, const algo_window *w,
                       int64_t t)
 {
@@ -160,9 +163,13 @@ static int carry_over(decide_item *it, const algo_params *p, const algo_window *
         return 0;
     algo_params cp = *p;
     algo_meta m;
-    int64_t cap = algo_is_bucket(p->kind) ? p->burst : p->limit;
+    if (algo_decide(p, w, it->st, t, 1, 0, &m) != 0)   /* a peek: units in use now */
+        return 0;
+    int64_t room = m.capacity - m.used;
+    if (room <= 0)
+        return 0;
     cp.count_denied = 1;  /* spent is spent, admissible or not */
-    return algo_decide(&cp, w, it->st, t, units < cap ? units : cap, 1, &m) == 0;
+    return algo_decide(&cp, w, it->st, t, units < room ? units : room, 1, &m) == 0;
 }
 
 static int64_t shift(int64_t v, int64_t by)

@@ -563,9 +563,11 @@ RLS_EXTERN int rls_stats_at(rls_db *db, int seconds, int64_t now_ms, rls_rows **
 /*
  * Health report of the database: one row per check with columns check,
  * status ("ok", "warn", "fail") and detail: sqlite_version (warns below
- * 3.51.3, the WAL-reset race), journal_mode, schema_version, quick_check,
- * integrity_check (only with full != 0), file_mode, dir_mode, wal_size,
- * rules.
+ * 3.51.3, the WAL-reset race), journal_mode, schema_version, files (the
+ * database file and its -wal are the ones at their paths), quick_check,
+ * integrity_check (with full != 0 always, otherwise on files up to
+ * 64 MiB), file_mode, dir_mode, wal_size, rules.  rls_admin(3) has the
+ * whole list.
  */
 RLS_EXTERN int rls_doctor(rls_db *db, int full, rls_rows **out);
 

@@ -208,6 +208,17 @@ static void test_random_sequences(void **state)
         run_sequence(steps / 4, seed + (uint64_t)run);
 }
 
+/* Units in use of the action's one limit, as rls_explain_at shows them. */
+static int64_t used_of(itest *t, const char *action, const char *key, int64_t now)
+{
+    rls_rows *lim = NULL;
+    assert_int_equal(rls_explain_at(t->db, action, key, now, NULL, &lim), RLS_OK);
+    assert_int_equal(rls_rows_count(lim), 1);
+    int64_t used = rel_row_int(lim, 0, "used");
+    rls_rows_free(lim);
+    return used;
+}
+
 /* The issue's case: fixed_window 10/1d, use 10; the same limit with 1h,
  * one check; 1d again: nothing more that day. */
 static void test_day_hour_day(void **state)
@@ -223,6 +234,9 @@ static void test_day_hour_day(void **state)
     apply_variant(t, 0, now + 3000);
     assert_int_equal(it_admit_n(t, "act", "k", 10, now + 4000), 0);
     assert_int_equal(it_admit_n(t, "act", "k", 10, now + 5 * HOUR_MS), 0);
+    /* the 10 carried to the hourly variant and back are the same 10: the
+     * daily count shows 10 used, not 20 */
+    assert_int_equal(used_of(t, "act", "k", now + 5 * HOUR_MS), 10);
     /* the next day: the quota is back */
     assert_int_equal(it_admit_n(t, "act", "k", 12, T0 + DAY_MS), 10);
     it_free(t);
