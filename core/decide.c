@@ -358,6 +358,21 @@ void decide_blocked(rls_result *res, int64_t now, int64_t until_ms,
     snprintf(res->rule, sizeof res->rule, "%s", rule ? rule : "");
 }
 
+void decide_blocked_keep(rls_result *res, int64_t now, int64_t until_ms,
+                         const char *rule)
+{
+    int64_t limit = res->limit, remaining = res->remaining, window = res->window_ms;
+    decide_blocked(res, now, until_ms, rule);
+    res->limit = limit;
+    res->remaining = remaining;
+    res->window_ms = window;
+}
+
+int64_t decide_overage(int64_t c, int pct)
+{
+    return with_overage(c, pct);
+}
+
 void decide_degraded(rls_result *res, int allow)
 {
     memset(res, 0, sizeof *res);

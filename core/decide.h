@@ -66,6 +66,16 @@ int decide_refund(decide_item *items, int n, int64_t now, int64_t floor_ms,
 void decide_blocked(rls_result *res, int64_t now, int64_t until_ms,
                     const char *rule);
 
+/* Turns a peek's decision *res of a blocked key (until until_ms, 0 =
+ * forever) into the block's denial, keeping the deciding limit's limit,
+ * remaining and window: the counters still tell how much is in use. */
+void decide_blocked_keep(rls_result *res, int64_t now, int64_t until_ms,
+                         const char *rule);
+
+/* A soft limit's admissible capacity: c * (100 + pct) / 100 (pct <= 0: c),
+ * saturating at INT64_MAX. */
+int64_t decide_overage(int64_t c, int pct);
+
 /* Fills *res for a storage failure under the policy (allowed 0/1). */
 void decide_degraded(rls_result *res, int allow);
 

@@ -38,16 +38,9 @@ int rls__peek_key(rls_db *db, key_ctx *ctx, const char *action, const char *key,
                      &dout) != 0)
         return rls__error(db, RLS_ECONFIG, "action '%s' has a limit the engine refuses", action);
     ctx->deciding = dout.deciding;
-    if (ctx->block.active || ctx->behaviour == TIER_BLOCKED) {
-        /* Denied by the block, but the counters still tell how much of the
-         * deciding limit is in use: keep those figures. */
-        int64_t limit = res->limit, remaining = res->remaining, window = res->window_ms;
-        decide_blocked(res, now, ctx->block.active ? ctx->block.until_ms : 0,
-                       ctx->block.active ? ctx->block.rule : "");
-        res->limit = limit;
-        res->remaining = remaining;
-        res->window_ms = window;
-    }
+    if (ctx->block.active || ctx->behaviour == TIER_BLOCKED)
+        decide_blocked_keep(res, now, ctx->block.active ? ctx->block.until_ms : 0,
+                            ctx->block.active ? ctx->block.rule : "");
     return RLS_OK;
 }
 

@@ -12,6 +12,7 @@
 #include <string.h>
 #include "admin.h"
 #include "keyctx.h"
+#include "penalty.h"
 
 enum check_op { OP_CHECK = 0, OP_PEEK = 1, OP_RESERVE = 2 };
 
@@ -52,23 +53,16 @@ static int is_io_failure(int rc)
            rc == RLS_ESTORAGE || rc == RLS_ENOMEM || rc == RLS_EREADONLY;
 }
 
-/* Imposes the limit's block_for penalty: the next step of the escalation if
- * the previous penalty is still remembered, else the first. */
+/* Imposes the limit's block_for penalty: the step core chooses from the
+ * key's own block row (core/penalty.c). */
 static int impose_penalty(rls_db *db, key_ctx *ctx, int idx, int64_t now,
                           rls_result *res)
 {
     const rule_limit *def = ctx->rl[idx].def;
-    int level = 0;
-    if (ctx->pen_found && ctx->pen_kind == 1 && now < ctx->pen_forget)
-        level = ctx->pen_level + 1;
-    if (level >= def->nblock_for)
-        level = def->nblock_for - 1;
-    int64_t dur = def->block_for[level];
-    /* Ends past the accepted range are kept at its end: every stored time
-     * stays one the admin surface can show and take back. */
-    int64_t until = dur < RLS_TIME_MAX - now ? now + dur : RLS_TIME_MAX;
-    int64_t last = def->block_for[def->nblock_for - 1];
-    int64_t forget = last < RLS_TIME_MAX - until ? until + last : RLS_TIME_MAX;
+    const penalty_prev prev = {ctx->pen_found, ctx->pen_kind, ctx->pen_level,
+                               ctx->pen_forget};
+    penalty_step pen;
+    penalty_next(def, &prev, now, &pen);
 
     rls_stmt *st = rls__stmt(db, STMT_PENALTY_PUT);
     if (!st)
@@ -76,19 +70,16 @@ static int impose_penalty(rls_db *db, key_ctx *ctx, int idx, int64_t now,
     db->policy_none = 0;  /* no longer (cache.c) */
     sql_bind_blob(st, 1, ctx->key, (int)ctx->keylen, SQL_STATIC);
     sql_bind_text(st, 2, ctx->act->name, -1, SQL_STATIC);
-    sql_bind_int64(st, 3, until);
-    sql_bind_int64(st, 4, level);
-    sql_bind_int64(st, 5, forget);
+    sql_bind_int64(st, 3, pen.until_ms);
+    sql_bind_int64(st, 4, pen.level);
+    sql_bind_int64(st, 5, pen.forget_ms);
     sql_bind_text(st, 6, def->name, -1, SQL_STATIC);
     sql_bind_int64(st, 7, now);
     int rc = sql_step(st);
     sql_reset(st);
     if (rc != SQL_DONE)
         return rls__sql_error(db, rc, "cannot write penalty block");
-    if (res->retry_after_ms >= 0 && res->retry_after_ms < dur)
-        res->retry_after_ms = dur;
-    if (res->reset_ms < dur)
-        res->reset_ms = dur;
+    penalty_raise(res, pen.dur_ms);
     return RLS_OK;
 }
 
@@ -112,7 +103,7 @@ static int add_reservation(rls_db *db, key_ctx *ctx, int64_t cost, int64_t now,
     sql_bind_blob(st, 2, ctx->key, (int)ctx->keylen, SQL_STATIC);
     sql_bind_int64(st, 3, cost);
     sql_bind_int64(st, 4, now);
-    sql_bind_int64(st, 5, ttl < RLS_TIME_MAX - now ? now + ttl : RLS_TIME_MAX);
+    sql_bind_int64(st, 5, time_end(now, ttl));
     sql_bind_blob(st, 6, lids, (int)n, SQL_TRANSIENT);
     int rc = sql_step(st);
     if (rc == SQL_ROW)

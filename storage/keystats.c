@@ -14,10 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "db.h"
+#include "pressure.h"
 
 #define KACC_SLOTS 4096            /* power of two */
 #define KACC_MAX (KACC_SLOTS / 4 * 3)
-#define HOT_PPM 500000             /* half used */
 
 struct key_acc {
     char action[RLS_NAME_MAX + 1];
@@ -53,13 +53,12 @@ static struct key_acc *slot_of(rls_db *db, const char *action, const char *key, 
 int rls__keystat_note(rls_db *db, const char *action, const char *key, size_t keylen,
                       const rls_result *res, int64_t now)
 {
-    int64_t ppm = 1000000;
+    int64_t ppm = PRESSURE_PPM;   /* a denial counts as all used */
     if (res->allowed) {
         if (res->limit <= 0)
             return 0;
-        int64_t used = res->limit - res->remaining;
-        ppm = (int64_t)((double)used * 1e6 / (double)res->limit);
-        if (ppm < HOT_PPM)
+        ppm = pressure_ppm(pressure_used(res, NULL), res->limit);
+        if (!pressure_hot(ppm))
             return 0;
     }
     if (!db->kacc && !(db->kacc = calloc(KACC_SLOTS, sizeof *db->kacc)))

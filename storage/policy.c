@@ -562,7 +562,7 @@ static int check_override_fits(rls_db *db, const struct override_arg *a)
                 continue;
             known = 1;
             if (l->algorithm == ALGO_SLIDING_LOG &&
-                a->limit + a->limit * l->overage_pct / 100 > ALGO_SLIDING_LOG_MAX)
+                decide_overage(a->limit, l->overage_pct) > ALGO_SLIDING_LOG_MAX)
                 return rls__error(db, RLS_EINVAL, "limit '%s' of action '%s' is a sliding_log "
                                   "and takes at most %d units (overage included)",
                                   a->name, a->action, ALGO_SLIDING_LOG_MAX);

@@ -16,14 +16,15 @@
  * The head is found from the candidates alone (bounded); the tail is
  * walked in key order from a position by a cursor that skips head keys.
  * Several actions merge: heads by the order, tails by (key, action).
+ * What "half used" and a row's state mean is core's (core/pressure.h).
  */
 #ifndef RLS_USAGE_H
 #define RLS_USAGE_H
 
 #include "admin.h"
 #include "keyctx.h"
+#include "pressure.h"
 
-#define USAGE_HOT_PPM 500000   /* half used: under pressure */
 #define USAGE_EXACT_MAX 500    /* a database this small is examined whole */
 #define USAGE_RESET_ALL 5000   /* reset order: candidates taken all up to this */
 

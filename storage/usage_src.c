@@ -256,17 +256,6 @@ static int memo_grow(usage_src *s)
     return 0;
 }
 
-static const char *state_of(const rls_result *res, const key_ctx *ctx, int64_t ppm)
-{
-    if (ctx->block.active || ctx->behaviour == TIER_BLOCKED)
-        return "blocked";
-    if (!res->allowed)
-        return "limited";
-    if (res->reason == RLS_REASON_SHADOW)
-        return "shadow";
-    return ppm >= 800000 ? "near" : "ok";
-}
-
 static int denials(usage_ctx *u, usage_src *s, const char *key, int64_t *d)
 {
     rls_stmt *st;
@@ -301,23 +290,20 @@ static int fill_row(usage_ctx *u, usage_src *s, usage_row *r)
     snprintf(r->rule, sizeof r->rule, "%s", res.rule);
     r->limit = res.limit;
     r->remaining = res.remaining;
-    /* units in use, past the capacity too (an unlimited tier counts every
-     * request, overage admits beyond the limit): not limit - remaining */
-    if (ctx->deciding >= 0 && ctx->deciding < ctx->n)
-        r->used = ctx->items[ctx->deciding].meta.used;
-    else
-        r->used = res.limit > res.remaining ? res.limit - res.remaining : 0;
-    r->ppm = res.limit > 0 ? (int64_t)((double)r->used * 1e6 / (double)res.limit) : 0;
+    /* units in use, past the capacity too (core/pressure.c) */
+    int has = ctx->deciding >= 0 && ctx->deciding < ctx->n;
+    r->used = pressure_used(&res, has ? &ctx->items[ctx->deciding].meta : NULL);
+    r->ppm = pressure_ppm(r->used, res.limit);
     r->reset_ms = res.reset_ms;
     r->blocked = ctx->block.active || ctx->behaviour == TIER_BLOCKED;
     r->block_until = ctx->block.active ? ctx->block.until_ms : 0;
-    r->state = state_of(&res, ctx, r->ppm);
+    r->state = pressure_state(r->blocked, &res, r->ppm);
     if ((rc = denials(u, s, r->key, &r->denied)))
         return rc;
     if (u->sort == RLS_SORT_DENIED)
         r->pressing = r->denied > 0;
     else if (u->sort != RLS_SORT_KEY)
-        r->pressing = r->blocked || r->ppm >= USAGE_HOT_PPM;
+        r->pressing = r->blocked || pressure_hot(r->ppm);
     return RLS_OK;
 }
 

@@ -1,0 +1,40 @@
+/*
+ * pressure.c - usage fraction and states of a key's limit (pressure.h).
+ */
+#include "pressure.h"
+
+int64_t pressure_used(const rls_result *res, const algo_meta *deciding)
+{
+    if (deciding)
+        return deciding->used;
+    return res->limit > res->remaining ? res->limit - res->remaining : 0;
+}
+
+int64_t pressure_ppm(int64_t used, int64_t limit)
+{
+    if (limit <= 0)
+        return 0;
+    double f = (double)used * 1e6 / (double)limit;
+    /* 2^63 as a double: the first value an int64 cannot hold */
+    if (f >= 9223372036854775808.0)
+        return INT64_MAX;
+    if (f <= -9223372036854775808.0)
+        return INT64_MIN;
+    return (int64_t)f;
+}
+
+int pressure_hot(int64_t ppm)
+{
+    return ppm >= PRESSURE_HOT_PPM;
+}
+
+const char *pressure_state(int blocked, const rls_result *res, int64_t ppm)
+{
+    if (blocked)
+        return "blocked";
+    if (!res->allowed)
+        return "limited";
+    if (res->reason == RLS_REASON_SHADOW)
+        return "shadow";
+    return ppm >= PRESSURE_NEAR_PPM ? "near" : "ok";
+}

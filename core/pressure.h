@@ -1,0 +1,38 @@
+/*
+ * pressure.h - how much of a key's limit is in use, as usage listings and
+ * the per-key stats report it: the units in use, the fraction used in
+ * parts per million, the state a listing shows ("blocked", "limited",
+ * "shadow", "near", "ok") and the threshold of "under pressure".  Pure:
+ * storage peeks or checks, core says what the figures mean.
+ */
+#ifndef RLS_PRESSURE_H
+#define RLS_PRESSURE_H
+
+#include <stdint.h>
+#include "rlstore.h"
+#include "algo.h"
+
+#define PRESSURE_PPM 1000000      /* the whole capacity */
+#define PRESSURE_HOT_PPM 500000   /* half used: under pressure (listed first) */
+#define PRESSURE_NEAR_PPM 800000  /* "near" its limit */
+
+/*
+ * Units in use of the deciding limit of res: its meta's `used` when given
+ * (past the capacity too: an unlimited tier counts every request, overage
+ * admits beyond the limit), else limit - remaining, never below 0.
+ */
+int64_t pressure_used(const rls_result *res, const algo_meta *deciding);
+
+/* used / limit in parts per million (truncated; above PRESSURE_PPM past
+ * the capacity; kept within int64); 0 when limit <= 0. */
+int64_t pressure_ppm(int64_t used, int64_t limit);
+
+/* At least half used. */
+int pressure_hot(int64_t ppm);
+
+/* The state a usage row shows: "blocked" (an active block or a blocked
+ * tier), "limited" (res denied), "shadow" (admitted past a shadow limit),
+ * "near" (at least PRESSURE_NEAR_PPM used), else "ok".  A static string. */
+const char *pressure_state(int blocked, const rls_result *res, int64_t ppm);
+
+#endif
