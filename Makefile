@@ -37,7 +37,9 @@ SCHEMA_PG    := $(sort $(wildcard schema/pg/*.sql))
 LIB_OBJS     := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRCS) $(STORAGE_SRCS)) $(BUILD)/obj/schema_embed.o \
                 $(BUILD)/obj/schema_pg_embed.o
 
-UNIT_SRCS    := $(sort $(wildcard tests/unit/test_*.c))
+# The suites of one module each mirror the tree: tests/core/test_<module>.c
+# tests core/<module>.c, tests/storage/test_<module>.c storage/<module>.c.
+UNIT_SRCS    := $(sort $(wildcard tests/core/test_*.c tests/storage/test_*.c))
 INTEG_SRCS   := $(sort $(wildcard tests/integration/test_*.c))
 REL_SRCS     := $(sort $(wildcard tests/reliability/test_*.c))
 TEST_BINS    := $(patsubst tests/%.c,$(BUILD)/tests/%,$(UNIT_SRCS) $(INTEG_SRCS) $(REL_SRCS))
