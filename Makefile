@@ -17,6 +17,12 @@ WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototy
 CSTD     := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
 OPT      ?= -O2 -g
 
+# build-san holds sanitized objects: BUILD=build-san alone (as in a
+# standalone `BUILD=build-san sh tests/install/test_install.sh`) means
+# SAN=1, so that what links those objects links the sanitizers too.
+ifeq ($(origin SAN):$(BUILD),undefined:build-san)
+SAN      := 1
+endif
 ifeq ($(SAN),1)
 BUILD    ?= build-san
 OPT      := -O1 -g -fno-omit-frame-pointer
@@ -27,6 +33,16 @@ SANFLAGS :=
 endif
 
 CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -Iinclude -Icore -Istorage $(PKG_CFLAGS) $(CFLAGS)
+# Every compile writes the headers it read to a .d file beside its output
+# (-MMD; -MP adds an empty rule per header, so a deleted header does not
+# break the build); the .d files are included at the end of this file.  A
+# header change so rebuilds exactly the objects, tools, test binaries and
+# examples that include it.  The .d file of $(BUILD)/X is $(BUILD)/dep/X.d
+# (named after the output, which also works for the rules that compile and
+# link in one step), kept out of the folders of test binaries, which
+# scripts may list.
+DEPFILE    = $(patsubst $(BUILD)/%,$(BUILD)/dep/%.d,$@)
+DEPFLAGS   = -MMD -MP -MF $(DEPFILE)
 LIBFLAGS   = -fPIC -fvisibility=hidden -DRLS_BUILDING
 LDLIBS_ALL = $(PKG_LIBS) -lm -lpthread $(LDLIBS)
 
@@ -37,7 +53,9 @@ SCHEMA_PG    := $(sort $(wildcard schema/pg/*.sql))
 LIB_OBJS     := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRCS) $(STORAGE_SRCS)) $(BUILD)/obj/schema_embed.o \
                 $(BUILD)/obj/schema_pg_embed.o
 
-UNIT_SRCS    := $(sort $(wildcard tests/unit/test_*.c tests/core/test_*.c))
+# The suites of one module each mirror the tree: tests/core/test_<module>.c
+# tests core/<module>.c, tests/storage/test_<module>.c storage/<module>.c.
+UNIT_SRCS    := $(sort $(wildcard tests/core/test_*.c tests/storage/test_*.c))
 INTEG_SRCS   := $(sort $(wildcard tests/integration/test_*.c))
 REL_SRCS     := $(sort $(wildcard tests/reliability/test_*.c))
 TEST_BINS    := $(patsubst tests/%.c,$(BUILD)/tests/%,$(UNIT_SRCS) $(INTEG_SRCS) $(REL_SRCS))
@@ -94,13 +112,12 @@ TUI_SRCS     := $(sort $(wildcard tui/*.c))
 # What rlctl and rltop share (display escaping, database names): each tool
 # compiles it; neither includes the other's folder.
 COMMON_SRCS  := $(sort $(wildcard common/*.c))
-COMMON_HDRS  := $(wildcard common/*.h)
 TOOLS        := $(if $(CLI_SRCS),$(BUILD)/rlctl) $(if $(TUI_SRCS),$(BUILD)/rltop)
 EXAMPLES     := $(BUILD)/examples/quickstart $(BUILD)/examples/simulate \
                 $(BUILD)/examples/signup $(BUILD)/examples/http429
 
 .PHONY: all deps test test-bins test-pg check-deps bench demo clean sanitize valgrind check stress fuzz
-.PHONY: install uninstall
+.PHONY: install uninstall lint
 all: deps $(BUILD)/librlstore.so $(BUILD)/librlstore.a $(TOOLS) $(EXAMPLES)
 
 # ---- dependencies ----------------------------------------------------------
@@ -109,10 +126,23 @@ all: deps $(BUILD)/librlstore.so $(BUILD)/librlstore.a $(TOOLS) $(EXAMPLES)
 deps:
 	@sh tests/deps.sh
 
+# ---- lint ------------------------------------------------------------------
+# The house rules grep can check (tests/lint.sh says which; about a second, no
+# build, no network): layering (no SQLite or libpq in core/; the tools and
+# common/ include no header of core/, storage/ or the other tool), no .c or
+# .h over 800 lines but those of tests/lint-long.txt (a list that only
+# shrinks), one line per finding and a failure when there is one.  The
+# non-static functions of core/ and storage/ without the rls__ prefix are
+# only counted (one warning line; `sh tests/lint.sh --warnings` lists them):
+# renaming them is a later step of issue #18, then the count becomes a
+# failure.  tests/meta/test_lint.sh tests the lint on made-up trees.
+lint:
+	@sh tests/lint.sh
+
 # ---- library ---------------------------------------------------------------
-$(BUILD)/obj/%.o: %.c $(wildcard include/*.h core/*.h storage/*.h) | deps
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) $(LIBFLAGS) -c $< -o $@
+$(BUILD)/obj/%.o: %.c | deps
+	@mkdir -p $(dir $@) $(dir $(DEPFILE))
+	$(CC) $(CFLAGS_ALL) $(LIBFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(BUILD)/schema_embed.c: $(SCHEMA_SQL) schema/embed.sh
 	@mkdir -p $(BUILD)
@@ -141,31 +171,56 @@ $(BUILD)/librlstore.a: $(LIB_OBJS)
 	ar rcs $@ $(LIB_OBJS)
 
 # ---- tools and examples (public API only, linked to the shared library) -----
-$(BUILD)/rlctl: $(CLI_SRCS) $(COMMON_SRCS) $(wildcard cli/*.h) $(COMMON_HDRS) $(BUILD)/librlstore.so
-	$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -Iinclude -Icli -Icommon $(CFLAGS) $(CLI_SRCS) $(COMMON_SRCS) -o $@ \
-	    -L$(BUILD) -lrlstore -Wl,-rpath,'$$ORIGIN' $(LDFLAGS)
+# One template for both tools, called once per tool below: $(1) the tool,
+# $(2) its folder, $(3) extra compile flags, $(4) extra link flags.  Each
+# tool compiles its folder's sources and common/ (what rlctl and rltop
+# share: display escaping, database names) into objects of its own, with
+# -Iinclude -I<folder> -Icommon only: a tool that includes a header of the
+# library's internals or of the other tool does not compile.  It makes two
+# links of the same objects: $(BUILD)/<tool>, which finds the library
+# next to it ($$ORIGIN), and $(BUILD)/install/<tool>, relinked for `make
+# install` without the build tree's rpath.
+define TOOL_RULES
+$(1)_SRCS := $$(sort $$(wildcard $(2)/*.c)) $$(COMMON_SRCS)
+$(1)_OBJS := $$(patsubst %.c,$$(BUILD)/obj/$(1)/%.o,$$($(1)_SRCS))
+$(1)_LINK  = $$(CC) $$(OPT) $$(SANFLAGS) $$(CFLAGS) $$($(1)_OBJS) -o $$@ -L$$(BUILD) -lrlstore
+TOOL_OBJS += $$($(1)_OBJS)
 
-$(BUILD)/rltop: $(TUI_SRCS) $(COMMON_SRCS) $(wildcard tui/*.h) $(COMMON_HDRS) $(BUILD)/librlstore.so
-	$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -Iinclude -Itui -Icommon $(TUI_CFLAGS) $(CFLAGS) $(TUI_SRCS) $(COMMON_SRCS) -o $@ \
-	    -L$(BUILD) -lrlstore -Wl,-rpath,'$$ORIGIN' $(TUI_LIBS) -lm $(LDFLAGS)
+$$(BUILD)/obj/$(1)/%.o: %.c | deps
+	@mkdir -p $$(dir $$@) $$(dir $$(DEPFILE))
+	$$(CC) $$(CSTD) $$(WARN) $$(OPT) $$(SANFLAGS) -Iinclude -I$(2) -Icommon $(3) $$(CFLAGS) $$(DEPFLAGS) -c $$< -o $$@
+
+$$(BUILD)/$(1): $$($(1)_OBJS) $$(BUILD)/librlstore.so
+	$$($(1)_LINK) -Wl,-rpath,'$$$$ORIGIN' $(4) $$(LDFLAGS)
+
+$$(BUILD)/install/$(1): $$($(1)_OBJS) $$(BUILD)/librlstore.so
+	@mkdir -p $$(dir $$@)
+	$$($(1)_LINK) $(4) $$(LDFLAGS)
+endef
+TOOL_OBJS :=
+$(if $(CLI_SRCS),$(eval $(call TOOL_RULES,rlctl,cli,,)))
+$(if $(TUI_SRCS),$(eval $(call TOOL_RULES,rltop,tui,$$(TUI_CFLAGS),$$(TUI_LIBS) -lm)))
 
 $(BUILD)/examples/%: examples/%.c $(BUILD)/librlstore.so
-	@mkdir -p $(dir $@)
-	$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -Iinclude $(CFLAGS) $< -o $@ \
+	@mkdir -p $(dir $@) $(dir $(DEPFILE))
+	$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -Iinclude $(CFLAGS) $(DEPFLAGS) $< -o $@ \
 	    -L$(BUILD) -lrlstore -Wl,-rpath,'$$ORIGIN/..' $(LDFLAGS)
 
 # ---- tests -----------------------------------------------------------------
 # Unit and integration suites link the static library so they can reach
 # internal (rls__/core) functions.  A suite that needs extra link flags
 # (e.g. -Wl,--wrap=malloc for allocation-failure loops) names them in a
-# file next to it: tests/<dir>/<name>.ldflags.
-$(BUILD)/tests/%: tests/%.c tests/testutil.h tests/integration/itest.h $(wildcard tests/*/*.h) $(BUILD)/librlstore.a
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -Itests -Itests/integration $< -o $@ $(BUILD)/librlstore.a \
+# file next to it: tests/<dir>/<name>.ldflags.  The headers a suite
+# includes come from its .d file (DEPFLAGS).
+$(BUILD)/tests/%: tests/%.c $(BUILD)/librlstore.a
+	@mkdir -p $(dir $@) $(dir $(DEPFILE))
+	$(CC) $(CFLAGS_ALL) -Itests -Itests/integration $(DEPFLAGS) $< -o $@ $(BUILD)/librlstore.a \
 	    $(shell cat tests/$*.ldflags 2>/dev/null) $(CMOCKA_LIBS) $(LDLIBS_ALL) $(LDFLAGS)
 
 # rltop's own suites: the YAML reader (public API only, like the tools).
-$(BUILD)/tests/tui/%: tests/tui/%.c tui/yamlite.c tui/yamledit.c tui/yamlite.h $(BUILD)/librlstore.so
+# Several sources in one step write no usable .d file: the headers are
+# named here.
+$(BUILD)/tests/tui/%: tests/tui/%.c tui/yamlite.c tui/yamledit.c tui/yamlite.h include/rlstore.h $(BUILD)/librlstore.so
 	@mkdir -p $(dir $@)
 	$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -Iinclude -Itui $(CFLAGS) $< tui/yamlite.c tui/yamledit.c -o $@ \
 	    -L$(BUILD) -lrlstore -Wl,-rpath,'$$ORIGIN/../..' $(CMOCKA_LIBS) $(LDFLAGS)
@@ -268,16 +323,7 @@ MAN3_ALIASES = for p in $(filter %.3,$(INSTALL_MAN)); do \
 	    done; \
 	done
 
-$(BUILD)/install/rlctl: $(CLI_SRCS) $(COMMON_SRCS) $(wildcard cli/*.h) $(COMMON_HDRS) $(BUILD)/librlstore.so
-	@mkdir -p $(dir $@)
-	$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -Iinclude -Icli -Icommon $(CFLAGS) $(CLI_SRCS) $(COMMON_SRCS) -o $@ \
-	    -L$(BUILD) -lrlstore $(LDFLAGS)
-
-$(BUILD)/install/rltop: $(TUI_SRCS) $(COMMON_SRCS) $(wildcard tui/*.h) $(COMMON_HDRS) $(BUILD)/librlstore.so
-	@mkdir -p $(dir $@)
-	$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -Iinclude -Itui -Icommon $(TUI_CFLAGS) $(CFLAGS) $(TUI_SRCS) $(COMMON_SRCS) -o $@ \
-	    -L$(BUILD) -lrlstore $(TUI_LIBS) -lm $(LDFLAGS)
-
+# $(BUILD)/install/rlctl and rltop: see TOOL_RULES.
 install: $(BUILD)/librlstore.so $(BUILD)/librlstore.a $(INSTALL_TOOLS) rlstore.pc.in
 	$(INSTALL) -d $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR) \
 	    $(DESTDIR)$(BINDIR) $(DESTDIR)$(BASHCOMPDIR) \
@@ -317,3 +363,8 @@ uninstall:
 
 clean:
 	rm -rf build build-san
+
+# ---- header dependencies (DEPFLAGS) -----------------------------------------
+# The .d files of everything compiled above; a missing one (nothing built
+# yet) is no error.
+-include $(patsubst $(BUILD)/%,$(BUILD)/dep/%.d,$(LIB_OBJS) $(TOOL_OBJS) $(TEST_BINS) $(EXAMPLES))

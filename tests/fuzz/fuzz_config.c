@@ -22,7 +22,7 @@
  *
  * 2. With allocation failure injected at an input-derived point, in the
  *    loader's allocator and in libyaml's (yaml_malloc & co are defined here,
- *    as in tests/unit/test_config_yaml.c): the result is -2 with no
+ *    as in tests/core/test_config_yaml.c): the result is -2 with no
  *    ruleset and exactly the error "out of memory", or, if the failure was
  *    never reached, the same result as the normal parse.
  *

@@ -16,7 +16,7 @@
  *           the suite;
  *   yaml    libyaml's, which allocates through its exported yaml_malloc,
  *           yaml_realloc and yaml_strdup: defined here, they take
- *           precedence over libyaml's own (as in tests/unit/test_config_yaml.c).
+ *           precedence over libyaml's own (as in tests/core/test_config_yaml.c).
  * For N = 1, 2, ... the N-th allocation of that allocator during the call
  * fails (once; in a second loop it and every later one, "sticky"), until
  * the call makes fewer than N allocations (oom_loop).  Each call must

@@ -1,0 +1,160 @@
+#!/bin/sh
+# tests/lint.sh [--warnings] [ROOT] - the house rules that grep can check
+# (`make lint`; tests/meta/test_lint.sh runs it on made-up trees).  Fast,
+# no network, no build.  One line per finding, "lint: FILE:LINE: what";
+# exits 1 when there is any.
+#  1. Layering: core/ names no SQLite (sqlite3_, <sqlite3.h>) and no libpq
+#     (PQxxx, <libpq-fe.h>); the tools (cli/, tui/) and common/ include no
+#     header of core/ or storage/, of the other tool's folder, nor
+#     <sqlite3.h> or <libpq-fe.h>: a tool includes its own folder's headers,
+#     common/ and include/ (rlstore.h) only, common/ the last two.
+#  2. No .c or .h file over 800 lines, except those in tests/lint-long.txt:
+#     "PATH LINES", a file that may keep at most LINES lines until it is
+#     split.  The list only shrinks: an entry whose file is gone or back
+#     under the bound is a finding too (remove the entry), as is a listed
+#     file grown past its LINES.
+#  3. Internal names: a function of core/ or storage/ that is not static
+#     carries the prefix rls__ (internal) or rls_ (public, and then it is
+#     declared in include/rlstore.h).  Many do not yet: renaming them is a
+#     later step of issue #18, so this check only counts them, as one
+#     "warning" line; --warnings lists them one a line.  It does not fail.
+# ROOT defaults to the repository this script is in.
+warn_list=0
+if [ "${1:-}" = --warnings ]; then warn_list=1; shift; fi
+root=${1:-$(dirname "$0")/..}
+cd "$root" || exit 2
+MAX_LINES=800
+ALLOW=tests/lint-long.txt
+out=$(mktemp "${TMPDIR:-/tmp}/lint.XXXXXX") || exit 2
+trap 'rm -f "$out"' EXIT
+
+find_() {  # find_ DIR...: the .c and .h files under the existing DIRs
+    for d in "$@"; do [ -d "$d" ] && find "$d" -type f \( -name '*.c' -o -name '*.h' \); done | sort
+}
+finding() { echo "lint: $*" >>"$out"; }
+
+# ---- 1. layering -------------------------------------------------------------
+core_files=$(find_ core)
+if [ -n "$core_files" ]; then
+    # shellcheck disable=SC2086
+    grep -nE 'sqlite3_|<sqlite3\.h>' $core_files | while IFS=: read -r f n _; do
+        finding "$f:$n: SQLite in core/ (core knows no backend)"; done
+    # shellcheck disable=SC2086
+    grep -nE '(^|[^A-Za-z0-9_])PQ[a-zA-Z]+|<libpq-fe\.h>' $core_files | while IFS=: read -r f n _; do
+        finding "$f:$n: libpq in core/ (core knows no backend)"; done
+fi
+
+# where_is NAME: the folders (of the library and the tools) holding NAME
+where_is() {
+    for d in core storage cli tui common include; do
+        [ -f "$d/$1" ] && printf '%s/ ' "$d"
+    done | sed 's/ $//'
+}
+for f in $(find_ cli tui common); do
+    dir=${f%%/*}
+    case $dir in common) allowed="common include" ;; *) allowed="$dir common include" ;; esac
+    grep -n '^[[:space:]]*#[[:space:]]*include' "$f" |
+        sed -n 's/^\([0-9]*\):[[:space:]]*#[[:space:]]*include[[:space:]]*\([<"][^>"]*[>"]\).*/\2 \1/p' |
+        while read -r inc n; do
+        name=$(printf '%s' "$inc" | tr -d '<>"')
+        case $inc in
+        '<sqlite3.h>' | '<libpq-fe.h>')
+            finding "$f:$n: includes $inc (the tools use rlstore.h only)"
+            continue ;;
+        '<'*) continue ;;  # a system header
+        esac
+        # the folder the header is found in: the file's own folder first
+        # (or the path it names), then -Icommon, -Iinclude
+        case $name in
+        */*) got=$(realpath -m --relative-to=. "$(dirname "$f")/$name" 2>/dev/null)
+             got=${got%%/*}
+             [ -f "$(dirname "$f")/$name" ] || got="" ;;
+        *) got=""
+           for d in $allowed; do [ -f "$d/$name" ] && { got=$d; break; }; done ;;
+        esac
+        if [ -n "$got" ]; then
+            case " $allowed " in *" $got "*) continue ;; esac
+            finding "$f:$n: includes \"$name\" of $got/ (allowed: $allowed)"
+        else
+            w=$(where_is "$(basename "$name")")
+            finding "$f:$n: includes \"$name\", found in none of $allowed${w:+ (it is in $w)}"
+        fi
+    done
+done
+
+# ---- 2. file length ----------------------------------------------------------
+# every .c and .h of the tree but the build directories
+all_files=$(find . \( -path ./.git -o -path ./build -o -path './build-*' \) -prune -o \
+    -type f \( -name '*.c' -o -name '*.h' \) -print | sed 's|^\./||' | sort)
+allow() {  # allow PATH: the LINES of PATH's entry, or nothing
+    [ -f "$ALLOW" ] && sed 's/#.*//' "$ALLOW" | awk -v p="$1" '$1 == p { print $2 }'
+}
+for f in $all_files; do
+    lines=$(wc -l <"$f")
+    [ "$lines" -gt $MAX_LINES ] || continue
+    cap=$(allow "$f")
+    if [ -z "$cap" ]; then
+        finding "$f:$lines: $lines lines, over $MAX_LINES (split it by responsibility)"
+    elif [ "$lines" -gt "$cap" ]; then
+        finding "$f:$lines: $lines lines, over $MAX_LINES and grown past the $cap of $ALLOW"
+    fi
+done
+if [ -f "$ALLOW" ]; then
+    awk '{ sub(/#.*/, "") } NF { print NR, $1 }' "$ALLOW" | while read -r n f; do
+        if [ ! -f "$f" ]; then
+            finding "$ALLOW:$n: $f is gone: remove its entry"
+        elif [ "$(wc -l <"$f")" -le $MAX_LINES ]; then
+            finding "$ALLOW:$n: $f has $(wc -l <"$f") lines now: remove its entry"
+        fi
+    done
+fi
+
+# ---- 3. internal names (a warning count) -------------------------------------
+# A definition is a line in column 0 that is not static, names a function
+# (an identifier and "(") and is followed, after its parameter lines, by a
+# "{" line in column 0 (the house style; a return type alone on the line
+# before the name counts with it).
+unprefixed() {
+    for f in $(find_ core storage); do
+        case $f in *.c) ;; *) continue ;; esac
+        awk -v file="$f" '
+        /^[A-Za-z_]/ {
+            if (decl != "" && decl !~ /\(/ && decl !~ /[;=}]/) { decl = decl " " $0 }
+            else { decl = $0; at = FNR }
+            next
+        }
+        /^\{/ {
+            if (decl ~ /\(/ && decl !~ /^(static|typedef|struct|union|enum)[ \t]/ && decl !~ /=/) {
+                s = decl; sub(/\(.*/, "", s); sub(/.*[^A-Za-z0-9_]/, "", s)
+                if (s != "") print file ":" at ": " s
+            }
+            decl = ""; next
+        }
+        /^[ \t]/ { if (decl != "") decl = decl " " $0; next }
+        { decl = "" }
+        ' "$f"
+    done | while IFS=: read -r f n name; do
+        name=${name# }
+        case $name in
+        rls__*) ;;
+        rls_*) grep -qw "$name" include/rlstore.h 2>/dev/null ||
+            echo "$f:$n: $name has the public prefix but is not in include/rlstore.h" ;;
+        *) echo "$f:$n: $name is not static and has no prefix rls__" ;;
+        esac
+    done
+}
+names=$(unprefixed)
+nwarn=$(printf '%s' "$names" | grep -c .)
+if [ "$warn_list" = 1 ]; then
+    [ -n "$names" ] && printf '%s\n' "$names" | sed 's/^/warning: /'
+elif [ "$nwarn" -gt 0 ]; then
+    echo "lint: warning: $nwarn non-static functions of core/ and storage/ without the prefix rls__ (not a failure yet; list: sh tests/lint.sh --warnings)"
+fi
+
+nfind=$(grep -c . "$out")
+cat "$out"
+if [ "$nfind" -gt 0 ]; then
+    echo "lint: $nfind finding(s)"
+    exit 1
+fi
+echo "lint: ok"
