@@ -10,16 +10,9 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include "arith.h"
 #include "decide.h"
 #include "window.h"
-
-static int64_t sat_add(int64_t a, int64_t b)
-{
-    int64_t r;
-    if (__builtin_add_overflow(a, b, &r))
-        return b > 0 ? INT64_MAX : INT64_MIN;
-    return r;
-}
 
 /* Capacity with a soft-limit overage: c * (100 + pct) / 100, saturating. */
 static int64_t with_overage(int64_t c, int pct)
@@ -83,22 +76,6 @@ static int64_t clock_safe(const decide_item *items, int n, int64_t now,
     return t;
 }
 
-static int64_t sat_sub(int64_t a, int64_t b)
-{
-    int64_t r;
-    if (__builtin_sub_overflow(a, b, &r))
-        return b < 0 ? INT64_MAX : INT64_MIN;
-    return r;
-}
-
-static int64_t le64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return (int64_t)v;
-}
-
 /*
  * The earliest instant whose charges still count for the limit at t: the
  * window's start (sliding_window: the previous window's), the log's window,
@@ -137,8 +114,8 @@ static int64_t sib_units(const decide_sib *s, int64_t from, int64_t t)
         return sat_add(c->b > 0 ? c->b : 0, c->c > 0 ? c->c : 0);
     case ALGO_SLIDING_LOG:
         for (size_t i = 0; c->log && i + ALGO_LOG_ENTRY <= c->log_len; i += ALGO_LOG_ENTRY) {
-            int64_t units = le64(c->log + i + 8);
-            if (le64(c->log + i) >= from && units > 0)
+            int64_t units = get_le64(c->log + i + 8);
+            if (get_le64(c->log + i) >= from && units > 0)
                 u = sat_add(u, units);
         }
         return u;
