@@ -217,14 +217,6 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/librlstore.a
 	$(CC) $(CFLAGS_ALL) -Itests -Itests/integration $(DEPFLAGS) $< -o $@ $(BUILD)/librlstore.a \
 	    $(shell cat tests/$*.ldflags 2>/dev/null) $(CMOCKA_LIBS) $(LDLIBS_ALL) $(LDFLAGS)
 
-# rltop's own suites: the YAML reader (public API only, like the tools).
-# Several sources in one step write no usable .d file: the headers are
-# named here.
-$(BUILD)/tests/tui/%: tests/tui/%.c tui/yamlite.c tui/yamledit.c tui/yamlite.h include/rlstore.h $(BUILD)/librlstore.so
-	@mkdir -p $(dir $@)
-	$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -Iinclude -Itui $(CFLAGS) $< tui/yamlite.c tui/yamledit.c -o $@ \
-	    -L$(BUILD) -lrlstore -Wl,-rpath,'$$ORIGIN/../..' $(CMOCKA_LIBS) $(LDFLAGS)
-
 # What the suites run: `make -j2 test-bins` builds it in parallel first.
 test-bins: all $(TEST_BINS) $(TUI_UNIT_BINS) $(if $(CLI_TESTS),$(BUILD)/rlctl) $(if $(BENCH_TESTS),$(BUILD)/bench/rlbench)
 

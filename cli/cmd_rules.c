@@ -1,5 +1,6 @@
 /*
- * cmd_rules.c - the rule-set commands: export, rules, versions, rollback.
+ * cmd_rules.c - the rule-set commands: export, rules, versions, rollback,
+ * set-limit.
  *
  * `rules` summarises the active rule set as the library understood it
  * (rls_rules_describe): the version row, the tiers, and every limit of
@@ -100,6 +101,48 @@ int cmd_rollback(rlctl_ctx *ctx)
     } else if (!ctx->quiet) {
         printf("rolled back to version %lld as version %lld\n", (long long)version,
                (long long)nv);
+    }
+    return 0;
+}
+
+/* One value written in the active rules changed in place by the library
+ * (rls_rules_set_limit_at): the file keeps its text but for the digits. */
+int cmd_set_limit(rlctl_ctx *ctx)
+{
+    int64_t value, expect = 0, nv = 0;
+    const char *tier = opt_get(ctx, "tier"), *field = opt_flag(ctx, "burst") ? "burst" : "limit";
+    int rc = db_open(ctx, 0);
+    if (rc)
+        return rc;
+    if ((rc = arg_int(ctx, 2, field, 1, RLS_LIMIT_MAX, &value)) ||
+        (rc = opt_int(ctx, "if-version", 0, 1, INT64_MAX, &expect)))
+        return rc;
+    rc = rls_rules_set_limit_at(ctx->db, ctx->args[0], tier, ctx->args[1], field, value,
+                                "rlctl set-limit", opt_get(ctx, "comment"), expect, ctx->now_ms,
+                                &nv);
+    if (rc != RLS_OK)
+        return fail_lib(ctx, rc, "cannot set the %s of '%s' of action '%s'", field,
+                        ctx->args[1], ctx->args[0]);
+    if (ctx->json) {
+        json_obj_begin();
+        json_key("version");
+        json_int(nv);
+        json_key("action");
+        json_str(ctx->args[0]);
+        json_key("tier");
+        json_str(tier ? tier : "");
+        json_key("name");
+        json_str(ctx->args[1]);
+        json_key("field");
+        json_str(field);
+        json_key("value");
+        json_int(value);
+        json_obj_end();
+        json_end_line();
+    } else if (!ctx->quiet) {
+        printf("set the %s of '%s' of action '%s' (%s%s) to %lld: version %lld\n", field,
+               ctx->args[1], ctx->args[0], tier && *tier ? "tier " : "default limits",
+               tier && *tier ? tier : "", (long long)value, (long long)nv);
     }
     return 0;
 }

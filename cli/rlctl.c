@@ -42,6 +42,13 @@ static const rlctl_opt rollback_opts[] = {
     {"comment", "TEXT", "comment recorded with the new version"},
     {NULL, NULL, NULL},
 };
+static const rlctl_opt set_limit_opts[] = {
+    {"tier", "TIER", "the limit of TIER (its replacement entry), not the action's default"},
+    {"burst", NULL, "set the limit's burst: instead of its limit:"},
+    {"if-version", "N", "only if version N is still the active one"},
+    {"comment", "TEXT", "comment recorded with the new version"},
+    {NULL, NULL, NULL},
+};
 static const rlctl_opt check_opts[] = {
     {"cost", "N", "units the request consumes (default 1)"},
     {"peek", NULL, "only tell whether it would pass: charge nothing"},
@@ -141,6 +148,8 @@ static const rlctl_cmd commands[] = {
      "list every stored rule-set version, newest first"},
     {"rollback", NULL, "VERSION", 1, 1, rollback_opts, cmd_rollback, 0,
      "make an older version active again (stored as a new version)"},
+    {"set-limit", NULL, "ACTION LIMITNAME VALUE", 3, 3, set_limit_opts, cmd_set_limit, 0,
+     "change one limit written in the active rules in place (a new version)"},
     {"check", NULL, "ACTION KEY", 2, 2, check_opts, cmd_check, 0,
      "check a request and charge it if every limit admits it"},
     {"refund", NULL, "ACTION KEY", 2, 2, refund_opts, cmd_refund, 0,

@@ -168,6 +168,7 @@ int row_has(const rls_rows *r, const char *col);
 /* ---- commands ------------------------------------------------------- */
 #define RLCTL_COMMAND_FNS(XX)                                               \
     XX(init) XX(apply) XX(export) XX(rules) XX(versions) XX(rollback)        \
+    XX(set_limit)                                                           \
     XX(check) XX(refund) XX(reserve) XX(commit) XX(cancel) XX(usage)         \
     XX(explain) XX(block) XX(unblock) XX(blocks) XX(tier_set)                \
     XX(tier_unset) XX(tier_list) XX(override_set) XX(override_unset)         \

@@ -15,7 +15,7 @@
 # cannot drift apart.  Self-contained: needs no helper of bash-completion.
 
 _rlctl_global_opts='--db --counters --now --json --quiet --help --version'
-_rlctl_commands='init apply export rules versions rollback check refund reserve commit cancel usage explain block unblock blocks tier override reset audit gc stats doctor copy-from hold help'
+_rlctl_commands='init apply export rules versions rollback set-limit check refund reserve commit cancel usage explain block unblock blocks tier override reset audit gc stats doctor copy-from hold help'
 
 # _rlctl_subs COMMAND: its subcommands, if it has any.
 _rlctl_subs()
@@ -33,6 +33,7 @@ _rlctl_opts()
     init) echo '--mode --group' ;;
     apply) echo '--dry-run --comment' ;;
     rollback) echo '--comment' ;;
+    set-limit) echo '--tier --burst --if-version --comment' ;;
     check) echo '--cost --peek' ;;
     refund) echo '--cost' ;;
     reserve) echo '--cost --ttl' ;;
@@ -59,6 +60,7 @@ _rlctl_args()
     case $1 in
     init | apply) echo 'FILE' ;;
     export | rollback) echo 'VERSION' ;;
+    set-limit) echo 'ACTION LIMITNAME VALUE' ;;
     check | refund | reserve | explain | reset) echo 'ACTION KEY' ;;
     commit | cancel) echo 'ID' ;;
     block | unblock | 'tier unset') echo 'KEY' ;;
@@ -76,7 +78,7 @@ _rlctl_takes_value()
     case $1 in
     --db | --counters | --now | --comment | --cost | --ttl | --action | --key | --top | \
         --sort | --audit | --for | --reason | --limit | --rows | --seconds | --mode | \
-        --group | --from-counters) return 0 ;;
+        --group | --from-counters | --tier | --if-version) return 0 ;;
     esac
     return 1
 }

@@ -42,6 +42,11 @@ typedef struct cnode {
     int first, next;      /* first child, next sibling; -1 = none */
     int n;                /* number of children */
     size_t off, len;      /* scalar: text at strs + off, NUL-terminated */
+    size_t at, at_end;    /* libyaml's mark indices (characters from the
+                             start of the text after a byte order mark, a
+                             CRLF counting 2): where the node starts and,
+                             for a scalar, ends (yaml_edit.c turns them
+                             into byte offsets) */
 } cnode;
 
 typedef struct cfg {

@@ -65,6 +65,8 @@ static int add_node(builder *b, int type, const yaml_mark_t *m)
     n->type = (unsigned char)type;
     n->line = (int)m->line + 1;
     n->col = (int)m->column + 1;
+    n->at = m->index;
+    n->at_end = m->index;
     n->first = -1;
     n->next = -1;
     if (b->depth > 0) {
@@ -282,6 +284,7 @@ static int on_event(builder *b, const yaml_event_t *ev)
         if (i < 0)
             return i;
         c->nodes[i].plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+        c->nodes[i].at_end = ev->end_mark.index;
         return add_text(c, i, ev->data.scalar.value, ev->data.scalar.length);
     case YAML_SEQUENCE_START_EVENT:
     case YAML_MAPPING_START_EVENT:

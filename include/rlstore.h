@@ -658,6 +658,50 @@ enum rls_copy_what {
 RLS_EXTERN int rls_copy_at(rls_db *dst, rls_db *src, unsigned int what, int64_t now_ms,
                            rls_rows **report);
 
+/* ---- editing one limit of the rules (RLSTORE_0.5) ----------------------
+ * Changes one number of the rules without rewriting the file: only the
+ * bytes of that value change, so comments, order, quoting, a UTF-8 byte
+ * order mark and CRLF line ends stay as they were.  The value must be
+ * written in the file as a plain decimal integer: the `limit:` (field
+ * "limit", or NULL) or `burst:` (field "burst") of a default limit of an
+ * action (tier NULL or "") or of a tier's replacement of it (tier named).
+ * A tier that does not replace the limit, or replaces it without giving
+ * that field, inherits the default's value: such a value is not written
+ * for the tier and is refused with ENOTFOUND (rls_errmsg says "uses the
+ * default limit" or "has no 'limit:' of its own"); change the default, or
+ * write the tier's replacement with rls_rules_apply_if_at.  value is from
+ * 1 to RLS_LIMIT_MAX (else EINVAL).  The edited text must then load like
+ * any rule file (ECONFIG otherwise, nothing changed).
+ */
+/* The values a version (0 = the active one) writes for its limits, in file
+ * order: action, tier ("" = the default limits), name (the limit's),
+ * field ("limit" or "burst"), value, line (1-based, of the value).  These
+ * are what rls_rules_set_limit_at can change; inherited values are not
+ * listed (rls_rules_describe lists every limit as used). */
+RLS_EXTERN int rls_rules_limit_list(rls_db *db, int64_t version, rls_rows **out);
+/* The YAML of version (0 = the active one) with one value changed, as
+ * rls_rules_set_limit_at would store it, validated but not stored (for a
+ * preview or rls_rules_dry_run_at).  *yaml is NUL-terminated, free it with
+ * rls_free(); *len and *line (the 1-based line changed) may be NULL. */
+RLS_EXTERN int rls_rules_limit_edit(rls_db *db, int64_t version, const char *action,
+                                    const char *tier, const char *limit_name,
+                                    const char *field, int64_t value, char **yaml,
+                                    size_t *len, int *line);
+/* Applies the active rules with one value changed as a new version (as
+ * rls_rules_apply_if_at: one transaction, active for every process within
+ * a second, audited as "rules.set_limit").  if_version > 0: only if that
+ * version is still the active one, else ECONFLICT and nothing is stored
+ * (for an operator who looked at that version); 0: whatever version is
+ * active (a version applied between the read and the write is never
+ * overwritten: ECONFLICT then too).  name is stored as the version's
+ * source (NULL: "set-limit"); comment may be NULL (one is made up naming
+ * the change).  *new_version may be NULL.  ENORULES when none is active. */
+RLS_EXTERN int rls_rules_set_limit_at(rls_db *db, const char *action, const char *tier,
+                                      const char *limit_name, const char *field,
+                                      int64_t value, const char *name, const char *comment,
+                                      int64_t if_version, int64_t now_ms,
+                                      int64_t *new_version);
+
 #ifdef __cplusplus
 }
 #endif

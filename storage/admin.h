@@ -87,6 +87,9 @@ int rls__peek_key(rls_db *db, struct key_ctx *ctx, const char *action, const cha
  * ENORULES (none active), ENOTFOUND (no such version), ECORRUPT (the
  * active version's row is missing). */
 int rls__rules_yaml(rls_db *db, int64_t version, char **yaml, size_t *len);
+/* Inside a transaction: the active rule-set version into *version, or
+ * ENORULES when none is. */
+int rls__rules_active(rls_db *db, int64_t *version);
 
 /* Starts a read transaction for a listing; rls__commit ends it. */
 int rls__admin_begin_read(rls_db *db);

@@ -38,22 +38,27 @@ int rls_rules_versions(rls_db *db, rls_rows **out)
     return rc;
 }
 
+int rls__rules_active(rls_db *db, int64_t *version)
+{
+    rls_stmt *st = rls__astmt(db, ASTMT_RULES_ACTIVE);
+    if (!st)
+        return rls__stmt_failed(db);
+    int rc = sql_step(st);
+    *version = rc == SQL_ROW ? sql_column_int64(st, 0) : 0;
+    sql_reset(st);
+    if (rc != SQL_ROW)
+        return rls__sql_error(db, rc, "cannot read control row");
+    if (*version == 0)
+        return rls__error(db, RLS_ENORULES, "no rules applied to '%s' yet", db->path);
+    return RLS_OK;
+}
+
 int rls__rules_yaml(rls_db *db, int64_t version, char **yaml, size_t *len)
 {
     rls_stmt *st;
     int rc, active = version == 0;
-    if (active) {
-        st = rls__astmt(db, ASTMT_RULES_ACTIVE);
-        if (!st)
-            return rls__stmt_failed(db);
-        rc = sql_step(st);
-        version = rc == SQL_ROW ? sql_column_int64(st, 0) : 0;
-        sql_reset(st);
-        if (rc != SQL_ROW)
-            return rls__sql_error(db, rc, "cannot read control row");
-        if (version == 0)
-            return rls__error(db, RLS_ENORULES, "no rules applied to '%s' yet", db->path);
-    }
+    if (active && (rc = rls__rules_active(db, &version)) != RLS_OK)
+        return rc;
     st = rls__stmt(db, STMT_RULES_GET);
     if (!st)
         return rls__stmt_failed(db);

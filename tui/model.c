@@ -23,7 +23,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include "rltop.h"
-#include "yamlite.h"
 
 #define WINDOW_MAX 10000       /* rows of one window, at most */
 
@@ -181,16 +180,54 @@ static void note_err(model *m, int rc, const char *what)
     snprintf(m->err, sizeof m->err, "%s: %s", what, d && *d ? d : rls_strerror(rc));
 }
 
+/* Why the rules could not be read, unless there are none yet. */
+static void note_rules_err(model *m, int rc)
+{
+    const char *d = rls_errmsg(m->db);
+    if (rc != RLS_ENORULES && !m->rules_err[0])
+        snprintf(m->rules_err, sizeof m->rules_err, "%s", d && *d ? d : rls_strerror(rc));
+}
+
+static void add_action(model *m, const char *action)
+{
+    for (int k = 0; k < m->nactions; k++)
+        if (strcmp(m->actions[k], action) == 0)
+            return;
+    if (m->nactions < MAX_TIERS)
+        copy_name(m->actions[m->nactions++], 64, action);
+}
+
+/* What the edit can change: the `limit:` values written in the active
+ * rules, as the library lists them (rls_rules_limit_list). */
+static void load_written(model *m)
+{
+    rls_rows *w = NULL;
+    int rc = rls_rules_limit_list(m->db, 0, &w);
+    if (rc != RLS_OK) {
+        note_rules_err(m, rc);
+        return;
+    }
+    int n = rls_rows_count(w);
+    if (n > 0 && (m->elimits = calloc((size_t)n, sizeof *m->elimits))) {
+        for (int i = 0; i < n; i++) {
+            if (strcmp(col_text(w, i, "field"), "limit") != 0)
+                continue;
+            rule_limit *l = &m->elimits[m->nelimits++];
+            copy_name(l->action, NAME_LEN, col_text(w, i, "action"));
+            copy_name(l->tier, NAME_LEN, col_text(w, i, "tier"));
+            copy_name(l->name, NAME_LEN, col_text(w, i, "name"));
+            l->value = col_int(w, i, "value");
+            l->line = (int)col_int(w, i, "line");
+            add_action(m, l->action);
+        }
+    }
+    rls_rows_free(w);
+}
+
 /* Tiers, actions and explicit limits of the active rules, when the active
  * version changed. */
 static void load_rules(model *m)
 {
-    char *yaml = NULL;
-    size_t len = 0;
-    yl_node *root = NULL;
-    yl_limit *lim = NULL;
-    int nlim = 0;
-
     rls_rows *tiers = NULL, *limits = NULL;
 
     m->rules_version = m->version;
@@ -201,7 +238,8 @@ static void load_rules(model *m)
     m->rlimits = m->elimits = NULL;
     m->nrlimits = m->nelimits = 0;
     /* what the library understood: tiers, actions, every limit */
-    if (rls_rules_describe(m->db, 0, &tiers, &limits) == RLS_OK) {
+    int rc = rls_rules_describe(m->db, 0, &tiers, &limits);
+    if (rc == RLS_OK) {
         for (int i = 0; i < rls_rows_count(tiers) && m->ntiers < MAX_TIERS; i++) {
             copy_name(m->tiers[m->ntiers++], 64, col_text(tiers, i, "name"));
             if (col_int(tiers, i, "is_default"))
@@ -219,43 +257,16 @@ static void load_rules(model *m)
                 copy_name(l->mode, sizeof l->mode, col_text(limits, i, "mode"));
                 l->value = col_int(limits, i, "limit");
                 l->burst = col_int(limits, i, "burst");
-                int seen = 0;
-                for (int k = 0; k < m->nactions; k++)
-                    seen |= strcmp(m->actions[k], l->action) == 0;
-                if (!seen && m->nactions < MAX_TIERS)
-                    copy_name(m->actions[m->nactions++], 64, l->action);
+                add_action(m, l->action);
             }
             m->nrlimits = n;
         }
+    } else {
+        note_rules_err(m, rc);
     }
     rls_rows_free(tiers);
     rls_rows_free(limits);
-    /* what the edit can change: the `limit:` values written in the YAML */
-    if (rls_rules_get(m->db, 0, &yaml, &len) != RLS_OK)
-        return;
-    if (m->ntiers == 0) {
-        int n = yl_tiers(yaml, len, m->tiers, MAX_TIERS, m->default_tier,
-                         sizeof m->default_tier, m->rules_err, sizeof m->rules_err);
-        m->ntiers = n < 0 ? 0 : n;
-    }
-    if (m->nactions == 0 && yl_parse(yaml, len, &root, m->rules_err, sizeof m->rules_err) == 0) {
-        const yl_node *acts = yl_get(root, "actions");
-        for (int i = 0; acts && acts->type == YL_MAP && i < acts->n && m->nactions < MAX_TIERS; i++)
-            copy_name(m->actions[m->nactions++], 64, acts->keys[i]->text);
-        yl_free(root);
-    }
-    if (yl_limits(yaml, len, &lim, &nlim, m->rules_err, sizeof m->rules_err) == 0 && nlim > 0 &&
-        (m->elimits = calloc((size_t)nlim, sizeof *m->elimits))) {
-        for (int i = 0; i < nlim; i++) {
-            copy_name(m->elimits[i].action, NAME_LEN, lim[i].action);
-            copy_name(m->elimits[i].tier, NAME_LEN, lim[i].tier);
-            copy_name(m->elimits[i].name, NAME_LEN, lim[i].name);
-            m->elimits[i].value = lim[i].value;
-        }
-        m->nelimits = nlim;
-    }
-    free(lim);
-    rls_free(yaml);
+    load_written(m);
 }
 
 static void sample_versions(model *m)

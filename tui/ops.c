@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "rltop.h"
-#include "yamlite.h"
 
 void op_clear(op *o)
 {
@@ -20,8 +19,7 @@ void op_clear(op *o)
     free(o->key_esc);
     free(o->cands);
     free(o->vals);
-    free(o->yaml);
-    free(o->new_yaml);
+    rls_free(o->new_yaml);
     memset(o, 0, sizeof *o);
 }
 

@@ -1,19 +1,19 @@
 /*
  * ops_rules.c - the two operator actions that change the rule set: edit
  * one limit of a tier (a new version whose YAML differs from the active
- * one in that one number, see yamlite.c) and roll back to an older
- * version.  Both confirm first and go through the admin API.
+ * one in that one number: rls_rules_set_limit_at) and roll back to an
+ * older version.  Both confirm first and go through the admin API.
  *
- * The edit guards against a lost update: it reads the active version and
- * its YAML together and applies with rls_rules_apply_if_at, so if another
- * operator applied a version meanwhile nothing is applied.
+ * The edit guards against a lost update: the preview is made from the
+ * active version, and the change is applied only if that version is still
+ * the active one (if another operator applied a version meanwhile,
+ * nothing is applied).
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "rltop.h"
-#include "yamlite.h"
 
 __attribute__((format(printf, 3, 4))) static unsigned fail_info(app *a, const char *title,
                                                                 const char *fmt, ...)
@@ -46,8 +46,8 @@ static unsigned edit_apply(app *a, int ok)
              a->op.tier[0] ? a->op.tier : "(default)", a->op.limit_name,
              (long long)a->op.version, (long long)a->op.value);
     /* applied only if the version the edit started from is still active */
-    rc = rls_rules_apply_if_at(a->m.db, a->op.new_yaml, a->op.new_len, "rltop", comment,
-                               a->op.yaml_version, now_ms(), &v);
+    rc = rls_rules_set_limit_at(a->m.db, a->op.action, a->op.tier, a->op.limit_name, "limit",
+                                a->op.value, "rltop", comment, a->op.yaml_version, now_ms(), &v);
     if (rc == RLS_ECONFLICT)
         return fail_info(a, "Edit a limit", "%s",
                          "The active rules changed while you were editing; nothing was "
@@ -63,7 +63,7 @@ static unsigned edit_apply(app *a, int ok)
 
 static unsigned edit_value(app *a, int ok)
 {
-    char err[300], text[1024];
+    char text[1024];
     rls_rows *over = NULL;
     int64_t value;
     char *end;
@@ -79,8 +79,8 @@ static unsigned edit_value(app *a, int ok)
                   ". New capacity:", a->dlg.buf, edit_value);
         return RT_REDRAW;
     }
-    /* The active version and its YAML, as a consistent pair: the change is
-     * applied only if that version is still active (rls_rules_apply_if_at). */
+    /* The active version: the preview is made from it, and the change is
+     * applied only if it is still active (rls_rules_set_limit_at). */
     rls_rows *vers = NULL;
     int rc = rls_rules_versions(a->m.db, &vers);
     a->op.yaml_version = 0;
@@ -90,13 +90,13 @@ static unsigned edit_value(app *a, int ok)
     rls_rows_free(vers);
     if (rc == RLS_OK && a->op.yaml_version == 0)
         rc = RLS_ENORULES;
-    if (rc == RLS_OK)
-        rc = rls_rules_get(a->m.db, a->op.yaml_version, &a->op.yaml, &a->op.yaml_len);
     if (rc != RLS_OK)
         return fail_info(a, "Edit a limit", "Cannot read the active rules: %s", lib_detail(a, rc));
-    if (yl_set_limit(a->op.yaml, a->op.yaml_len, a->op.action, a->op.tier, a->op.limit_name,
-                     value, &a->op.new_yaml, &a->op.new_len, &a->op.line, err, sizeof err) != 0)
-        return fail_info(a, "Edit a limit", "Nothing was changed: %s", err);
+    rc = rls_rules_limit_edit(a->m.db, a->op.yaml_version, a->op.action, a->op.tier,
+                              a->op.limit_name, "limit", value, &a->op.new_yaml, &a->op.new_len,
+                              &a->op.line);
+    if (rc != RLS_OK)
+        return fail_info(a, "Edit a limit", "Nothing was changed: %s", lib_detail(a, rc));
     a->op.value = value;
     rc = rls_rules_dry_run_at(a->m.db, a->op.new_yaml, a->op.new_len, "rltop", now_ms(), &over);
     if (rc != RLS_OK)

@@ -121,6 +121,7 @@ typedef struct rule_limit {
     char action[NAME_LEN], tier[NAME_LEN], name[NAME_LEN];
     char algorithm[24], window[24], mode[16];
     int64_t value, burst;
+    int line;                   /* written limits: the line of the value */
 } rule_limit;
 
 typedef struct model {
@@ -209,9 +210,9 @@ typedef struct op {
     rule_limit *cands;            /* menu entries (malloc'd): limits to choose from */
     int64_t *vals;                /* menu entries (malloc'd): versions to choose from */
     int n;
-    char *yaml, *new_yaml;        /* edit: the YAML as read and as changed */
-    size_t yaml_len, new_len;
-    int64_t yaml_version;
+    char *new_yaml;               /* edit: the YAML as changed (rls_free) */
+    size_t new_len;
+    int64_t yaml_version;         /* edit: the version it was made from */
     int line;
 } op;
 

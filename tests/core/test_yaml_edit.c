@@ -1,21 +1,16 @@
 /*
- * test_yamlite.c - the YAML reader and the in-place limit edit of rltop
- * (tui/yamlite.c): tiers and limits of real rule files, edits in block and
- * flow style that change exactly one token, refusals of what the reader
- * does not understand, and (through the public API only) that an edited
- * file applies and the library then enforces the new limit.
+ * test_yaml_edit.c - the limit values a rule file writes and the in-place
+ * edit of one (core/yaml_edit.c): the limits of real rule files, edits in
+ * block and flow style that change exactly one token (a byte order mark,
+ * CRLF and multi-byte text kept), refusals of what is not written or not
+ * understood, damaged input, and out of memory at every allocation.
+ * (Moved from rltop's own reader, tests/tui/test_yamlite.c; the apply of
+ * an edited file and its enforcement are in
+ * tests/integration/test_rules_edit.c.)
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-#include <cmocka.h>
-#include "rlstore.h"
-#include "yamlite.h"
+#include "testutil.h"
+#include "config_int.h"
+#include "yaml_edit.h"
 
 static char *demo;
 static size_t demo_len;
@@ -67,30 +62,11 @@ static int lines_changed(const char *a, const char *b)
     return n;
 }
 
-static void test_tiers(void **state)
-{
-    (void)state;
-    char names[16][64], def[64], err[200];
-    int n = yl_tiers(demo, demo_len, names, 16, def, sizeof def, err, sizeof err);
-    assert_int_equal(n, 4);
-    assert_string_equal(names[0], "free");
-    assert_string_equal(names[1], "pro");
-    assert_string_equal(names[2], "staff");
-    assert_string_equal(names[3], "banned");
-    assert_string_equal(def, "free");
-
-    static const char flow[] = "version: 1\ndefaults: { tier: basic }\ntiers: { gold: {}, x: {} }\n";
-    n = yl_tiers(flow, sizeof flow - 1, names, 16, def, sizeof def, err, sizeof err);
-    assert_int_equal(n, 3);
-    assert_string_equal(names[0], "gold");
-    assert_string_equal(names[2], "basic");
-}
-
 static void test_limits(void **state)
 {
     (void)state;
-    yl_limit *l;
-    int n;
+    yedit_value *l;
+    int n, k = 0, nb = 0;
     char err[200];
     static const struct { const char *a, *t, *name; int64_t v; } want[] = {
         {"signup", "", "daily", 20},         {"signup", "", "weekly", 100},
@@ -102,29 +78,46 @@ static void test_limits(void **state)
         {"mail.send", "", "burst", 30},      {"mail.send", "pro", "daily", 2000},
         {"mail.send", "pro", "weekly", 10000},
     };
-    assert_int_equal(yl_limits(demo, demo_len, &l, &n, err, sizeof err), 0);
-    assert_int_equal(n, (int)(sizeof want / sizeof want[0]));
+    assert_int_equal(rls__yedit_list(demo, demo_len, &l, &n, err, sizeof err), 0);
     for (int i = 0; i < n; i++) {
-        assert_string_equal(l[i].action, want[i].a);
-        assert_string_equal(l[i].tier, want[i].t);
-        assert_string_equal(l[i].name, want[i].name);
-        assert_int_equal(l[i].value, want[i].v);
         char digits[32];
-        snprintf(digits, sizeof digits, "%lld", (long long)want[i].v);
+        snprintf(digits, sizeof digits, "%lld", (long long)l[i].value);
         assert_int_equal(l[i].end - l[i].start, strlen(digits));
         assert_memory_equal(demo + l[i].start, digits, strlen(digits));
+        if (strcmp(l[i].field, "burst") == 0) {
+            /* the written bursts: api's rate, its pro replacement, and
+             * mail.send's token bucket */
+            static const int64_t bursts[] = {20, 200, 10};
+            assert_true(nb < 3);
+            assert_string_equal(l[i].action, nb < 2 ? "api" : "mail.send");
+            assert_string_equal(l[i].name, nb < 2 ? "rate" : "burst");
+            assert_int_equal(l[i].value, bursts[nb]);
+            nb++;
+            continue;
+        }
+        assert_string_equal(l[i].field, "limit");
+        assert_true(k < (int)(sizeof want / sizeof want[0]));
+        assert_string_equal(l[i].action, want[k].a);
+        assert_string_equal(l[i].tier, want[k].t);
+        assert_string_equal(l[i].name, want[k].name);
+        assert_int_equal(l[i].value, want[k].v);
+        k++;
     }
+    assert_int_equal(k, (int)(sizeof want / sizeof want[0]));
+    assert_int_equal(nb, 3);
+    assert_int_equal(n, k + nb);
     free(l);
 }
 
-static void check_edit(const char *text, const char *action, const char *tier, const char *name,
-                       int64_t value, const char *want_line)
+static void check_edit_field(const char *text, const char *action, const char *tier,
+                             const char *name, const char *field, int64_t value,
+                             const char *want_line)
 {
     char *out, err[300];
     size_t len;
     int line;
-    int rc = yl_set_limit(text, strlen(text), action, tier, name, value, &out, &len, &line, err,
-                          sizeof err);
+    int rc = rls__yedit_set(text, strlen(text), action, tier, name, field, value, &out, &len,
+                            &line, err, sizeof err);
     if (rc != 0)
         fail_msg("edit %s/%s/%s: %s", action, tier, name, err);
     assert_int_equal(strlen(out), len);
@@ -140,6 +133,12 @@ static void check_edit(const char *text, const char *action, const char *tier, c
     free(out);
 }
 
+static void check_edit(const char *text, const char *action, const char *tier, const char *name,
+                       int64_t value, const char *want_line)
+{
+    check_edit_field(text, action, tier, name, "limit", value, want_line);
+}
+
 static void test_edit_demo(void **state)
 {
     (void)state;
@@ -150,6 +149,10 @@ static void test_edit_demo(void **state)
                "        - { name: daily, limit: 300 }      # window and block_for inherited");
     check_edit(demo, "api", "pro", "daily", 9, "        - { name: daily, limit: 9, durability: full }");
     check_edit(demo, "mail.send", "", "burst", 12345, "        limit: 12345");
+    /* NULL is the default limits too; a burst is edited the same way */
+    check_edit(demo, "signup", NULL, "weekly", 151, "        limit: 151");
+    check_edit_field(demo, "api", "pro", "rate", "burst", 300,
+                     "        - { name: rate, limit: 100, burst: 300 }");
 }
 
 static void test_edit_shapes(void **state)
@@ -188,6 +191,23 @@ static void test_edit_shapes(void **state)
         "    ]\r\n";
     check_edit(odd, "mail.send", "", "weekly", 501, "      { \"name\": \"weekly\", \"limit\": 501 }\r");
     check_edit(odd, "mail.send", "", "daily", 99, "      { name: 'daily', limit: 99 },\r");
+
+    /* multi-byte text before the value: libyaml counts characters, the
+     * edit bytes */
+    static const char utf8[] =
+        "# Größen: 10 €\n"
+        "actions:\n"
+        "  a:\n"
+        "    comment: \"Ünïcödé ✓\"\n"
+        "    limits: [ { name: d, limit: 3, window: 1d } ]\n";
+    check_edit(utf8, "a", "", "d", 42, "    limits: [ { name: d, limit: 42, window: 1d } ]");
+
+    /* what rltop's reader refused and the library's reads: a plain scalar
+     * over two lines and a block scalar stay as they were */
+    static const char multi[] =
+        "actions:\n  a:\n    limits:\n      - name: d\n        limit: 3\n"
+        "        comment: a long\n          text\n    note: |\n      x\n";
+    check_edit(multi, "a", "", "d", 4, "        limit: 4");
 }
 
 /* A rule file saved with a UTF-8 byte order mark (the library accepts and
@@ -201,39 +221,58 @@ static void test_byte_order_mark(void **state)
         "  api:\r\n"
         "    limits:\r\n"
         "      - { name: rate, algorithm: fixed_window, limit: 4, window: 1m }\r\n";
-    yl_node *root = NULL;
+    yedit_value *l = NULL;
+    int n;
     char err[300] = "";
-    if (yl_parse(bom, strlen(bom), &root, err, sizeof err) != 0)
+    if (rls__yedit_list(bom, strlen(bom), &l, &n, err, sizeof err) != 0)
         fail_msg("a file with a byte order mark: %s", err);
-    assert_string_equal(yl_text(root, "version"), "1");
-    yl_free(root);
+    assert_int_equal(n, 1);
+    assert_int_equal(l[0].value, 4);
+    assert_int_equal(l[0].line, 5);
+    assert_memory_equal(bom + l[0].start, "4", 1);
+    free(l);
     check_edit(bom, "api", "", "rate", 9,
                "      - { name: rate, algorithm: fixed_window, limit: 9, window: 1m }\r");
     char *out = NULL;
     size_t len;
     int line;
-    assert_int_equal(yl_set_limit(bom, strlen(bom), "api", "", "rate", 9, &out, &len, &line, err,
-                                  sizeof err), 0);
+    assert_int_equal(rls__yedit_set(bom, strlen(bom), "api", "", "rate", "limit", 9, &out, &len,
+                                    &line, err, sizeof err), 0);
     assert_memory_equal(out, "\xEF\xBB\xBFversion: 1\r\n", 15);
     free(out);
-    /* a mark anywhere else is text, and a mark alone is an empty file */
-    assert_int_equal(yl_parse("\xEF\xBB\xBF", 3, &root, err, sizeof err), 0);
-    assert_int_equal(root->n, 0);
-    yl_free(root);
+    /* a mark alone is an empty file: nothing written, nothing to edit */
+    assert_int_equal(rls__yedit_list("\xEF\xBB\xBF", 3, &l, &n, err, sizeof err), 0);
+    assert_int_equal(n, 0);
+    free(l);
+}
+
+/* A refusal: -1 when the value is not written there, -3 when the file or
+ * value cannot be edited as text (yaml_edit.h). */
+static void expect_refusal_field(const char *text, const char *action, const char *tier,
+                                 const char *name, const char *field, const char *want)
+{
+    static const char *const not_written[] = {
+        "does not replace", "uses the default limits", "is not in the active rules",
+        "has no default limit", "of its own", NULL};
+    int want_rc = -3;
+    for (int i = 0; not_written[i]; i++)
+        if (strstr(want, not_written[i]))
+            want_rc = -1;
+    char *out = NULL, err[300];
+    size_t len;
+    int line;
+    int rc = rls__yedit_set(text, strlen(text), action, tier, name, field, 5, &out, &len, &line,
+                            err, sizeof err);
+    assert_int_equal(rc, want_rc);
+    assert_null(out);
+    if (!strstr(err, want))
+        fail_msg("error '%s' lacks '%s'", err, want);
 }
 
 static void expect_refusal(const char *text, const char *action, const char *tier,
                            const char *name, const char *want)
 {
-    char *out = NULL, err[300];
-    size_t len;
-    int line;
-    int rc = yl_set_limit(text, strlen(text), action, tier, name, 5, &out, &len, &line, err,
-                          sizeof err);
-    assert_int_equal(rc, -1);
-    assert_null(out);
-    if (!strstr(err, want))
-        fail_msg("error '%s' lacks '%s'", err, want);
+    expect_refusal_field(text, action, tier, name, "limit", want);
 }
 
 static void test_refusals(void **state)
@@ -243,6 +282,8 @@ static void test_refusals(void **state)
     expect_refusal(demo, "login", "pro", "burst", "uses the default limits");
     expect_refusal(demo, "nope", "", "daily", "action 'nope' is not in the active rules");
     expect_refusal(demo, "signup", "", "monthly", "has no default limit 'monthly'");
+    expect_refusal_field(demo, "signup", "", "daily", "burst", "has no 'burst:' of its own");
+    expect_refusal_field(demo, "signup", "", "daily", "window", "cannot be edited");
     static const char inherit[] =
         "actions:\n  a:\n    limits: [ { name: d, limit: 3, window: 1d } ]\n"
         "    tiers: { pro: [ { name: d, window: 2d } ] }\n";
@@ -251,20 +292,30 @@ static void test_refusals(void **state)
     expect_refusal(quoted, "a", "", "d", "not written as a plain integer");
     static const char anchor[] =
         "x: &base { limit: 3 }\nactions:\n  a:\n    limits: [ { name: d, limit: 3 } ]\n";
-    expect_refusal(anchor, "a", "", "d", "anchors and aliases are not supported");
+    expect_refusal(anchor, "a", "", "d", "line 1: anchors are not allowed");
+    static const char alias[] =
+        "actions:\n  a:\n    limits: [ { name: d, limit: *b } ]\n";
+    expect_refusal(alias, "a", "", "d", "aliases are not allowed");
     static const char merge[] =
         "actions:\n  a:\n    limits:\n      - name: d\n        <<: {}\n        limit: 3\n";
-    expect_refusal(merge, "a", "", "d", "merge keys");
+    expect_refusal(merge, "a", "", "d", "line 5: merge keys");
     static const char tab[] = "actions:\n\ta:\n";
     expect_refusal(tab, "a", "", "d", "tab");
-    static const char multi[] =
-        "actions:\n  a:\n    limits:\n      - name: d\n        limit: 3\n"
-        "        comment: a long\n          text\n";
-    expect_refusal(multi, "a", "", "d", "line 7: unexpected indentation");
     static const char docs[] = "a: 1\n---\nb: 2\n";
-    expect_refusal(docs, "a", "", "d", "more than one document");
+    expect_refusal(docs, "a", "", "d", "only one YAML document");
+    static const char dup[] =
+        "actions:\n  a:\n    limits: [ { name: d, limit: 3, limit: 4 } ]\n";
+    expect_refusal(dup, "a", "", "d", "duplicate key");
     static const char block[] = "actions:\n  a:\n    note: |\n      x\n";
-    expect_refusal(block, "a", "", "d", "block scalars");
+    expect_refusal(block, "a", "", "d", "has no default limit 'd'");
+    /* a value below 1 is never written */
+    char *out = NULL, err[300];
+    size_t len;
+    int line;
+    assert_int_equal(rls__yedit_set(demo, demo_len, "signup", "", "daily", "limit", 0, &out,
+                                    &len, &line, err, sizeof err), -3);
+    assert_null(out);
+    assert_non_null(strstr(err, "at least 1"));
 }
 
 /* Damaged input never crashes the reader, and an accepted edit of a
@@ -288,11 +339,12 @@ static void test_damage(void **state)
         if (round % 3 == 0)
             cut = (seed >> 4) % demo_len;
         buf[cut] = '\0';
-        yl_node *root;
-        if (yl_parse(buf, cut, &root, err, sizeof err) == 0)
-            yl_free(root);
-        if (yl_set_limit(buf, cut, "signup", "", "weekly", 77, &out, &len, &line, err,
-                         sizeof err) == 0) {
+        yedit_value *l;
+        int n;
+        if (rls__yedit_list(buf, cut, &l, &n, err, sizeof err) == 0)
+            free(l);
+        if (rls__yedit_set(buf, cut, "signup", "", "weekly", "limit", 77, &out, &len, &line, err,
+                           sizeof err) == 0) {
             assert_true(lines_changed(buf, out) <= 1);
             free(out);
         }
@@ -300,61 +352,45 @@ static void test_damage(void **state)
     free(buf);
 }
 
-/* The edited demo rules apply, and the library enforces the new limits. */
-static void test_apply(void **state)
+/* Out of memory at every allocation: -2, nothing returned, nothing leaked
+ * (the sanitizer pass checks the last). */
+static void test_out_of_memory(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/rltop-yl-XXXXXX", path[256], *y1, *y2, err[300];
-    size_t l1, l2;
-    int line;
-    rls_db *db;
-    rls_options opt;
-    rls_rows *info = NULL, *limits = NULL;
-    assert_non_null(mkdtemp(dir));
-    snprintf(path, sizeof path, "%s/t.db", dir);
-    rls_options_init(&opt);
-    assert_int_equal(rls_open(&db, path, &opt), RLS_OK);
-    assert_int_equal(yl_set_limit(demo, demo_len, "signup", "", "daily", 3, &y1, &l1, &line, err,
-                                  sizeof err), 0);
-    assert_int_equal(yl_set_limit(y1, l1, "api", "pro", "rate", 250, &y2, &l2, &line, err,
-                                  sizeof err), 0);
-    assert_int_equal(rls_rules_apply(db, y2, l2, "edited", NULL, NULL), RLS_OK);
-    /* a free key: 3 sign-ups a day */
-    int64_t t = 1795428000000LL;
-    rls_result r;
-    int admitted = 0;
-    for (int i = 0; i < 5; i++) {
-        assert_int_equal(rls_check_at(db, "signup", "203.0.113.50", 1, t, &r), RLS_OK);
-        admitted += r.allowed;
+    char *out = NULL, err[300];
+    size_t len;
+    int line, rc = -2, n = 0;
+    yedit_value *l = NULL;
+    for (long k = 0; rc == -2; k++) {
+        config__fail_after(k);
+        rc = rls__yedit_set(demo, demo_len, "api", "pro", "daily", "limit", 9, &out, &len, &line,
+                            err, sizeof err);
+        config__fail_after(-1);
+        if (rc == -2)
+            assert_null(out);
     }
-    assert_int_equal(admitted, 3);
-    /* a pro API key: rate 250 */
-    assert_int_equal(rls_explain_at(db, "api", "user:pro:1", t, &info, &limits), RLS_OK);
-    int name = rls_rows_find(limits, "name"), lim = rls_rows_find(limits, "limit");
-    int found = 0;
-    for (int i = 0; i < rls_rows_count(limits); i++)
-        if (strcmp(rls_rows_text(limits, i, name), "rate") == 0) {
-            assert_int_equal(rls_rows_int(limits, i, lim), 250);
-            found = 1;
-        }
-    assert_true(found);
-    rls_rows_free(info);
-    rls_rows_free(limits);
-    free(y1);
-    free(y2);
-    rls_close(db);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(rc, 0);
+    free(out);
+    rc = -2;
+    for (long k = 0; rc == -2; k++) {
+        config__fail_after(k);
+        rc = rls__yedit_list(demo, demo_len, &l, &n, err, sizeof err);
+        config__fail_after(-1);
+        if (rc == -2)
+            assert_null(l);
+    }
+    assert_int_equal(rc, 0);
+    assert_int_equal(n, 18);
+    free(l);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_tiers),       cmocka_unit_test(test_limits),
-        cmocka_unit_test(test_edit_demo),   cmocka_unit_test(test_edit_shapes),
-        cmocka_unit_test(test_refusals),    cmocka_unit_test(test_damage),
-        cmocka_unit_test(test_apply),       cmocka_unit_test(test_byte_order_mark),
+        cmocka_unit_test(test_limits),        cmocka_unit_test(test_edit_demo),
+        cmocka_unit_test(test_edit_shapes),   cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_damage),        cmocka_unit_test(test_byte_order_mark),
+        cmocka_unit_test(test_out_of_memory),
     };
-    return cmocka_run_group_tests_name("yamlite", tests, setup, teardown);
+    return cmocka_run_group_tests_name("yaml_edit", tests, setup, teardown);
 }
