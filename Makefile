@@ -62,7 +62,6 @@ TEST_BINS    := $(patsubst tests/%.c,$(BUILD)/tests/%,$(UNIT_SRCS) $(INTEG_SRCS)
 CLI_TESTS    := $(sort $(wildcard tests/cli/test_*.sh))
 DOC_TESTS    := $(sort $(wildcard tests/docs/test_*.sh))
 TUI_TESTS    := $(sort $(wildcard tests/tui/test_*.sh))
-TUI_UNIT_BINS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/tui/test_*.c)))
 # Script suites of the reliability and fuzz work (each prints cmocka-style
 # summary lines, see tests/run_suites.sh).
 REL_TESTS    := $(sort $(wildcard tests/reliability/test_*.sh))
@@ -140,7 +139,7 @@ lint:
 	@sh tests/lint.sh
 
 # ---- library ---------------------------------------------------------------
-$(BUILD)/obj/%.o: %.c | deps
+$(BUILD)/obj/%.o: %.c $(BUILD)/dep/obj/%.o.d | deps
 	@mkdir -p $(dir $@) $(dir $(DEPFILE))
 	$(CC) $(CFLAGS_ALL) $(LIBFLAGS) $(DEPFLAGS) -c $< -o $@
 
@@ -186,7 +185,7 @@ $(1)_OBJS := $$(patsubst %.c,$$(BUILD)/obj/$(1)/%.o,$$($(1)_SRCS))
 $(1)_LINK  = $$(CC) $$(OPT) $$(SANFLAGS) $$(CFLAGS) $$($(1)_OBJS) -o $$@ -L$$(BUILD) -lrlstore
 TOOL_OBJS += $$($(1)_OBJS)
 
-$$(BUILD)/obj/$(1)/%.o: %.c | deps
+$$(BUILD)/obj/$(1)/%.o: %.c $$(BUILD)/dep/obj/$(1)/%.o.d | deps
 	@mkdir -p $$(dir $$@) $$(dir $$(DEPFILE))
 	$$(CC) $$(CSTD) $$(WARN) $$(OPT) $$(SANFLAGS) -Iinclude -I$(2) -Icommon $(3) $$(CFLAGS) $$(DEPFLAGS) -c $$< -o $$@
 
@@ -201,7 +200,7 @@ TOOL_OBJS :=
 $(if $(CLI_SRCS),$(eval $(call TOOL_RULES,rlctl,cli,,)))
 $(if $(TUI_SRCS),$(eval $(call TOOL_RULES,rltop,tui,$$(TUI_CFLAGS),$$(TUI_LIBS) -lm)))
 
-$(BUILD)/examples/%: examples/%.c $(BUILD)/librlstore.so
+$(BUILD)/examples/%: examples/%.c $(BUILD)/dep/examples/%.d $(BUILD)/librlstore.so
 	@mkdir -p $(dir $@) $(dir $(DEPFILE))
 	$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -Iinclude $(CFLAGS) $(DEPFLAGS) $< -o $@ \
 	    -L$(BUILD) -lrlstore -Wl,-rpath,'$$ORIGIN/..' $(LDFLAGS)
@@ -212,13 +211,13 @@ $(BUILD)/examples/%: examples/%.c $(BUILD)/librlstore.so
 # (e.g. -Wl,--wrap=malloc for allocation-failure loops) names them in a
 # file next to it: tests/<dir>/<name>.ldflags.  The headers a suite
 # includes come from its .d file (DEPFLAGS).
-$(BUILD)/tests/%: tests/%.c $(BUILD)/librlstore.a
+$(BUILD)/tests/%: tests/%.c $(BUILD)/dep/tests/%.d $(BUILD)/librlstore.a
 	@mkdir -p $(dir $@) $(dir $(DEPFILE))
 	$(CC) $(CFLAGS_ALL) -Itests -Itests/integration $(DEPFLAGS) $< -o $@ $(BUILD)/librlstore.a \
 	    $(shell cat tests/$*.ldflags 2>/dev/null) $(CMOCKA_LIBS) $(LDLIBS_ALL) $(LDFLAGS)
 
 # What the suites run: `make -j2 test-bins` builds it in parallel first.
-test-bins: all $(TEST_BINS) $(TUI_UNIT_BINS) $(if $(CLI_TESTS),$(BUILD)/rlctl) $(if $(BENCH_TESTS),$(BUILD)/bench/rlbench)
+test-bins: all $(TEST_BINS) $(if $(CLI_TESTS),$(BUILD)/rlctl) $(if $(BENCH_TESTS),$(BUILD)/bench/rlbench)
 
 # Every suite, and (after --pg) the PostgreSQL pass: one summary line at
 # the end counts both.  PG=0 leaves the PostgreSQL pass out.  Suites run
@@ -230,7 +229,7 @@ test-bins: all $(TEST_BINS) $(TUI_UNIT_BINS) $(if $(CLI_TESTS),$(BUILD)/rlctl) $
 FUZZ_SMOKE   := $(if $(filter 1,$(SAN)),,$(FUZZ_TESTS))
 test: test-bins
 	@BUILD=$(BUILD) PG_KNOBS="$(PG_KNOBS)" bash tests/run_suites.sh $(if $(filter 0,$(PG)),,--pg $(PG_BINS) $(PG_SCRIPTS) --sqlite) \
-	    $(TEST_BINS) $(TUI_UNIT_BINS) $(CLI_TESTS) $(TUI_TESTS) $(DOC_TESTS) $(REL_TESTS) $(FUZZ_SMOKE) \
+	    $(TEST_BINS) $(CLI_TESTS) $(TUI_TESTS) $(DOC_TESTS) $(REL_TESTS) $(FUZZ_SMOKE) \
 	    $(EXAMPLE_TESTS) $(INSTALL_TESTS) $(BENCH_TESTS) $(META_TESTS)
 
 # The PostgreSQL pass alone.
@@ -358,5 +357,9 @@ clean:
 
 # ---- header dependencies (DEPFLAGS) -----------------------------------------
 # The .d files of everything compiled above; a missing one (nothing built
-# yet) is no error.
+# yet) is no error.  Each compile also depends on its .d file, which has no
+# recipe: a target whose .d file is missing (built before .d files existed,
+# or the file was removed) is built again, so its headers are known.
+$(BUILD)/dep/%.d: ;
+.PRECIOUS: $(BUILD)/dep/%.d
 -include $(patsubst $(BUILD)/%,$(BUILD)/dep/%.d,$(LIB_OBJS) $(TOOL_OBJS) $(TEST_BINS) $(EXAMPLES))

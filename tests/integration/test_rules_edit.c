@@ -5,7 +5,7 @@
  * enforces the new limit, a change applied meanwhile is never lost, what
  * is inherited or invalid is refused with nothing stored, and the tiers
  * and limits rltop lists come from the library.  (The text edit's own
- * cases are tests/unit/test_yaml_edit.c; these were rltop's, in
+ * cases are tests/core/test_yaml_edit.c; these were rltop's, in
  * tests/tui/test_yamlite.c.)
  */
 #include "itest.h"
