@@ -53,4 +53,22 @@ static inline void tu_path(char *buf, size_t size, const char *dir,
     snprintf(buf, size, "%s/%s", dir, name);
 }
 
+/* The number of lines that differ between a and b, which have the same
+ * number of lines (1000 when they do not): how much an edit changed. */
+static inline int tu_lines_changed(const char *a, const char *b)
+{
+    int n = 0;
+    while (*a || *b) {
+        const char *ea = strchr(a, '\n'), *eb = strchr(b, '\n');
+        size_t la = ea ? (size_t)(ea - a) : strlen(a), lb = eb ? (size_t)(eb - b) : strlen(b);
+        if (la != lb || memcmp(a, b, la) != 0)
+            n++;
+        a += la + (ea ? 1 : 0);
+        b += lb + (eb ? 1 : 0);
+        if ((!ea) != (!eb))
+            return 1000;
+    }
+    return n;
+}
+
 #endif

@@ -45,22 +45,6 @@ static int teardown(void **state)
     return 0;
 }
 
-/* The number of lines that differ between a and b (same line count). */
-static int lines_changed(const char *a, const char *b)
-{
-    int n = 0;
-    while (*a || *b) {
-        const char *ea = strchr(a, '\n'), *eb = strchr(b, '\n');
-        size_t la = ea ? (size_t)(ea - a) : strlen(a), lb = eb ? (size_t)(eb - b) : strlen(b);
-        if (la != lb || memcmp(a, b, la) != 0)
-            n++;
-        a += la + (ea ? 1 : 0);
-        b += lb + (eb ? 1 : 0);
-        if ((!ea) != (!eb))
-            return 1000;
-    }
-    return n;
-}
 
 static void test_limits(void **state)
 {
@@ -121,7 +105,7 @@ static void check_edit_field(const char *text, const char *action, const char *t
     if (rc != 0)
         fail_msg("edit %s/%s/%s: %s", action, tier, name, err);
     assert_int_equal(strlen(out), len);
-    assert_int_equal(lines_changed(text, out), 1);
+    assert_int_equal(tu_lines_changed(text, out), 1);
     /* the changed line reads as wanted */
     const char *p = out;
     for (int i = 1; i < line; i++)
@@ -345,7 +329,7 @@ static void test_damage(void **state)
             free(l);
         if (rls__yedit_set(buf, cut, "signup", "", "weekly", "limit", 77, &out, &len, &line, err,
                            sizeof err) == 0) {
-            assert_true(lines_changed(buf, out) <= 1);
+            assert_true(tu_lines_changed(buf, out) <= 1);
             free(out);
         }
     }

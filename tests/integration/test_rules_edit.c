@@ -34,22 +34,6 @@ static int teardown(void **state)
     return 0;
 }
 
-/* Lines that differ between a and b (which have the same line count). */
-static int lines_changed(const char *a, const char *b)
-{
-    int n = 0;
-    while (*a || *b) {
-        const char *ea = strchr(a, '\n'), *eb = strchr(b, '\n');
-        size_t la = ea ? (size_t)(ea - a) : strlen(a), lb = eb ? (size_t)(eb - b) : strlen(b);
-        if (la != lb || memcmp(a, b, la) != 0)
-            n++;
-        a += la + (ea ? 1 : 0);
-        b += lb + (eb ? 1 : 0);
-        if ((!ea) != (!eb))
-            return 1000;
-    }
-    return n;
-}
 
 static int64_t nversions(rls_db *db)
 {
@@ -80,7 +64,7 @@ static void edits_apply_and_are_enforced(void **state)
                                             T0 + 2, &v), RLS_OK);
     assert_int_equal(v, 3);
     char *y = stored(t->db, 3);
-    assert_int_equal(lines_changed(demo, y), 2);
+    assert_int_equal(tu_lines_changed(demo, y), 2);
     assert_non_null(strstr(y, "- { name: daily,  algorithm: fixed_window, limit: 3,  window: 1d"));
     assert_non_null(strstr(y, "- { name: rate, limit: 250, burst: 200 }"));
     rls_free(y);
@@ -131,7 +115,7 @@ static void preview_is_what_is_stored(void **state)
     assert_int_equal(rls_rules_limit_edit(t->db, 0, "mail.send", NULL, "burst", "burst", 12, &y,
                                           &len, &line), RLS_OK);
     assert_int_equal(strlen(y), len);
-    assert_int_equal(lines_changed(demo, y), 1);
+    assert_int_equal(tu_lines_changed(demo, y), 1);
     assert_int_equal(nversions(t->db), 1);
     const char *p = y;
     for (int i = 1; i < line; i++)
