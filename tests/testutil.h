@@ -5,6 +5,7 @@
 #ifndef RLS_TESTUTIL_H
 #define RLS_TESTUTIL_H
 
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -69,6 +70,22 @@ static inline int tu_lines_changed(const char *a, const char *b)
             return 1000;
     }
     return n;
+}
+
+/* Writes all n bytes of p to fd, again after EINTR; 0, or -1 when the
+ * peer is gone (the relays of the network-fault suites). */
+static inline int tu_write_all(int fd, const char *p, ssize_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, (size_t)n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= w;
+    }
+    return 0;
 }
 
 #endif

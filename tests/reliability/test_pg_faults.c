@@ -65,20 +65,6 @@ static struct {
     int draining;              /* cut connections still waiting on the server */
 } px = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, -1, 0, {0}, 0, 0, 0, 0};
 
-static int write_all(int fd, const char *p, ssize_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, (size_t)n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= w;
-    }
-    return 0;
-}
-
 /* After a cut "after": waits (at most 3 s) until the server has answered
  * what it was sent, so that it has run it, then ends its connection. */
 static void drain(int s)
@@ -126,7 +112,7 @@ static void *relay(void *arg)
             pthread_mutex_unlock(&px.mu);
             if (act == CUT_BEFORE)
                 break;
-            if (write_all(s, buf, n) != 0)
+            if (tu_write_all(s, buf, n) != 0)
                 break;
             if (act == CUT_AFTER) {
                 close(c);
@@ -136,7 +122,7 @@ static void *relay(void *arg)
         }
         if (p[1].revents) {
             ssize_t n = read(s, buf, sizeof buf);
-            if (n <= 0 || write_all(c, buf, n) != 0)
+            if (n <= 0 || tu_write_all(c, buf, n) != 0)
                 break;
         }
     }

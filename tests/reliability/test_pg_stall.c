@@ -240,20 +240,6 @@ static struct {
     int ctl, ack;   /* commands to the proxy, its answers */
 } px;
 
-static int write_all(int fd, const char *p, ssize_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, (size_t)n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= w;
-    }
-    return 0;
-}
-
 #define PX_MAX 64
 
 /* The proxy's loop: accepts, connects each client to up, relays bytes both
@@ -305,7 +291,7 @@ static void proxy_main(int lfd, struct sockaddr_in up, int ctl, int ack)
                     continue;
                 int from = side ? sfd[i] : cfd[i], to = side ? cfd[i] : sfd[i];
                 ssize_t r = read(from, buf, sizeof buf);
-                end = r <= 0 || write_all(to, buf, r) != 0;
+                end = r <= 0 || tu_write_all(to, buf, r) != 0;
             }
             if (end) {
                 close(cfd[i]);
