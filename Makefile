@@ -130,11 +130,10 @@ deps:
 # build, no network): layering (no SQLite or libpq in core/; the tools and
 # common/ include no header of core/, storage/ or the other tool), no .c or
 # .h over 800 lines but those of tests/lint-long.txt (a list that only
-# shrinks), one line per finding and a failure when there is one.  The
-# non-static functions of core/ and storage/ without the rls__ prefix are
-# only counted (one warning line; `sh tests/lint.sh --warnings` lists them):
-# renaming them is a later step of issue #18, then the count becomes a
-# failure.  tests/meta/test_lint.sh tests the lint on made-up trees.
+# shrinks), every non-static function of core/ and storage/ named rls__
+# (internal) or rls_ (public, in rlstore.h); one line per finding and a
+# failure when there is one.  tests/meta/test_lint.sh tests the lint on
+# made-up trees.
 lint:
 	@sh tests/lint.sh
 

@@ -67,14 +67,14 @@ static const char *const kind_names[] = {
 };
 #define KIND_MAX ALGO_LEAKY_BUCKET
 
-const char *algo_name(int kind)
+const char *rls__algo_name(int kind)
 {
     if (kind < 1 || kind > KIND_MAX)
         return NULL;
     return kind_names[kind];
 }
 
-int algo_from_name(const char *name)
+int rls__algo_from_name(const char *name)
 {
     if (!name)
         return 0;
@@ -84,7 +84,7 @@ int algo_from_name(const char *name)
     return 0;
 }
 
-int algo_is_bucket(int kind)
+int rls__algo_is_bucket(int kind)
 {
     return kind == ALGO_TOKEN_BUCKET || kind == ALGO_GCRA ||
            kind == ALGO_LEAKY_BUCKET;
@@ -634,7 +634,7 @@ static void gcra_refund(const algo_params *p, algo_state *st, int64_t now,
 static int check_args(const algo_params *p, const algo_window *w,
                       const algo_state *st, int64_t now, int64_t cost)
 {
-    if (!p || !st || !algo_name(p->kind) || p->limit < 1 || p->burst < 1 ||
+    if (!p || !st || !rls__algo_name(p->kind) || p->limit < 1 || p->burst < 1 ||
         p->period_ms < 1 || cost < 1)
         return -1;
     if ((p->kind == ALGO_FIXED_WINDOW || p->kind == ALGO_SLIDING_WINDOW) &&
@@ -652,7 +652,7 @@ static int check_args(const algo_params *p, const algo_window *w,
 /* Contract in algo.h.  Also -1 (nothing modified) for an aligned
  * fixed/sliding window that does not contain now, and for a sliding_log
  * charge without log_cap >= log_len + ALGO_LOG_ENTRY. */
-int algo_decide(const algo_params *p, const algo_window *w, algo_state *st,
+int rls__algo_decide(const algo_params *p, const algo_window *w, algo_state *st,
                 int64_t now, int64_t cost, int charge, algo_meta *out)
 {
     if (!out || check_args(p, w, st, now, cost) != 0)
@@ -685,7 +685,7 @@ int algo_decide(const algo_params *p, const algo_window *w, algo_state *st,
 
 /* Contract in algo.h.  charged_at later than now is taken as now; the
  * recorded last_ms never moves back. */
-int algo_refund(const algo_params *p, const algo_window *w, algo_state *st,
+int rls__algo_refund(const algo_params *p, const algo_window *w, algo_state *st,
                 int64_t now, int64_t charged_at, int64_t cost)
 {
     int64_t last;

@@ -24,11 +24,11 @@ enum algo_kind {
 #define ALGO_SLIDING_LOG_MAX 10000  /* largest limit sliding_log accepts */
 
 /* "fixed_window" etc. for a kind; NULL for an unknown kind. */
-const char *algo_name(int kind);
+const char *rls__algo_name(int kind);
 /* The kind for a name; 0 if unknown. */
-int algo_from_name(const char *name);
+int rls__algo_from_name(const char *name);
 /* 1 for token_bucket, gcra, leaky_bucket (capacity reported is burst). */
-int algo_is_bucket(int kind);
+int rls__algo_is_bucket(int kind);
 
 /*
  * Parameters of one limit, resolved for one check.
@@ -123,7 +123,7 @@ typedef struct algo_meta {
  * nothing was charged (a peek reports what is admissible now).  cost > capacity is denied with retry_after_ms = -1.
  * Returns 0, or -1 if params are invalid (nothing modified).
  */
-int algo_decide(const algo_params *p, const algo_window *w, algo_state *st,
+int rls__algo_decide(const algo_params *p, const algo_window *w, algo_state *st,
                 int64_t now, int64_t cost, int charge, algo_meta *out);
 
 /*
@@ -132,7 +132,7 @@ int algo_decide(const algo_params *p, const algo_window *w, algo_state *st,
  * that has already leaked out, is not given back.  Never exceeds full
  * capacity.  Returns 0, or -1 if params are invalid.
  */
-int algo_refund(const algo_params *p, const algo_window *w, algo_state *st,
+int rls__algo_refund(const algo_params *p, const algo_window *w, algo_state *st,
                 int64_t now, int64_t charged_at, int64_t cost);
 
 #endif

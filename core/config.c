@@ -1,5 +1,5 @@
 /*
- * config.c - the YAML rule loader: config_parse() and the walk of the
+ * config.c - the YAML rule loader: rls__config_parse() and the walk of the
  * document's top level (version, defaults, tiers, actions, assignments).
  *
  * Pipeline: config_yaml.c builds a node tree from libyaml's events; this
@@ -38,12 +38,12 @@
 
 static _Thread_local long fail_countdown = -1;
 
-void config__fail_after(long n)
+void rls__config_fail_after(long n)
 {
     fail_countdown = n;
 }
 
-int config__fail_now(void)
+int rls__config_fail_now(void)
 {
     if (fail_countdown < 0)
         return 0;
@@ -53,24 +53,24 @@ int config__fail_now(void)
     return 0;
 }
 
-void *config__malloc(size_t size)
+void *rls__config_malloc(size_t size)
 {
-    return config__fail_now() ? NULL : malloc(size ? size : 1);
+    return rls__config_fail_now() ? NULL : malloc(size ? size : 1);
 }
 
-void *config__calloc(size_t n, size_t size)
+void *rls__config_calloc(size_t n, size_t size)
 {
-    return config__fail_now() ? NULL : calloc(n ? n : 1, size ? size : 1);
+    return rls__config_fail_now() ? NULL : calloc(n ? n : 1, size ? size : 1);
 }
 
-void *config__realloc(void *p, size_t size)
+void *rls__config_realloc(void *p, size_t size)
 {
-    return config__fail_now() ? NULL : realloc(p, size ? size : 1);
+    return rls__config_fail_now() ? NULL : realloc(p, size ? size : 1);
 }
 
-char *config__strndup(const char *s, size_t len)
+char *rls__config_strndup(const char *s, size_t len)
 {
-    char *d = config__malloc(len + 1);
+    char *d = rls__config_malloc(len + 1);
     if (d) {
         memcpy(d, s, len);
         d[len] = '\0';
@@ -170,7 +170,7 @@ static void add_err(cfg *c, int line, int col, const char *path,
     msg_clean(x->msg);
 }
 
-void config__err(cfg *c, int node, const char *path, const char *fmt, ...)
+void rls__config_err(cfg *c, int node, const char *path, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -181,7 +181,7 @@ void config__err(cfg *c, int node, const char *path, const char *fmt, ...)
     va_end(ap);
 }
 
-void config__err_at(cfg *c, int line, int col, const char *fmt, ...)
+void rls__config_err_at(cfg *c, int line, int col, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -205,7 +205,7 @@ static void sort_errors(config_errors *e)
     }
 }
 
-int config_error_format(const config_error *e, const char *file, char *buf,
+int rls__config_error_format(const config_error *e, const char *file, char *buf,
                         size_t size)
 {
     if (!e || (!buf && size)) {
@@ -226,20 +226,20 @@ int config_error_format(const config_error *e, const char *file, char *buf,
 /* ---- tiers ------------------------------------------------------------- */
 
 /* Contract: see config_int.h. */
-int config__tier_ref(cfg *c, int node, const char *path,
+int rls__config_tier_ref(cfg *c, int node, const char *path,
                      char out[RULES_NAME_MAX + 1])
 {
     char list[120], got[200];
     size_t o = 0;
-    if (config__name(c, node, path, "a tier name", out) < 0)
+    if (rls__config_name(c, node, path, "a tier name", out) < 0)
         return -1;
-    if (ruleset_tier(c->rs, out))
+    if (rls__ruleset_tier(c->rs, out))
         return 0;
     if (c->tiers_bad)
         return -1;
-    config__describe(c, node, got, sizeof got);
+    rls__config_describe(c, node, got, sizeof got);
     if (c->rs->ntiers == 0) {
-        config__err(c, node, path, "unknown tier %s (no tiers are defined; "
+        rls__config_err(c, node, path, "unknown tier %s (no tiers are defined; "
                     "define it under 'tiers')", got);
         return -1;
     }
@@ -247,7 +247,7 @@ int config__tier_ref(cfg *c, int node, const char *path,
     for (int i = 0; i < c->rs->ntiers && o < sizeof list; i++)
         o += (size_t)snprintf(list + o, sizeof list - o, "%s%s",
                               i ? ", " : "", c->rs->tiers[i].name);
-    config__err(c, node, path, "unknown tier %s; defined tiers: %s", got,
+    rls__config_err(c, node, path, "unknown tier %s; defined tiers: %s", got,
                 list);
     return -1;
 }
@@ -258,23 +258,23 @@ static void walk_tier(cfg *c, int v, const char *path, rule_tier *t)
     char fp[CFG_PATH_MAX];
     int *dst;
 
-    if (config__is_null(c, v))
+    if (rls__config_is_null(c, v))
         return;  /* "free:" = "free: {}" */
-    if (config__want(c, v, path, CN_MAP, "a tier: a mapping such as {} or "
+    if (rls__config_want(c, v, path, CN_MAP, "a tier: a mapping such as {} or "
                      "{ unlimited: true }") < 0)
         return;
-    for (int k = c->nodes[v].first; k >= 0; k = config__next_pair(c, k)) {
+    for (int k = c->nodes[v].first; k >= 0; k = rls__config_next_pair(c, k)) {
         if (c->nodes[k].skip)
             continue;
-        int f = config__field(c, k, path, fields);
+        int f = rls__config_field(c, k, path, fields);
         if (f < 0)
             continue;
         dst = f == 0 ? &t->unlimited : &t->blocked;
-        config__path_key(fp, sizeof fp, path, c, k);
-        config__bool(c, c->nodes[k].next, fp, dst);
+        rls__config_path_key(fp, sizeof fp, path, c, k);
+        rls__config_bool(c, c->nodes[k].next, fp, dst);
     }
     if (t->unlimited && t->blocked)
-        config__err(c, v, path, "a tier cannot be both unlimited and blocked");
+        rls__config_err(c, v, path, "a tier cannot be both unlimited and blocked");
 }
 
 static void walk_tiers(cfg *c, int v)
@@ -283,39 +283,39 @@ static void walk_tiers(cfg *c, int v)
     char path[CFG_PATH_MAX];
     int npairs;
 
-    if (config__is_null(c, v))
+    if (rls__config_is_null(c, v))
         return;
-    if (config__want(c, v, "tiers", CN_MAP, "a mapping of tier names to "
+    if (rls__config_want(c, v, "tiers", CN_MAP, "a mapping of tier names to "
                      "tiers such as { free: {}, pro: {} }") < 0) {
         c->tiers_bad = 1;
         return;
     }
     npairs = c->nodes[v].n / 2;
     if (npairs > CFG_MAX_TIERS) {
-        config__err(c, v, "tiers", "%d tiers defined; at most %d are "
+        rls__config_err(c, v, "tiers", "%d tiers defined; at most %d are "
                     "accepted", npairs, CFG_MAX_TIERS);
         c->tiers_bad = 1;
         return;
     }
     if (npairs == 0)
         return;
-    rs->tiers = config__calloc((size_t)npairs, sizeof *rs->tiers);
+    rs->tiers = rls__config_calloc((size_t)npairs, sizeof *rs->tiers);
     if (!rs->tiers) {
         c->oom = 1;
         return;
     }
-    for (int k = c->nodes[v].first; k >= 0; k = config__next_pair(c, k)) {
+    for (int k = c->nodes[v].first; k >= 0; k = rls__config_next_pair(c, k)) {
         rule_tier *t = &rs->tiers[rs->ntiers];
         if (c->nodes[k].skip)
             continue;
-        config__path_key(path, sizeof path, "tiers", c, k);
+        rls__config_path_key(path, sizeof path, "tiers", c, k);
         memset(t, 0, sizeof *t);
-        int ok = config__name(c, k, "tiers", "a tier name", t->name) == 0;
+        int ok = rls__config_name(c, k, "tiers", "a tier name", t->name) == 0;
         walk_tier(c, c->nodes[k].next, path, t);
         if (ok)
             rs->ntiers++;
     }
-    ruleset__sort_tiers(rs);
+    rls__ruleset_sort_tiers(rs);
 }
 
 /* ---- defaults ---------------------------------------------------------- */
@@ -329,22 +329,22 @@ static void walk_defaults(cfg *c, int v)
     char fp[CFG_PATH_MAX];
     int idx;
 
-    if (config__is_null(c, v))
+    if (rls__config_is_null(c, v))
         return;
-    if (config__want(c, v, "defaults", CN_MAP, "a mapping such as "
+    if (rls__config_want(c, v, "defaults", CN_MAP, "a mapping such as "
                      "{ tier: free, timezone: UTC, on_error: deny }") < 0)
         return;
-    for (int k = c->nodes[v].first; k >= 0; k = config__next_pair(c, k)) {
+    for (int k = c->nodes[v].first; k >= 0; k = rls__config_next_pair(c, k)) {
         int val = c->nodes[k].next;
         if (c->nodes[k].skip)
             continue;
-        int f = config__field(c, k, "defaults", fields);
-        config__path_key(fp, sizeof fp, "defaults", c, k);
+        int f = rls__config_field(c, k, "defaults", fields);
+        rls__config_path_key(fp, sizeof fp, "defaults", c, k);
         if (f == 0)
-            config__tier_ref(c, val, fp, c->rs->default_tier);
+            rls__config_tier_ref(c, val, fp, c->rs->default_tier);
         else if (f == 1)
-            config__zone(c, val, fp, &c->rs->default_tz);
-        else if (f == 2 && config__enum(c, val, fp, on_error_names, &idx) == 0)
+            rls__config_zone(c, val, fp, &c->rs->default_tz);
+        else if (f == 2 && rls__config_enum(c, val, fp, on_error_names, &idx) == 0)
             c->rs->on_error = idx == 0 ? ONERR_DENY : ONERR_ALLOW;
     }
 }
@@ -358,7 +358,7 @@ static int dup_limit(cfg *c, int node, const char *path,
     const rule_limit *l = &list[n - 1];
     for (int i = 0; i < n - 1 && l->name[0]; i++)
         if (strcmp(list[i].name, l->name) == 0) {
-            config__err(c, node, path, "duplicate limit name '%s' (first "
+            rls__config_err(c, node, path, "duplicate limit name '%s' (first "
                         "defined at %d:%d)", l->name, list[i].line,
                         list[i].column);
             return 1;
@@ -374,22 +374,22 @@ static int walk_limits(cfg *c, int v, const char *path, rule_action *act,
     char lp[CFG_PATH_MAX];
     int i = 0;
 
-    if (config__want(c, v, path, CN_SEQ, "a list of limits such as "
+    if (rls__config_want(c, v, path, CN_SEQ, "a list of limits such as "
                      "[ { name: daily, limit: 20, window: 1d } ]") < 0)
         return -1;
     if (c->nodes[v].n < 1 || c->nodes[v].n > RESOLVE_MAX_LIMITS) {
-        config__err(c, v, path, "expected 1 to %d limits; got %d",
+        rls__config_err(c, v, path, "expected 1 to %d limits; got %d",
                     RESOLVE_MAX_LIMITS, c->nodes[v].n);
         return -1;
     }
-    act->limits = config__calloc((size_t)c->nodes[v].n, sizeof *act->limits);
+    act->limits = rls__config_calloc((size_t)c->nodes[v].n, sizeof *act->limits);
     if (!act->limits) {
         c->oom = 1;
         return -1;
     }
     for (int e = c->nodes[v].first; e >= 0; e = c->nodes[e].next, i++) {
-        config__path_index(lp, sizeof lp, path, i);
-        ok[i] = config__limit(c, e, lp, NULL, NULL, -1,
+        rls__config_path_index(lp, sizeof lp, path, i);
+        ok[i] = rls__config_limit(c, e, lp, NULL, NULL, -1,
                               &act->limits[act->nlimits]) == 0;
         act->nlimits++;
         if (dup_limit(c, e, lp, act->limits, act->nlimits))
@@ -407,16 +407,16 @@ static void walk_tier_list(cfg *c, int k, const char *path, rule_action *act,
     char lp[CFG_PATH_MAX];
 
     memset(tl, 0, sizeof *tl);
-    if (config__tier_ref(c, k, path, tl->tier) < 0)
+    if (rls__config_tier_ref(c, k, path, tl->tier) < 0)
         tl->tier[0] = '\0';
-    config__path_key(lp, sizeof lp, path, c, k);
-    if (config__is_null(c, v))
+    rls__config_path_key(lp, sizeof lp, path, c, k);
+    if (rls__config_is_null(c, v))
         return;
-    if (config__want(c, v, lp, CN_SEQ, "a list of limits replacing or "
+    if (rls__config_want(c, v, lp, CN_SEQ, "a list of limits replacing or "
                      "adding to the action's limits") < 0)
         return;
     if (c->nodes[v].n > RESOLVE_MAX_LIMITS) {
-        config__err(c, v, lp, "expected at most %d limits; got %d",
+        rls__config_err(c, v, lp, "expected at most %d limits; got %d",
                     RESOLVE_MAX_LIMITS, c->nodes[v].n);
         return;
     }
@@ -424,7 +424,7 @@ static void walk_tier_list(cfg *c, int k, const char *path, rule_action *act,
         act->ntiers++;
         return;
     }
-    tl->limits = config__calloc((size_t)c->nodes[v].n, sizeof *tl->limits);
+    tl->limits = rls__config_calloc((size_t)c->nodes[v].n, sizeof *tl->limits);
     if (!tl->limits) {
         c->oom = 1;
         return;
@@ -433,8 +433,8 @@ static void walk_tier_list(cfg *c, int k, const char *path, rule_action *act,
     for (int e = c->nodes[v].first; e >= 0; e = c->nodes[e].next, i++) {
         char ep[CFG_PATH_MAX];
         rule_limit *l = &tl->limits[tl->nlimits];
-        config__path_index(ep, sizeof ep, lp, i);
-        config__limit(c, e, ep, act->limits, ok, act->nlimits, l);
+        rls__config_path_index(ep, sizeof ep, lp, i);
+        rls__config_limit(c, e, ep, act->limits, ok, act->nlimits, l);
         tl->nlimits++;
         if (dup_limit(c, e, ep, tl->limits, tl->nlimits))
             continue;
@@ -444,7 +444,7 @@ static void walk_tier_list(cfg *c, int k, const char *path, rule_action *act,
         added += !known;
     }
     if (act->nlimits + added > RESOLVE_MAX_LIMITS)
-        config__err(c, v, lp, "with this tier the action would have %d "
+        rls__config_err(c, v, lp, "with this tier the action would have %d "
                     "limits; at most %d are accepted", act->nlimits + added,
                     RESOLVE_MAX_LIMITS);
 }
@@ -453,26 +453,26 @@ static void walk_action_tiers(cfg *c, int v, const char *path,
                               rule_action *act, const unsigned char *ok)
 {
     int npairs;
-    if (config__is_null(c, v))
+    if (rls__config_is_null(c, v))
         return;
-    if (config__want(c, v, path, CN_MAP, "a mapping of tier names to lists "
+    if (rls__config_want(c, v, path, CN_MAP, "a mapping of tier names to lists "
                      "of limits") < 0)
         return;
     npairs = c->nodes[v].n / 2;
     if (npairs == 0)
         return;
     if (npairs > CFG_MAX_TIERS) {
-        config__err(c, v, path, "expected at most %d tiers; got %d",
+        rls__config_err(c, v, path, "expected at most %d tiers; got %d",
                     CFG_MAX_TIERS, npairs);
         return;
     }
-    act->tiers = config__calloc((size_t)npairs, sizeof *act->tiers);
+    act->tiers = rls__config_calloc((size_t)npairs, sizeof *act->tiers);
     if (!act->tiers) {
         c->oom = 1;
         return;
     }
     for (int k = c->nodes[v].first; k >= 0 && !c->oom;
-         k = config__next_pair(c, k))
+         k = rls__config_next_pair(c, k))
         if (!c->nodes[k].skip)
             walk_tier_list(c, k, path, act, ok);
 }
@@ -494,30 +494,30 @@ static void walk_action(cfg *c, int v, const char *path, rule_action *act)
     act->ipv4_prefix = 32;
     act->ipv6_prefix = 128;
     act->on_error = ONERR_INHERIT;
-    if (config__want(c, v, path, CN_MAP, "an action: a mapping with key and "
+    if (rls__config_want(c, v, path, CN_MAP, "an action: a mapping with key and "
                      "limits") < 0)
         return;
     for (int i = 0; i < AF_COUNT; i++)
         at[i] = -1;
-    for (int k = c->nodes[v].first; k >= 0; k = config__next_pair(c, k)) {
+    for (int k = c->nodes[v].first; k >= 0; k = rls__config_next_pair(c, k)) {
         if (c->nodes[k].skip)
             continue;
-        idx = config__field(c, k, path, fields);
+        idx = rls__config_field(c, k, path, fields);
         if (idx >= 0)
             at[idx] = c->nodes[k].next;
     }
-    config__path_field(fp, sizeof fp, path, "key");
-    if (at[AF_KEY] >= 0 && config__enum(c, at[AF_KEY], fp, kinds, &idx) == 0)
-        act->key_kind = key_kind_from_name(kinds[idx]);
+    rls__config_path_field(fp, sizeof fp, path, "key");
+    if (at[AF_KEY] >= 0 && rls__config_enum(c, at[AF_KEY], fp, kinds, &idx) == 0)
+        act->key_kind = rls__key_kind_from_name(kinds[idx]);
     for (int f = AF_IPV4; f <= AF_IPV6; f++) {
         const char *name = fields[f];
         if (at[f] < 0)
             continue;
-        config__path_field(fp, sizeof fp, path, name);
+        rls__config_path_field(fp, sizeof fp, path, name);
         if (act->key_kind != KEY_IP) {
-            config__err(c, at[f], fp, "%s applies only to actions with "
+            rls__config_err(c, at[f], fp, "%s applies only to actions with "
                         "key: ip", name);
-        } else if (config__int(c, at[f], fp, 0, f == AF_IPV4 ? 32 : 128,
+        } else if (rls__config_int(c, at[f], fp, 0, f == AF_IPV4 ? 32 : 128,
                                &n) == 0) {
             if (f == AF_IPV4)
                 act->ipv4_prefix = (int)n;
@@ -525,18 +525,18 @@ static void walk_action(cfg *c, int v, const char *path, rule_action *act)
                 act->ipv6_prefix = (int)n;
         }
     }
-    config__path_field(fp, sizeof fp, path, "on_error");
+    rls__config_path_field(fp, sizeof fp, path, "on_error");
     if (at[AF_ON_ERROR] >= 0 &&
-        config__enum(c, at[AF_ON_ERROR], fp, on_error_names, &idx) == 0)
+        rls__config_enum(c, at[AF_ON_ERROR], fp, on_error_names, &idx) == 0)
         act->on_error = idx == 0 ? ONERR_DENY : ONERR_ALLOW;
-    config__path_field(fp, sizeof fp, path, "limits");
+    rls__config_path_field(fp, sizeof fp, path, "limits");
     if (at[AF_LIMITS] < 0) {
-        config__missing(c, v, path, "limits", NULL);
+        rls__config_missing(c, v, path, "limits", NULL);
         return;
     }
     if (walk_limits(c, at[AF_LIMITS], fp, act, ok) < 0 || c->oom)
         return;
-    config__path_field(fp, sizeof fp, path, "tiers");
+    rls__config_path_field(fp, sizeof fp, path, "tiers");
     if (at[AF_TIERS] >= 0)
         walk_action_tiers(c, at[AF_TIERS], fp, act, ok);
 }
@@ -548,30 +548,30 @@ static void walk_actions(cfg *c, int v)
     int npairs;
 
     c->actions_bad = 1;
-    if (config__want(c, v, "actions", CN_MAP, "a mapping of action names to "
+    if (rls__config_want(c, v, "actions", CN_MAP, "a mapping of action names to "
                      "actions") < 0)
         return;
     npairs = c->nodes[v].n / 2;
     if (npairs < 1 || npairs > CFG_MAX_ACTIONS) {
-        config__err(c, v, "actions", "expected 1 to %d actions; got %d",
+        rls__config_err(c, v, "actions", "expected 1 to %d actions; got %d",
                     CFG_MAX_ACTIONS, npairs);
         return;
     }
-    rs->actions = config__calloc((size_t)npairs, sizeof *rs->actions);
+    rs->actions = rls__config_calloc((size_t)npairs, sizeof *rs->actions);
     if (!rs->actions) {
         c->oom = 1;
         return;
     }
     c->actions_bad = 0;
     for (int k = c->nodes[v].first; k >= 0 && !c->oom;
-         k = config__next_pair(c, k)) {
+         k = rls__config_next_pair(c, k)) {
         rule_action *act = &rs->actions[rs->nactions];
         if (c->nodes[k].skip)
             continue;
-        config__path_key(path, sizeof path, "actions", c, k);
+        rls__config_path_key(path, sizeof path, "actions", c, k);
         /* counted even if invalid: its arrays belong to the ruleset now */
         rs->nactions++;
-        config__name(c, k, "actions", "an action name", act->name);
+        rls__config_name(c, k, "actions", "an action name", act->name);
         walk_action(c, c->nodes[k].next, path, act);
     }
 }
@@ -589,29 +589,29 @@ static void walk_root(cfg *c)
     int64_t version;
     const char *why = "";
 
-    if (root < 0 || config__is_null(c, root)) {
-        config__err_at(c, 0, 0, "empty configuration");
+    if (root < 0 || rls__config_is_null(c, root)) {
+        rls__config_err_at(c, 0, 0, "empty configuration");
         return;
     }
-    if (config__want(c, root, NULL, CN_MAP, "a mapping with version, tiers, "
+    if (rls__config_want(c, root, NULL, CN_MAP, "a mapping with version, tiers, "
                      "actions and assignments at the top level") < 0)
         return;
     for (int i = 0; i < RF_COUNT; i++)
         at[i] = -1;
-    for (int k = c->nodes[root].first; k >= 0; k = config__next_pair(c, k)) {
+    for (int k = c->nodes[root].first; k >= 0; k = rls__config_next_pair(c, k)) {
         if (c->nodes[k].skip)
             continue;
-        idx = config__field(c, k, NULL, fields);
+        idx = rls__config_field(c, k, NULL, fields);
         if (idx >= 0)
             at[idx] = c->nodes[k].next;
     }
     if (at[RF_VERSION] < 0)
-        config__missing(c, root, NULL, "version", "(write version: 1)");
-    else if (config__int(c, at[RF_VERSION], "version", 0, INT64_MAX,
+        rls__config_missing(c, root, NULL, "version", "(write version: 1)");
+    else if (rls__config_int(c, at[RF_VERSION], "version", 0, INT64_MAX,
                          &version) == 0 && version != 1)
-        config__err(c, at[RF_VERSION], "version", "unsupported version %lld; "
+        rls__config_err(c, at[RF_VERSION], "version", "unsupported version %lld; "
                     "this library reads version 1", (long long)version);
-    if (ruleset__zone(c->rs, "UTC", &c->rs->default_tz, &why) != 0) {
+    if (rls__ruleset_zone(c->rs, "UTC", &c->rs->default_tz, &why) != 0) {
         c->oom = 1;  /* UTC never needs the file system */
         return;
     }
@@ -620,18 +620,18 @@ static void walk_root(cfg *c)
     if (at[RF_DEFAULTS] >= 0 && !c->oom)
         walk_defaults(c, at[RF_DEFAULTS]);
     if (at[RF_ACTIONS] < 0) {
-        config__missing(c, root, NULL, "actions", NULL);
+        rls__config_missing(c, root, NULL, "actions", NULL);
         c->actions_bad = 1;
     } else if (!c->oom) {
         walk_actions(c, at[RF_ACTIONS]);
-        ruleset__sort(c->rs);  /* assignments look actions up */
+        rls__ruleset_sort(c->rs);  /* assignments look actions up */
     }
     if (at[RF_ASSIGNMENTS] >= 0 && !c->oom)
-        config__assignments(c, at[RF_ASSIGNMENTS]);
+        rls__config_assignments(c, at[RF_ASSIGNMENTS]);
 }
 
 /* Contract: see config.h. */
-int config_parse(const char *text, size_t len, ruleset **out,
+int rls__config_parse(const char *text, size_t len, ruleset **out,
                  config_errors *errs)
 {
     config_errors local;
@@ -646,40 +646,40 @@ int config_parse(const char *text, size_t len, ruleset **out,
     c.errs->total = 0;
     c.root = -1;
     if (!out || (!text && len)) {
-        config__err_at(&c, 0, 0, "invalid arguments");
+        rls__config_err_at(&c, 0, 0, "invalid arguments");
         return -1;
     }
     if (len > CONFIG_MAX_BYTES) {
-        config__err_at(&c, 0, 0, "the configuration is %zu bytes; at most %u "
+        rls__config_err_at(&c, 0, 0, "the configuration is %zu bytes; at most %u "
                        "are accepted", len, CONFIG_MAX_BYTES);
         return -1;
     }
     measure(&c, text, len);
-    c.rs = config__calloc(1, sizeof *c.rs);
+    c.rs = rls__config_calloc(1, sizeof *c.rs);
     if (!c.rs) {
         rc = -2;
         goto out;
     }
     c.rs->version = 1;
     c.rs->on_error = ONERR_INHERIT;
-    rc = config__load_yaml(&c, text ? text : "", len);
+    rc = rls__config_load_yaml(&c, text ? text : "", len);
     if (rc == 0)
         walk_root(&c);
     if (rc == 0 && (c.oom || c.errs->total > 0))
         rc = c.oom ? -2 : -1;
 out:
-    config__tree_free(&c);
+    rls__config_tree_free(&c);
     if (rc == -2) {
         c.errs->n = 0;
         c.errs->total = 0;
-        config__err_at(&c, 0, 0, "out of memory");
+        rls__config_err_at(&c, 0, 0, "out of memory");
     }
     if (rc != 0) {
-        ruleset_free(c.rs);
+        rls__ruleset_free(c.rs);
         sort_errors(c.errs);
         return rc;
     }
-    ruleset__sort(c.rs);
+    rls__ruleset_sort(c.rs);
     *out = c.rs;
     return 0;
 }

@@ -31,14 +31,14 @@ typedef struct config_errors {
 
 /*
  * Parses and validates text[0..len).  On success returns 0 and *out is a new
- * ruleset (free with ruleset_free).  On failure returns -1, *out is NULL and
+ * ruleset (free with rls__ruleset_free).  On failure returns -1, *out is NULL and
  * errs lists the errors (errs may be NULL).  Returns -2 on out of memory.
  */
-int config_parse(const char *text, size_t len, ruleset **out,
+int rls__config_parse(const char *text, size_t len, ruleset **out,
                  config_errors *errs);
 
 /* Formats errs[0] as "LINE:COL: message" ( "message" without a place). */
-int config_error_format(const config_error *e, const char *file, char *buf,
+int rls__config_error_format(const config_error *e, const char *file, char *buf,
                         size_t size);
 
 #endif

@@ -6,7 +6,7 @@
  *     - { key: "user:*", tier: pro, expires: "2027-01-01T00:00:00Z" }
  *
  * key (required) is an exact key, a CIDR or a "prefix*" glob, checked with
- * key_pattern_parse.  action (optional, default every action) and tier
+ * rls__key_pattern_parse.  action (optional, default every action) and tier
  * (required) must be defined in the file.  expires is an ISO-8601 UTC time
  * ("2027-01-01T00:00:00Z", optionally with .f to .fff) or epoch ms.
  *
@@ -32,28 +32,28 @@ static void check_against_action(cfg *c, int node, const char *path,
 {
     char norm[RLS_KEY_MAX_LIMIT + 64], got[200];
     const char *why = "invalid";
-    const char *kind = key_kind_name(act->key_kind);
+    const char *kind = rls__key_kind_name(act->key_kind);
     int n;
 
-    config__describe(c, node, got, sizeof got);
+    rls__config_describe(c, node, got, sizeof got);
     if (pat->kind == PAT_CIDR && act->key_kind != KEY_IP) {
-        config__err(c, node, path, "the CIDR pattern %s can only match "
+        rls__config_err(c, node, path, "the CIDR pattern %s can only match "
                     "actions with key: ip; action '%s' has key: %s", got,
                     act->name, kind ? kind : "?");
         return;
     }
     if (pat->kind != PAT_EXACT || act->key_kind == KEY_STRING)
         return;
-    n = key_normalize(act->key_kind, act->ipv4_prefix, act->ipv6_prefix, key,
+    n = rls__key_normalize(act->key_kind, act->ipv4_prefix, act->ipv6_prefix, key,
                       strlen(key), norm, sizeof norm, &why);
     if (n == -1) {
-        config__err(c, node, path, "%s is not a valid key for action '%s' "
+        rls__config_err(c, node, path, "%s is not a valid key for action '%s' "
                     "(key: %s): %s", got, act->name, kind ? kind : "?", why);
     } else if (n >= 0 && ((size_t)n != strlen(key) ||
                           memcmp(norm, key, (size_t)n) != 0)) {
         char want[200];
         snprintf(want, sizeof want, "%.80s", norm);
-        config__err(c, node, path, "%s never matches: action '%s' normalises "
+        rls__config_err(c, node, path, "%s never matches: action '%s' normalises "
                     "keys to '%s'", got, act->name, want);
     }
 }
@@ -69,67 +69,67 @@ static int walk_one(cfg *c, int v, const char *path, rule_assignment *a)
     key_pattern pat;
     const rule_action *act = NULL;
 
-    if (config__want(c, v, path, CN_MAP, "an assignment such as "
+    if (rls__config_want(c, v, path, CN_MAP, "an assignment such as "
                      "{ key: \"user:*\", tier: pro }") < 0)
         return -1;
     for (int i = 0; i < SF_COUNT; i++)
         at[i] = -1;
-    for (int k = c->nodes[v].first; k >= 0; k = config__next_pair(c, k)) {
+    for (int k = c->nodes[v].first; k >= 0; k = rls__config_next_pair(c, k)) {
         if (c->nodes[k].skip)
             continue;
-        idx = config__field(c, k, path, fields);
+        idx = rls__config_field(c, k, path, fields);
         if (idx < 0)
             bad = 1;
         else
             at[idx] = c->nodes[k].next;
     }
-    config__path_field(fp, sizeof fp, path, "action");
+    rls__config_path_field(fp, sizeof fp, path, "action");
     if (at[SF_ACTION] >= 0) {
-        if (config__name(c, at[SF_ACTION], fp, "an action name",
+        if (rls__config_name(c, at[SF_ACTION], fp, "an action name",
                          a->action) < 0) {
             bad = 1;
-        } else if (!(act = ruleset_action(c->rs, a->action))) {
+        } else if (!(act = rls__ruleset_action(c->rs, a->action))) {
             if (!c->actions_bad)
-                config__err(c, at[SF_ACTION], fp, "unknown action '%s'",
+                rls__config_err(c, at[SF_ACTION], fp, "unknown action '%s'",
                             a->action);
             bad = 1;
         }
     }
-    config__path_field(fp, sizeof fp, path, "tier");
+    rls__config_path_field(fp, sizeof fp, path, "tier");
     if (at[SF_TIER] < 0) {
-        config__missing(c, v, path, "tier", NULL);
+        rls__config_missing(c, v, path, "tier", NULL);
         bad = 1;
-    } else if (config__tier_ref(c, at[SF_TIER], fp, a->tier) < 0) {
+    } else if (rls__config_tier_ref(c, at[SF_TIER], fp, a->tier) < 0) {
         bad = 1;
     }
-    config__path_field(fp, sizeof fp, path, "expires");
+    rls__config_path_field(fp, sizeof fp, path, "expires");
     if (at[SF_EXPIRES] >= 0 &&
-        config__expires(c, at[SF_EXPIRES], fp, &a->expires_ms) < 0)
+        rls__config_expires(c, at[SF_EXPIRES], fp, &a->expires_ms) < 0)
         bad = 1;
-    config__path_field(fp, sizeof fp, path, "key");
+    rls__config_path_field(fp, sizeof fp, path, "key");
     if (at[SF_KEY] < 0) {
-        config__missing(c, v, path, "key", NULL);
+        rls__config_missing(c, v, path, "key", NULL);
         return -1;
     }
     int kn = at[SF_KEY];
-    if (config__want(c, kn, fp, CN_SCALAR, "a key, a CIDR such as "
+    if (rls__config_want(c, kn, fp, CN_SCALAR, "a key, a CIDR such as "
                      "10.0.0.0/8 or a prefix such as \"user:*\"") < 0)
         return -1;
-    const char *key = config__str(c, kn);
+    const char *key = rls__config_str(c, kn);
     size_t len = c->nodes[kn].len;
-    config__describe(c, kn, got, sizeof got);
+    rls__config_describe(c, kn, got, sizeof got);
     if (len < 1 || len > RLS_KEY_MAX_LIMIT || strlen(key) != len) {
-        config__err(c, kn, fp, "expected a key of 1 to %d bytes without NUL; "
+        rls__config_err(c, kn, fp, "expected a key of 1 to %d bytes without NUL; "
                     "got %s", RLS_KEY_MAX_LIMIT, got);
         return -1;
     }
-    if (key_pattern_parse(key, &pat, &why) != 0) {
-        config__err(c, kn, fp, "invalid key pattern %s (%s)", got, why);
+    if (rls__key_pattern_parse(key, &pat, &why) != 0) {
+        rls__config_err(c, kn, fp, "invalid key pattern %s (%s)", got, why);
         return -1;
     }
     if (act)
         check_against_action(c, kn, fp, &pat, key, act);
-    a->key = config__strndup(key, len);
+    a->key = rls__config_strndup(key, len);
     if (!a->key) {
         c->oom = 1;
         return -1;
@@ -159,7 +159,7 @@ static int aref_cmp(const void *pa, const void *pb)
 static void check_duplicates(cfg *c, const rule_assignment *list,
                              const int *nodes, int n)
 {
-    aref *refs = config__malloc((size_t)n * sizeof *refs);
+    aref *refs = rls__config_malloc((size_t)n * sizeof *refs);
     int m = 0;
     if (!refs) {
         c->oom = 1;
@@ -182,8 +182,8 @@ static void check_duplicates(cfg *c, const rule_assignment *list,
             continue;
         }
         char path[CFG_PATH_MAX];
-        config__path_index(path, sizeof path, "assignments", refs[i].i);
-        config__err_at(c, refs[i].line, refs[i].col, "%s: duplicate "
+        rls__config_path_index(path, sizeof path, "assignments", refs[i].i);
+        rls__config_err_at(c, refs[i].line, refs[i].col, "%s: duplicate "
                        "assignment of key '%.60s' for %s%s%s (first at "
                        "%d:%d)", path, refs[i].key,
                        refs[i].action[0] ? "action '" : "every action",
@@ -194,27 +194,27 @@ static void check_duplicates(cfg *c, const rule_assignment *list,
 }
 
 /* Contract: see config_int.h. */
-void config__assignments(cfg *c, int v)
+void rls__config_assignments(cfg *c, int v)
 {
     ruleset *rs = c->rs;
     char path[CFG_PATH_MAX];
     int n, i = 0, *nodes;
 
-    if (config__is_null(c, v))
+    if (rls__config_is_null(c, v))
         return;
-    if (config__want(c, v, "assignments", CN_SEQ, "a list of assignments "
+    if (rls__config_want(c, v, "assignments", CN_SEQ, "a list of assignments "
                      "such as [ { key: \"user:*\", tier: pro } ]") < 0)
         return;
     n = c->nodes[v].n;
     if (n > CFG_MAX_ASSIGNMENTS) {
-        config__err(c, v, "assignments", "%d assignments; at most %d are "
+        rls__config_err(c, v, "assignments", "%d assignments; at most %d are "
                     "accepted", n, CFG_MAX_ASSIGNMENTS);
         return;
     }
     if (n == 0)
         return;
-    rs->assignments = config__calloc((size_t)n, sizeof *rs->assignments);
-    nodes = config__malloc((size_t)n * sizeof *nodes);
+    rs->assignments = rls__config_calloc((size_t)n, sizeof *rs->assignments);
+    nodes = rls__config_malloc((size_t)n * sizeof *nodes);
     if (!rs->assignments || !nodes) {
         free(nodes);
         c->oom = 1;
@@ -222,7 +222,7 @@ void config__assignments(cfg *c, int v)
     }
     for (int e = c->nodes[v].first; e >= 0 && !c->oom;
          e = c->nodes[e].next, i++) {
-        config__path_index(path, sizeof path, "assignments", i);
+        rls__config_path_index(path, sizeof path, "assignments", i);
         /* counted even if invalid: its key belongs to the ruleset now */
         rule_assignment *a = &rs->assignments[rs->nassignments++];
         nodes[i] = walk_one(c, e, path, a) == 0 ? e : -1;

@@ -9,8 +9,8 @@
  * tree, validating every field and filling a ruleset.  Errors are collected
  * into a config_errors, never printed.
  *
- * Every allocation of the loader goes through config__malloc & co so that a
- * test can make the N-th one fail (config__fail_after) and check that out of
+ * Every allocation of the loader goes through rls__config_malloc & co so that a
+ * test can make the N-th one fail (rls__config_fail_after) and check that out of
  * memory is reported as -2 with nothing leaked.
  */
 #ifndef RLS_CONFIG_INT_H
@@ -66,24 +66,24 @@ typedef struct cfg {
 } cfg;
 
 /* ---- allocation (config.c) ------------------------------------------- */
-void *config__malloc(size_t size);
-void *config__calloc(size_t n, size_t size);
-void *config__realloc(void *p, size_t size);
-char *config__strndup(const char *s, size_t len);
+void *rls__config_malloc(size_t size);
+void *rls__config_calloc(size_t n, size_t size);
+void *rls__config_realloc(void *p, size_t size);
+char *rls__config_strndup(const char *s, size_t len);
 /* Tests only: the n-th allocation from now (0 = the next one) fails, and
  * every one after it; n < 0 turns failures off.  Per thread. */
-void config__fail_after(long n);
+void rls__config_fail_after(long n);
 /* Counts one allocation; 1 if it must fail.  Used by the allocators above
  * and by the test's libyaml allocation hooks. */
-int config__fail_now(void);
+int rls__config_fail_now(void);
 
 /* ---- errors (config.c) ----------------------------------------------- */
 /* Records "path: message" at node (line/col of the node; node < 0 = no
  * place).  path may be NULL or "".  Never fails: beyond CONFIG_MAX_ERRORS
  * errors are only counted. */
-void config__err(cfg *c, int node, const char *path, const char *fmt, ...)
+void rls__config_err(cfg *c, int node, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-void config__err_at(cfg *c, int line, int col, const char *fmt, ...)
+void rls__config_err_at(cfg *c, int line, int col, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 /* ---- the YAML tree (config_yaml.c) ----------------------------------- */
@@ -91,57 +91,57 @@ void config__err_at(cfg *c, int line, int col, const char *fmt, ...)
  * empty stream), -1 after reporting a fatal error (syntax, encoding, depth,
  * size), or -2 on out of memory.  Non-fatal problems (anchors, aliases,
  * tags, duplicate keys) are reported and parsing goes on. */
-int config__load_yaml(cfg *c, const char *text, size_t len);
-void config__tree_free(cfg *c);
+int rls__config_load_yaml(cfg *c, const char *text, size_t len);
+void rls__config_tree_free(cfg *c);
 
 /* ---- node helpers (config_value.c) ----------------------------------- */
-const char *config__str(const cfg *c, int node);
-int config__is_null(const cfg *c, int node);
+const char *rls__config_str(const cfg *c, int node);
+int rls__config_is_null(const cfg *c, int node);
 /* The key node of the pair after key node k (-1 at the end). */
-int config__next_pair(const cfg *c, int k);
+int rls__config_next_pair(const cfg *c, int k);
 /* Describes a node for "got ..." in a message: 'text' (escaped, shortened),
  * "an empty value", "a mapping", "a list". */
-void config__describe(const cfg *c, int node, char *buf, size_t size);
+void rls__config_describe(const cfg *c, int node, char *buf, size_t size);
 /* Appends ".name" or "[i]" to a path (always NUL-terminated). */
-void config__path_key(char *out, size_t size, const char *path,
+void rls__config_path_key(char *out, size_t size, const char *path,
                       const cfg *c, int key);
-void config__path_field(char *out, size_t size, const char *path,
+void rls__config_path_field(char *out, size_t size, const char *path,
                         const char *field);
-void config__path_index(char *out, size_t size, const char *path, int i);
+void rls__config_path_index(char *out, size_t size, const char *path, int i);
 
 /* Each checker reports its own error (naming path) and returns 0 if the
  * value is good, -1 if not.  A CN_BAD node fails without a message. */
-int config__want(cfg *c, int node, const char *path, int type,
+int rls__config_want(cfg *c, int node, const char *path, int type,
                  const char *what);
-int config__int(cfg *c, int node, const char *path, int64_t lo, int64_t hi,
+int rls__config_int(cfg *c, int node, const char *path, int64_t lo, int64_t hi,
                 int64_t *out);
-int config__bool(cfg *c, int node, const char *path, int *out);
-int config__enum(cfg *c, int node, const char *path,
+int rls__config_bool(cfg *c, int node, const char *path, int *out);
+int rls__config_enum(cfg *c, int node, const char *path,
                  const char *const *names, int *out);
-int config__duration(cfg *c, int node, const char *path, rls_duration *out);
+int rls__config_duration(cfg *c, int node, const char *path, rls_duration *out);
 /* A name of [A-Za-z0-9_.:-]{1,63}; what is "an action name" etc. */
-int config__name(cfg *c, int node, const char *path, const char *what,
+int rls__config_name(cfg *c, int node, const char *path, const char *what,
                  char out[RULES_NAME_MAX + 1]);
-int config__name_ok(const char *s, size_t len);
+int rls__config_name_ok(const char *s, size_t len);
 /* Looks key node k up in fields (NULL-terminated): its index, or -1 after
  * reporting an unknown field (with a suggestion when one is close). */
-int config__field(cfg *c, int k, const char *path, const char *const *fields);
+int rls__config_field(cfg *c, int k, const char *path, const char *const *fields);
 /* Reports "missing required field" on map. */
-void config__missing(cfg *c, int map, const char *path, const char *field,
+void rls__config_missing(cfg *c, int map, const char *path, const char *field,
                      const char *hint);
 /* Parses an expiry: ISO-8601 UTC or epoch ms. */
-int config__expires(cfg *c, int node, const char *path, int64_t *out_ms);
+int rls__config_expires(cfg *c, int node, const char *path, int64_t *out_ms);
 /* A time zone of the ruleset by name (loaded once).  Reports errors. */
-int config__zone(cfg *c, int node, const char *path, const rls_tz **out);
+int rls__config_zone(cfg *c, int node, const char *path, const rls_tz **out);
 
 /* ---- references and sections (config.c, config_assign.c) ------------- */
 /* A reference to a tier (defaults.tier, an action's tiers key, an
  * assignment's tier): copies a defined tier's name (NUL-terminated) to out,
  * or reports the unknown tier and returns -1. */
-int config__tier_ref(cfg *c, int node, const char *path,
+int rls__config_tier_ref(cfg *c, int node, const char *path,
                      char out[RULES_NAME_MAX + 1]);
 /* The assignments section at node v (c->rs tiers and actions are read). */
-void config__assignments(cfg *c, int v);
+void rls__config_assignments(cfg *c, int v);
 
 /* ---- limits (config_limit.c) ----------------------------------------- */
 /*
@@ -151,17 +151,17 @@ void config__assignments(cfg *c, int v);
  * the same name.  For a default limit pass ndefs = -1 (nothing inherited).
  * Returns 0 if valid, -1 if errors were reported.
  */
-int config__limit(cfg *c, int map, const char *path, const rule_limit *defs,
+int rls__config_limit(cfg *c, int map, const char *path, const rule_limit *defs,
                   const unsigned char *defs_ok, int ndefs, rule_limit *out);
 
 /* ---- ruleset building (rules.c) -------------------------------------- */
 /* The zone called name, loaded at most once per ruleset.  Returns 0, -1 with
  * a static reason in *why, or -2 on out of memory. */
-int ruleset__zone(ruleset *rs, const char *name, const rls_tz **out,
+int rls__ruleset_zone(ruleset *rs, const char *name, const rls_tz **out,
                   const char **why);
-/* Sorts tiers and actions by name (ruleset_tier/ruleset_action then use
+/* Sorts tiers and actions by name (rls__ruleset_tier/rls__ruleset_action then use
  * binary search). */
-void ruleset__sort(ruleset *rs);
-void ruleset__sort_tiers(ruleset *rs);
+void rls__ruleset_sort(ruleset *rs);
+void rls__ruleset_sort_tiers(ruleset *rs);
 
 #endif

@@ -53,25 +53,25 @@ static int parse_block_for(cfg *c, int v, const char *path, rule_limit *out)
     rls_duration d;
     int bad = 0, i = 0;
 
-    if (c->nodes[v].type == CN_SCALAR && !config__is_null(c, v)) {
-        if (config__duration(c, v, path, &d) < 0)
+    if (c->nodes[v].type == CN_SCALAR && !rls__config_is_null(c, v)) {
+        if (rls__config_duration(c, v, path, &d) < 0)
             return -1;
         out->block_for[0] = d.ms;
         out->nblock_for = 1;
         return 0;
     }
-    if (config__want(c, v, path, CN_SEQ, "a duration or a list of up to 16 "
+    if (rls__config_want(c, v, path, CN_SEQ, "a duration or a list of up to 16 "
                      "durations such as [1m, 10m, 1h]") < 0)
         return -1;
     if (c->nodes[v].n > RULES_BLOCK_STEPS) {
-        config__err(c, v, path, "expected at most %d durations; got %d",
+        rls__config_err(c, v, path, "expected at most %d durations; got %d",
                     RULES_BLOCK_STEPS, c->nodes[v].n);
         return -1;
     }
     out->nblock_for = 0;
     for (int e = c->nodes[v].first; e >= 0; e = c->nodes[e].next, i++) {
-        config__path_index(ip, sizeof ip, path, i);
-        if (config__duration(c, e, ip, &d) < 0)
+        rls__config_path_index(ip, sizeof ip, path, i);
+        if (rls__config_duration(c, e, ip, &d) < 0)
             bad = 1;
         else
             out->block_for[out->nblock_for++] = d.ms;
@@ -92,8 +92,8 @@ static int check_combination(cfg *c, int map, const int *at, const char *path,
     if (l->algorithm == ALGO_SLIDING_LOG &&
         l->limit + l->limit * l->overage_pct / 100 > ALGO_SLIDING_LOG_MAX) {
         where = at[LF_LIMIT] >= 0 ? at[LF_LIMIT] : map;
-        config__path_field(fp, sizeof fp, path, "limit");
-        config__err(c, where, fp, "sliding_log keeps one entry per unit and "
+        rls__config_path_field(fp, sizeof fp, path, "limit");
+        rls__config_err(c, where, fp, "sliding_log keeps one entry per unit and "
                     "accepts a limit (with its overage) of at most %d; got %lld "
                     "(use sliding_window for larger limits)", ALGO_SLIDING_LOG_MAX,
                     (long long)(l->limit + l->limit * l->overage_pct / 100));
@@ -101,10 +101,10 @@ static int check_combination(cfg *c, int map, const int *at, const char *path,
     }
     where = at[LF_BURST] >= 0 ? at[LF_BURST]
           : at[LF_LIMIT] >= 0 ? at[LF_LIMIT] : map;
-    config__path_field(fp, sizeof fp, path, l->burst ? "burst" : "limit");
+    rls__config_path_field(fp, sizeof fp, path, l->burst ? "burst" : "limit");
     if (l->algorithm == ALGO_TOKEN_BUCKET &&
         cap > INT64_MAX / l->window.ms) {
-        config__err(c, where, fp, "%lld units per bucket with a window of "
+        rls__config_err(c, where, fp, "%lld units per bucket with a window of "
                     "%lld ms is too large for token_bucket", (long long)cap,
                     (long long)l->window.ms);
         return -1;
@@ -113,15 +113,15 @@ static int check_combination(cfg *c, int map, const int *at, const char *path,
         int64_t t_ns = l->window.ms * 1000000 / l->limit;  /* <= 3.2e18 */
         if (t_ns < 1) {
             where = at[LF_LIMIT] >= 0 ? at[LF_LIMIT] : map;
-            config__path_field(fp, sizeof fp, path, "limit");
-            config__err(c, where, fp, "%lld per %lld ms is faster than one "
+            rls__config_path_field(fp, sizeof fp, path, "limit");
+            rls__config_err(c, where, fp, "%lld per %lld ms is faster than one "
                         "unit per nanosecond, which %s cannot represent",
                         (long long)l->limit, (long long)l->window.ms,
                         algo_names[l->algorithm - 1]);
             return -1;
         }
         if (cap > INT64_MAX / t_ns) {
-            config__err(c, where, fp, "a burst of %lld at %lld per %lld ms "
+            rls__config_err(c, where, fp, "a burst of %lld at %lld per %lld ms "
                         "is too large for %s", (long long)cap,
                         (long long)l->limit, (long long)l->window.ms,
                         algo_names[l->algorithm - 1]);
@@ -145,7 +145,7 @@ static const rule_limit *find_base(const char *name, const rule_limit *defs,
 }
 
 /* Contract: see config_int.h. */
-int config__limit(cfg *c, int map, const char *path, const rule_limit *defs,
+int rls__config_limit(cfg *c, int map, const char *path, const rule_limit *defs,
                   const unsigned char *defs_ok, int ndefs, rule_limit *out)
 {
     int at[LF_COUNT];
@@ -158,15 +158,15 @@ int config__limit(cfg *c, int map, const char *path, const rule_limit *defs,
     out->line = c->nodes[map].line;
     out->column = c->nodes[map].col;
     out->tz = c->rs->default_tz;
-    if (config__want(c, map, path, CN_MAP, "a limit: a mapping such as "
+    if (rls__config_want(c, map, path, CN_MAP, "a limit: a mapping such as "
                      "{ name: daily, limit: 20, window: 1d }") < 0)
         return -1;
     for (int i = 0; i < LF_COUNT; i++)
         at[i] = -1;
-    for (int k = c->nodes[map].first; k >= 0; k = config__next_pair(c, k)) {
+    for (int k = c->nodes[map].first; k >= 0; k = rls__config_next_pair(c, k)) {
         if (c->nodes[k].skip)
             continue;
-        idx = config__field(c, k, path, limit_fields);
+        idx = rls__config_field(c, k, path, limit_fields);
         if (idx < 0)
             bad = 1;
         else
@@ -174,11 +174,11 @@ int config__limit(cfg *c, int map, const char *path, const rule_limit *defs,
     }
 
     /* name first: it selects what a tier entry inherits */
-    config__path_field(fp, sizeof fp, path, "name");
+    rls__config_path_field(fp, sizeof fp, path, "name");
     if (at[LF_NAME] < 0) {
-        config__missing(c, map, path, "name", NULL);
+        rls__config_missing(c, map, path, "name", NULL);
         bad = 1;
-    } else if (config__name(c, at[LF_NAME], fp, "a limit name",
+    } else if (rls__config_name(c, at[LF_NAME], fp, "a limit name",
                             out->name) < 0) {
         bad = 1;
         base_ok = 0;  /* unknown base: do not report missing fields */
@@ -193,92 +193,92 @@ int config__limit(cfg *c, int map, const char *path, const rule_limit *defs,
 
     out->algorithm = base ? base->algorithm : ALGO_FIXED_WINDOW;
     if ((v = at[LF_ALGORITHM]) >= 0) {
-        config__path_field(fp, sizeof fp, path, "algorithm");
-        if (config__enum(c, v, fp, algo_names, &idx) < 0 ||
-            algo_from_name(algo_names[idx]) != idx + 1)
+        rls__config_path_field(fp, sizeof fp, path, "algorithm");
+        if (rls__config_enum(c, v, fp, algo_names, &idx) < 0 ||
+            rls__algo_from_name(algo_names[idx]) != idx + 1)
             bad = 1;
         else
             out->algorithm = idx + 1;
     }
     if ((v = at[LF_LIMIT]) >= 0) {
-        config__path_field(fp, sizeof fp, path, "limit");
-        if (config__int(c, v, fp, 1, CFG_LIMIT_MAX, &out->limit) < 0)
+        rls__config_path_field(fp, sizeof fp, path, "limit");
+        if (rls__config_int(c, v, fp, 1, CFG_LIMIT_MAX, &out->limit) < 0)
             bad = 1;
     } else if (!base) {
         if (base_ok)
-            config__missing(c, map, path, "limit", ndefs >= 0 ?
+            rls__config_missing(c, map, path, "limit", ndefs >= 0 ?
                             "(no default limit of this name to inherit it "
                             "from)" : NULL);
         bad = 1;
     }
     if ((v = at[LF_WINDOW]) >= 0) {
-        config__path_field(fp, sizeof fp, path, "window");
-        if (config__duration(c, v, fp, &out->window) < 0)
+        rls__config_path_field(fp, sizeof fp, path, "window");
+        if (rls__config_duration(c, v, fp, &out->window) < 0)
             bad = 1;
     } else if (!base) {
         if (base_ok)
-            config__missing(c, map, path, "window", ndefs >= 0 ?
+            rls__config_missing(c, map, path, "window", ndefs >= 0 ?
                             "(no default limit of this name to inherit it "
                             "from)" : NULL);
         bad = 1;
     }
-    if (!algo_is_bucket(out->algorithm))
+    if (!rls__algo_is_bucket(out->algorithm))
         out->burst = 0;  /* an inherited burst no longer applies */
     if ((v = at[LF_BURST]) >= 0) {
-        config__path_field(fp, sizeof fp, path, "burst");
-        if (!algo_is_bucket(out->algorithm)) {
-            config__err(c, v, fp, "not valid for %s (only token_bucket, "
+        rls__config_path_field(fp, sizeof fp, path, "burst");
+        if (!rls__algo_is_bucket(out->algorithm)) {
+            rls__config_err(c, v, fp, "not valid for %s (only token_bucket, "
                         "gcra and leaky_bucket have a burst)",
                         algo_names[out->algorithm - 1]);
             bad = 1;
-        } else if (config__int(c, v, fp, 1, CFG_LIMIT_MAX, &out->burst) < 0) {
+        } else if (rls__config_int(c, v, fp, 1, CFG_LIMIT_MAX, &out->burst) < 0) {
             bad = 1;
         }
     }
     if ((v = at[LF_TIMEZONE]) >= 0) {
-        config__path_field(fp, sizeof fp, path, "timezone");
-        if (config__zone(c, v, fp, &out->tz) < 0)
+        rls__config_path_field(fp, sizeof fp, path, "timezone");
+        if (rls__config_zone(c, v, fp, &out->tz) < 0)
             bad = 1;
     }
     if (!is_window_algo(out->algorithm))
         out->anchor = ANCHOR_ALIGNED;  /* an inherited anchor no longer applies */
     if ((v = at[LF_ANCHOR]) >= 0) {
-        config__path_field(fp, sizeof fp, path, "anchor");
-        if (config__enum(c, v, fp, anchor_names, &out->anchor) < 0) {
+        rls__config_path_field(fp, sizeof fp, path, "anchor");
+        if (rls__config_enum(c, v, fp, anchor_names, &out->anchor) < 0) {
             bad = 1;
         } else if (out->anchor == ANCHOR_FIRST_HIT &&
                    !is_window_algo(out->algorithm)) {
-            config__err(c, v, fp, "first_hit is not valid for %s (only "
+            rls__config_err(c, v, fp, "first_hit is not valid for %s (only "
                         "fixed_window and sliding_window have windows to "
                         "anchor)", algo_names[out->algorithm - 1]);
             bad = 1;
         }
     }
     if ((v = at[LF_BLOCK_FOR]) >= 0) {
-        config__path_field(fp, sizeof fp, path, "block_for");
+        rls__config_path_field(fp, sizeof fp, path, "block_for");
         if (parse_block_for(c, v, fp, out) < 0)
             bad = 1;
     }
     if ((v = at[LF_OVERAGE]) >= 0) {
-        config__path_field(fp, sizeof fp, path, "overage");
-        if (config__int(c, v, fp, 0, 1000, &n) < 0)
+        rls__config_path_field(fp, sizeof fp, path, "overage");
+        if (rls__config_int(c, v, fp, 0, 1000, &n) < 0)
             bad = 1;
         else
             out->overage_pct = (int)n;
     }
     if ((v = at[LF_MODE]) >= 0) {
-        config__path_field(fp, sizeof fp, path, "mode");
-        if (config__enum(c, v, fp, mode_names, &out->mode) < 0)
+        rls__config_path_field(fp, sizeof fp, path, "mode");
+        if (rls__config_enum(c, v, fp, mode_names, &out->mode) < 0)
             bad = 1;
     }
     if ((v = at[LF_COUNT_DENIED]) >= 0) {
-        config__path_field(fp, sizeof fp, path, "count_denied");
-        if (config__bool(c, v, fp, &out->count_denied) < 0)
+        rls__config_path_field(fp, sizeof fp, path, "count_denied");
+        if (rls__config_bool(c, v, fp, &out->count_denied) < 0)
             bad = 1;
     }
     if ((v = at[LF_DURABILITY]) >= 0) {
-        config__path_field(fp, sizeof fp, path, "durability");
-        if (config__enum(c, v, fp, durability_names, &out->durability) < 0)
+        rls__config_path_field(fp, sizeof fp, path, "durability");
+        if (rls__config_enum(c, v, fp, durability_names, &out->durability) < 0)
             bad = 1;
     }
     if (bad || !base_ok)

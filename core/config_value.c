@@ -17,23 +17,23 @@
 #include "rlstore.h"
 #include "tz.h"
 
-const char *config__str(const cfg *c, int node)
+const char *rls__config_str(const cfg *c, int node)
 {
     return c->strs + c->nodes[node].off;
 }
 
-int config__is_null(const cfg *c, int node)
+int rls__config_is_null(const cfg *c, int node)
 {
     const cnode *n = &c->nodes[node];
     const char *s;
     if (n->type != CN_SCALAR || !n->plain)
         return 0;
-    s = config__str(c, node);
+    s = rls__config_str(c, node);
     return n->len == 0 || strcmp(s, "~") == 0 || strcmp(s, "null") == 0 ||
            strcmp(s, "Null") == 0 || strcmp(s, "NULL") == 0;
 }
 
-int config__next_pair(const cfg *c, int k)
+int rls__config_next_pair(const cfg *c, int k)
 {
     int v = c->nodes[k].next;
     return v < 0 ? -1 : c->nodes[v].next;
@@ -68,7 +68,7 @@ static void escape_short(const char *s, size_t len, char *buf, size_t size)
     buf[o] = '\0';
 }
 
-void config__describe(const cfg *c, int node, char *buf, size_t size)
+void rls__config_describe(const cfg *c, int node, char *buf, size_t size)
 {
     const cnode *n = &c->nodes[node];
     char tmp[200];
@@ -78,26 +78,26 @@ void config__describe(const cfg *c, int node, char *buf, size_t size)
         snprintf(buf, size, "a list");
     } else if (n->type == CN_BAD) {
         snprintf(buf, size, "an alias");
-    } else if (config__is_null(c, node)) {
+    } else if (rls__config_is_null(c, node)) {
         snprintf(buf, size, "an empty value");
     } else {
-        escape_short(config__str(c, node), n->len, tmp, sizeof tmp);
+        escape_short(rls__config_str(c, node), n->len, tmp, sizeof tmp);
         snprintf(buf, size, "'%s'", tmp);
     }
 }
 
-void config__path_key(char *out, size_t size, const char *path,
+void rls__config_path_key(char *out, size_t size, const char *path,
                       const cfg *c, int key)
 {
     char tmp[200];
-    escape_short(config__str(c, key), c->nodes[key].len, tmp, sizeof tmp);
+    escape_short(rls__config_str(c, key), c->nodes[key].len, tmp, sizeof tmp);
     if (path && *path)
         snprintf(out, size, "%s.%s", path, tmp);
     else
         snprintf(out, size, "%s", tmp);
 }
 
-void config__path_field(char *out, size_t size, const char *path,
+void rls__config_path_field(char *out, size_t size, const char *path,
                         const char *field)
 {
     if (path && *path)
@@ -106,7 +106,7 @@ void config__path_field(char *out, size_t size, const char *path,
         snprintf(out, size, "%s", field);
 }
 
-void config__path_index(char *out, size_t size, const char *path, int i)
+void rls__config_path_index(char *out, size_t size, const char *path, int i)
 {
     snprintf(out, size, "%s[%d]", path ? path : "", i);
 }
@@ -117,7 +117,7 @@ static const char *type_word(int type)
                                                          : "a single value";
 }
 
-int config__want(cfg *c, int node, const char *path, int type,
+int rls__config_want(cfg *c, int node, const char *path, int type,
                  const char *what)
 {
     char got[200];
@@ -125,8 +125,8 @@ int config__want(cfg *c, int node, const char *path, int type,
         return 0;
     if (c->nodes[node].type == CN_BAD)
         return -1;
-    config__describe(c, node, got, sizeof got);
-    config__err(c, node, path, "expected %s; got %s",
+    rls__config_describe(c, node, got, sizeof got);
+    rls__config_err(c, node, path, "expected %s; got %s",
                 what ? what : type_word(type), got);
     return -1;
 }
@@ -135,16 +135,16 @@ int config__want(cfg *c, int node, const char *path, int type,
 static int want_value(cfg *c, int node, const char *path, const char *what)
 {
     char got[200];
-    if (c->nodes[node].type == CN_SCALAR && !config__is_null(c, node))
+    if (c->nodes[node].type == CN_SCALAR && !rls__config_is_null(c, node))
         return 0;
     if (c->nodes[node].type == CN_BAD)
         return -1;
-    config__describe(c, node, got, sizeof got);
-    config__err(c, node, path, "expected %s; got %s", what, got);
+    rls__config_describe(c, node, got, sizeof got);
+    rls__config_err(c, node, path, "expected %s; got %s", what, got);
     return -1;
 }
 
-int config__int(cfg *c, int node, const char *path, int64_t lo, int64_t hi,
+int rls__config_int(cfg *c, int node, const char *path, int64_t lo, int64_t hi,
                 int64_t *out)
 {
     char what[96], got[200];
@@ -160,11 +160,11 @@ int config__int(cfg *c, int node, const char *path, int64_t lo, int64_t hi,
                  (long long)lo, (long long)hi);
     if (want_value(c, node, path, what) < 0)
         return -1;
-    s = config__str(c, node);
+    s = rls__config_str(c, node);
     len = c->nodes[node].len;
-    config__describe(c, node, got, sizeof got);
+    rls__config_describe(c, node, got, sizeof got);
     if (!c->nodes[node].plain) {
-        config__err(c, node, path, "expected %s; got the quoted string %s "
+        rls__config_err(c, node, path, "expected %s; got the quoted string %s "
                     "(write numbers without quotes)", what, got);
         return -1;
     }
@@ -173,13 +173,13 @@ int config__int(cfg *c, int node, const char *path, int64_t lo, int64_t hi,
         i = 1;
     }
     if (i == len || (s[i] == '0' && len - i > 1)) {
-        config__err(c, node, path, "expected %s written in decimal; got %s",
+        rls__config_err(c, node, path, "expected %s written in decimal; got %s",
                     what, got);
         return -1;
     }
     for (; i < len; i++) {
         if (s[i] < '0' || s[i] > '9') {
-            config__err(c, node, path, "expected %s written in decimal; "
+            rls__config_err(c, node, path, "expected %s written in decimal; "
                         "got %s", what, got);
             return -1;
         }
@@ -191,14 +191,14 @@ int config__int(cfg *c, int node, const char *path, int64_t lo, int64_t hi,
     }
     if ((!neg && (v > (uint64_t)hi || (int64_t)v < lo)) ||
         (neg && (v > (uint64_t)INT64_MAX || -(int64_t)v < lo))) {
-        config__err(c, node, path, "expected %s; got %s", what, got);
+        rls__config_err(c, node, path, "expected %s; got %s", what, got);
         return -1;
     }
     *out = neg ? -(int64_t)v : (int64_t)v;
     return 0;
 }
 
-int config__bool(cfg *c, int node, const char *path, int *out)
+int rls__config_bool(cfg *c, int node, const char *path, int *out)
 {
     static const char *const yaml11[] = {
         "yes", "no", "on", "off", "y", "n", "Yes", "No", "On", "Off", "YES",
@@ -208,10 +208,10 @@ int config__bool(cfg *c, int node, const char *path, int *out)
     const char *s;
     if (want_value(c, node, path, "true or false") < 0)
         return -1;
-    s = config__str(c, node);
-    config__describe(c, node, got, sizeof got);
+    s = rls__config_str(c, node);
+    rls__config_describe(c, node, got, sizeof got);
     if (!c->nodes[node].plain) {
-        config__err(c, node, path, "expected true or false; got the quoted "
+        rls__config_err(c, node, path, "expected true or false; got the quoted "
                     "string %s", got);
         return -1;
     }
@@ -221,16 +221,16 @@ int config__bool(cfg *c, int node, const char *path, int *out)
     }
     for (int i = 0; yaml11[i]; i++)
         if (strcmp(s, yaml11[i]) == 0) {
-            config__err(c, node, path, "expected true or false; got %s "
+            rls__config_err(c, node, path, "expected true or false; got %s "
                         "(only lower-case true and false are booleans here)",
                         got);
             return -1;
         }
-    config__err(c, node, path, "expected true or false; got %s", got);
+    rls__config_err(c, node, path, "expected true or false; got %s", got);
     return -1;
 }
 
-int config__enum(cfg *c, int node, const char *path,
+int rls__config_enum(cfg *c, int node, const char *path,
                  const char *const *names, int *out)
 {
     char what[160], got[200];
@@ -242,32 +242,32 @@ int config__enum(cfg *c, int node, const char *path,
     if (want_value(c, node, path, what) < 0)
         return -1;
     for (int i = 0; names[i]; i++)
-        if (strcmp(config__str(c, node), names[i]) == 0 &&
+        if (strcmp(rls__config_str(c, node), names[i]) == 0 &&
             strlen(names[i]) == c->nodes[node].len) {
             *out = i;
             return 0;
         }
-    config__describe(c, node, got, sizeof got);
-    config__err(c, node, path, "expected %s; got %s", what, got);
+    rls__config_describe(c, node, got, sizeof got);
+    rls__config_err(c, node, path, "expected %s; got %s", what, got);
     return -1;
 }
 
-int config__duration(cfg *c, int node, const char *path, rls_duration *out)
+int rls__config_duration(cfg *c, int node, const char *path, rls_duration *out)
 {
     static const char what[] = "a duration such as 10s, 1h, 1d";
     const char *why = "invalid";
     char got[200];
     if (want_value(c, node, path, what) < 0)
         return -1;
-    if (duration_parse(config__str(c, node), c->nodes[node].len, out,
+    if (rls__duration_parse(rls__config_str(c, node), c->nodes[node].len, out,
                        &why) == 0)
         return 0;
-    config__describe(c, node, got, sizeof got);
-    config__err(c, node, path, "expected %s; got %s (%s)", what, got, why);
+    rls__config_describe(c, node, got, sizeof got);
+    rls__config_err(c, node, path, "expected %s; got %s (%s)", what, got, why);
     return -1;
 }
 
-int config__name_ok(const char *s, size_t len)
+int rls__config_name_ok(const char *s, size_t len)
 {
     if (len < 1 || len > RULES_NAME_MAX)
         return 0;
@@ -281,19 +281,19 @@ int config__name_ok(const char *s, size_t len)
     return 1;
 }
 
-int config__name(cfg *c, int node, const char *path, const char *what,
+int rls__config_name(cfg *c, int node, const char *path, const char *what,
                  char out[RULES_NAME_MAX + 1])
 {
     char got[200];
     if (want_value(c, node, path, what) < 0)
         return -1;
-    if (!config__name_ok(config__str(c, node), c->nodes[node].len)) {
-        config__describe(c, node, got, sizeof got);
-        config__err(c, node, path, "expected %s of 1 to %d characters "
+    if (!rls__config_name_ok(rls__config_str(c, node), c->nodes[node].len)) {
+        rls__config_describe(c, node, got, sizeof got);
+        rls__config_err(c, node, path, "expected %s of 1 to %d characters "
                     "A-Z a-z 0-9 _ . : -; got %s", what, RULES_NAME_MAX, got);
         return -1;
     }
-    memcpy(out, config__str(c, node), c->nodes[node].len + 1);
+    memcpy(out, rls__config_str(c, node), c->nodes[node].len + 1);
     return 0;
 }
 
@@ -323,9 +323,9 @@ static int near(const char *a, const char *b)
     return row[lb] > 2 ? 3 : row[lb];
 }
 
-int config__field(cfg *c, int k, const char *path, const char *const *fields)
+int rls__config_field(cfg *c, int k, const char *path, const char *const *fields)
 {
-    const char *s = config__str(c, k);
+    const char *s = rls__config_str(c, k);
     char got[200], list[200];
     int best = -1, bestd = 3;
     size_t o = 0;
@@ -338,9 +338,9 @@ int config__field(cfg *c, int k, const char *path, const char *const *fields)
             best = i;
         }
     }
-    config__describe(c, k, got, sizeof got);
+    rls__config_describe(c, k, got, sizeof got);
     if (best >= 0) {
-        config__err(c, k, path, "unknown field %s (did you mean '%s'?)", got,
+        rls__config_err(c, k, path, "unknown field %s (did you mean '%s'?)", got,
                     fields[best]);
         return -1;
     }
@@ -348,18 +348,18 @@ int config__field(cfg *c, int k, const char *path, const char *const *fields)
     for (int i = 0; fields[i] && o < sizeof list; i++)
         o += (size_t)snprintf(list + o, sizeof list - o, "%s%s",
                               i ? ", " : "", fields[i]);
-    config__err(c, k, path, "unknown field %s; expected one of %s", got, list);
+    rls__config_err(c, k, path, "unknown field %s; expected one of %s", got, list);
     return -1;
 }
 
-void config__missing(cfg *c, int map, const char *path, const char *field,
+void rls__config_missing(cfg *c, int map, const char *path, const char *field,
                      const char *hint)
 {
-    config__err(c, map, path, "missing required field '%s'%s%s", field,
+    rls__config_err(c, map, path, "missing required field '%s'%s%s", field,
                 hint ? " " : "", hint ? hint : "");
 }
 
-int config__expires(cfg *c, int node, const char *path, int64_t *out_ms)
+int rls__config_expires(cfg *c, int node, const char *path, int64_t *out_ms)
 {
     static const char what[] = "a UTC time such as 2027-01-01T00:00:00Z or "
                                "epoch milliseconds";
@@ -367,39 +367,39 @@ int config__expires(cfg *c, int node, const char *path, int64_t *out_ms)
     const char *s;
     if (want_value(c, node, path, what) < 0)
         return -1;
-    s = config__str(c, node);
+    s = rls__config_str(c, node);
     if (c->nodes[node].plain && s[0] >= '0' && s[0] <= '9' &&
         strchr(s, '-') == NULL)
-        return config__int(c, node, path, 1, RLS_TIME_MAX, out_ms);
-    if (timefmt_parse_iso(s, c->nodes[node].len, out_ms) == 0 && *out_ms > 0 &&
+        return rls__config_int(c, node, path, 1, RLS_TIME_MAX, out_ms);
+    if (rls__timefmt_parse_iso(s, c->nodes[node].len, out_ms) == 0 && *out_ms > 0 &&
         *out_ms <= RLS_TIME_MAX)
         return 0;
-    config__describe(c, node, got, sizeof got);
-    config__err(c, node, path, "expected %s; got %s", what, got);
+    rls__config_describe(c, node, got, sizeof got);
+    rls__config_err(c, node, path, "expected %s; got %s", what, got);
     return -1;
 }
 
-int config__zone(cfg *c, int node, const char *path, const rls_tz **out)
+int rls__config_zone(cfg *c, int node, const char *path, const rls_tz **out)
 {
     const char *why = "invalid name";
     char got[200];
     int rc;
     if (want_value(c, node, path, "a time zone name such as Europe/Berlin") < 0)
         return -1;
-    if (strlen(config__str(c, node)) != c->nodes[node].len)
+    if (strlen(rls__config_str(c, node)) != c->nodes[node].len)
         rc = -1;  /* an embedded NUL */
     else
-        rc = ruleset__zone(c->rs, config__str(c, node), out, &why);
+        rc = rls__ruleset_zone(c->rs, rls__config_str(c, node), out, &why);
     if (rc == -2) {
         c->oom = 1;
         return -1;
     }
     if (rc < 0) {
-        config__describe(c, node, got, sizeof got);
+        rls__config_describe(c, node, got, sizeof got);
         if (strcmp(why, "unknown time zone") == 0 || strcmp(why, "not found") == 0)
-            config__err(c, node, path, "unknown time zone %s", got);
+            rls__config_err(c, node, path, "unknown time zone %s", got);
         else
-            config__err(c, node, path, "unknown time zone %s (%s)", got, why);
+            rls__config_err(c, node, path, "unknown time zone %s (%s)", got, why);
         return -1;
     }
     return 0;

@@ -36,7 +36,7 @@ static void fatal(cfg *c, int line, int col, const char *msg)
         c->errs->n = 0;
         c->errs->total = 0;
     }
-    config__err_at(c, line, col, "%s", msg);
+    rls__config_err_at(c, line, col, "%s", msg);
 }
 
 /* Appends a node of type at mark m under the open collection.  Returns its
@@ -53,7 +53,7 @@ static int add_node(builder *b, int type, const yaml_mark_t *m)
     }
     if (c->nnodes == c->capnodes) {
         int cap = c->capnodes ? c->capnodes * 2 : 64;
-        cnode *nn = config__realloc(c->nodes, (size_t)cap * sizeof *nn);
+        cnode *nn = rls__config_realloc(c->nodes, (size_t)cap * sizeof *nn);
         if (!nn)
             return -2;
         c->nodes = nn;
@@ -90,7 +90,7 @@ static int add_text(cfg *c, int node, const unsigned char *s, size_t len)
         size_t cap = c->capstrs ? c->capstrs : 4096;
         while (cap - c->nstrs < len + 1)
             cap *= 2;
-        char *ns = config__realloc(c->strs, cap);
+        char *ns = rls__config_realloc(c->strs, cap);
         if (!ns)
             return -2;
         c->strs = ns;
@@ -110,11 +110,11 @@ static void check_props(cfg *c, const yaml_mark_t *m, const yaml_char_t *anchor,
                         const yaml_char_t *tag)
 {
     if (anchor)
-        config__err_at(c, (int)m->line + 1, (int)m->column + 1,
+        rls__config_err_at(c, (int)m->line + 1, (int)m->column + 1,
                        "anchors are not allowed (found '&%.40s')",
                        (const char *)anchor);
     if (tag)
-        config__err_at(c, (int)m->line + 1, (int)m->column + 1,
+        rls__config_err_at(c, (int)m->line + 1, (int)m->column + 1,
                        "explicit tags are not allowed (found '%.60s')",
                        (const char *)tag);
 }
@@ -140,8 +140,8 @@ static int keyref_cmp(const void *pa, const void *pb)
 static void report_dup(cfg *c, int dup, int first)
 {
     char what[80];
-    config__describe(c, dup, what, sizeof what);
-    config__err(c, dup, NULL, "duplicate key %s (first defined at %d:%d)",
+    rls__config_describe(c, dup, what, sizeof what);
+    rls__config_err(c, dup, NULL, "duplicate key %s (first defined at %d:%d)",
                 what, c->nodes[first].line, c->nodes[first].col);
     c->nodes[dup].skip = 1;
 }
@@ -159,16 +159,16 @@ static int check_keys(cfg *c, int map)
     keyref *refs = small;
     int nref = 0;
     if (npairs > 8) {
-        refs = config__malloc((size_t)npairs * sizeof *refs);
+        refs = rls__config_malloc((size_t)npairs * sizeof *refs);
         if (!refs)
             return -2;
     }
-    for (int k = c->nodes[map].first; k >= 0; k = config__next_pair(c, k)) {
+    for (int k = c->nodes[map].first; k >= 0; k = rls__config_next_pair(c, k)) {
         cnode *kn = &c->nodes[k];
         if (kn->type == CN_BAD) {
             kn->skip = 1;
         } else if (kn->type != CN_SCALAR) {
-            config__err(c, k, NULL, "mapping keys must be plain strings, "
+            rls__config_err(c, k, NULL, "mapping keys must be plain strings, "
                         "not %s", kn->type == CN_MAP ? "mappings" : "lists");
             kn->skip = 1;
         } else {
@@ -274,7 +274,7 @@ static int on_event(builder *b, const yaml_event_t *ev)
         }
         return 0;
     case YAML_ALIAS_EVENT:
-        config__err_at(c, line, col, "aliases are not allowed (found '*%.40s')",
+        rls__config_err_at(c, line, col, "aliases are not allowed (found '*%.40s')",
                        (const char *)ev->data.alias.anchor);
         i = add_node(b, CN_BAD, m);
         return i < 0 ? i : 0;
@@ -347,7 +347,7 @@ static int byte_order_mark(cfg *c, const char *text, size_t len)
 }
 
 /* Contract: see config_int.h. */
-int config__load_yaml(cfg *c, const char *text, size_t len)
+int rls__config_load_yaml(cfg *c, const char *text, size_t len)
 {
     yaml_parser_t parser;
     builder b;
@@ -385,7 +385,7 @@ int config__load_yaml(cfg *c, const char *text, size_t len)
     return rc;
 }
 
-void config__tree_free(cfg *c)
+void rls__config_tree_free(cfg *c)
 {
     free(c->nodes);
     free(c->strs);

@@ -40,10 +40,10 @@ static void item_params(const resolved_limit *rl, algo_params *p)
 static void item_window(const rule_limit *d, int64_t t, algo_window *w)
 {
     int64_t ignore, next_start;
-    window_at(&d->window, d->tz, t, &w->prev_start, &w->start, &w->end);
+    rls__window_at(&d->window, d->tz, t, &w->prev_start, &w->start, &w->end);
     w->next_end = 0;  /* only sliding_window needs it (same length if 0) */
     if (d->algorithm == ALGO_SLIDING_WINDOW)
-        window_at(&d->window, d->tz, w->end, &ignore, &next_start, &w->next_end);
+        rls__window_at(&d->window, d->tz, w->end, &ignore, &next_start, &w->next_end);
 }
 
 /* Reports soft limits against the nominal capacity: the overage units are
@@ -51,7 +51,7 @@ static void item_window(const rule_limit *d, int64_t t, algo_window *w)
 static void nominal_meta(const resolved_limit *rl, const algo_params *p,
                          algo_meta *m)
 {
-    int64_t nominal = algo_is_bucket(p->kind) ? rl->burst : rl->limit;
+    int64_t nominal = rls__algo_is_bucket(p->kind) ? rl->burst : rl->limit;
     int64_t extra = m->capacity - nominal;
     if (extra > 0) {
         m->remaining = m->remaining > extra ? m->remaining - extra : 0;
@@ -140,13 +140,13 @@ static int carry_over(decide_item *it, const algo_params *p, const algo_window *
         return 0;
     algo_params cp = *p;
     algo_meta m;
-    if (algo_decide(p, w, it->st, t, 1, 0, &m) != 0)   /* a peek: units in use now */
+    if (rls__algo_decide(p, w, it->st, t, 1, 0, &m) != 0)   /* a peek: units in use now */
         return 0;
     int64_t room = m.capacity - m.used;
     if (room <= 0)
         return 0;
     cp.count_denied = 1;  /* spent is spent, admissible or not */
-    return algo_decide(&cp, w, it->st, t, units < room ? units : room, 1, &m) == 0;
+    return rls__algo_decide(&cp, w, it->st, t, units < room ? units : room, 1, &m) == 0;
 }
 
 static int64_t shift(int64_t v, int64_t by)
@@ -191,7 +191,7 @@ static void fill_result(rls_result *res, const decide_item *it, int allowed,
     snprintf(res->rule, sizeof res->rule, "%s", it->rl->def->name);
 }
 
-int decide_check(decide_item *items, int n, int behaviour, int64_t now,
+int rls__decide_check(decide_item *items, int n, int behaviour, int64_t now,
                  int64_t floor_ms, int64_t cost, int charge,
                  rls_result *res, decide_out *out)
 {
@@ -214,7 +214,7 @@ int decide_check(decide_item *items, int n, int behaviour, int64_t now,
         item_window(it->rl->def, t, &w[i]);
         it->changed = 0;
         carried[i] = (unsigned char)(it->nsib > 0 && carry_over(it, &p[i], &w[i], t));
-        if (algo_decide(&p[i], &w[i], it->st, t, cost, 0, &it->meta) != 0)
+        if (rls__algo_decide(&p[i], &w[i], it->st, t, cost, 0, &it->meta) != 0)
             return -1;
         it->denied = !it->meta.allowed;
         if (!it->denied)
@@ -247,7 +247,7 @@ int decide_check(decide_item *items, int n, int behaviour, int64_t now,
         if (unlimited)
             cp.count_denied = 1;  /* counted for visibility even when full */
         algo_meta m;
-        if (algo_decide(&cp, &w[i], it->st, t, cost, 1, &m) != 0)
+        if (rls__algo_decide(&cp, &w[i], it->st, t, cost, 1, &m) != 0)
             return -1;
         /* a request that can never pass charges nothing, not even here */
         it->changed = it->st->present;
@@ -302,7 +302,7 @@ int decide_check(decide_item *items, int n, int behaviour, int64_t now,
     return 0;
 }
 
-int decide_refund(decide_item *items, int n, int64_t now, int64_t floor_ms,
+int rls__decide_refund(decide_item *items, int n, int64_t now, int64_t floor_ms,
                   int64_t charged_at, int64_t cost)
 {
     int64_t t = clock_safe(items, n, now, floor_ms);
@@ -317,14 +317,14 @@ int decide_refund(decide_item *items, int n, int64_t now, int64_t floor_ms,
             continue;  /* nothing charged survives: nothing to give back */
         item_params(it->rl, &p);
         item_window(it->rl->def, t, &w);
-        if (algo_refund(&p, &w, it->st, t, charged_at, cost) != 0)
+        if (rls__algo_refund(&p, &w, it->st, t, charged_at, cost) != 0)
             return -1;
         it->changed = 1;
     }
     return 0;
 }
 
-void decide_blocked(rls_result *res, int64_t now, int64_t until_ms,
+void rls__decide_blocked(rls_result *res, int64_t now, int64_t until_ms,
                     const char *rule)
 {
     memset(res, 0, sizeof *res);
@@ -335,22 +335,22 @@ void decide_blocked(rls_result *res, int64_t now, int64_t until_ms,
     snprintf(res->rule, sizeof res->rule, "%s", rule ? rule : "");
 }
 
-void decide_blocked_keep(rls_result *res, int64_t now, int64_t until_ms,
+void rls__decide_blocked_keep(rls_result *res, int64_t now, int64_t until_ms,
                          const char *rule)
 {
     int64_t limit = res->limit, remaining = res->remaining, window = res->window_ms;
-    decide_blocked(res, now, until_ms, rule);
+    rls__decide_blocked(res, now, until_ms, rule);
     res->limit = limit;
     res->remaining = remaining;
     res->window_ms = window;
 }
 
-int64_t decide_overage(int64_t c, int pct)
+int64_t rls__decide_overage(int64_t c, int pct)
 {
     return with_overage(c, pct);
 }
 
-void decide_degraded(rls_result *res, int allow)
+void rls__decide_degraded(rls_result *res, int allow)
 {
     memset(res, 0, sizeof *res);
     res->allowed = allow ? 1 : 0;

@@ -12,7 +12,7 @@
 #include "algo.h"
 #include "resolve.h"
 
-/* The state of another variant of a limit (rules.h rule_limit_sig): the
+/* The state of another variant of a limit (rules.h rls__rule_limit_sig): the
  * same action and name under another algorithm, window, zone or anchor. */
 typedef struct decide_sib {
     int alg;                   /* the algorithm it was written under */
@@ -53,30 +53,30 @@ typedef struct decide_out {
  * an item's parameters are invalid (a rule the validator should have
  * refused; nothing changed).
  */
-int decide_check(decide_item *items, int n, int behaviour, int64_t now,
+int rls__decide_check(decide_item *items, int n, int behaviour, int64_t now,
                  int64_t floor_ms, int64_t cost, int charge,
                  rls_result *res, decide_out *out);
 
 /* Gives back `cost` charged at charged_at to every item (rls_refund and
  * cancelled reservations).  Sets changed on each. Returns 0 or -1. */
-int decide_refund(decide_item *items, int n, int64_t now, int64_t floor_ms,
+int rls__decide_refund(decide_item *items, int n, int64_t now, int64_t floor_ms,
                   int64_t charged_at, int64_t cost);
 
 /* Fills *res for a key that is blocked until until_ms (0 = forever). */
-void decide_blocked(rls_result *res, int64_t now, int64_t until_ms,
+void rls__decide_blocked(rls_result *res, int64_t now, int64_t until_ms,
                     const char *rule);
 
 /* Turns a peek's decision *res of a blocked key (until until_ms, 0 =
  * forever) into the block's denial, keeping the deciding limit's limit,
  * remaining and window: the counters still tell how much is in use. */
-void decide_blocked_keep(rls_result *res, int64_t now, int64_t until_ms,
+void rls__decide_blocked_keep(rls_result *res, int64_t now, int64_t until_ms,
                          const char *rule);
 
 /* A soft limit's admissible capacity: c * (100 + pct) / 100 (pct <= 0: c),
  * saturating at INT64_MAX. */
-int64_t decide_overage(int64_t c, int pct);
+int64_t rls__decide_overage(int64_t c, int pct);
 
 /* Fills *res for a storage failure under the policy (allowed 0/1). */
-void decide_degraded(rls_result *res, int allow);
+void rls__decide_degraded(rls_result *res, int allow);
 
 #endif

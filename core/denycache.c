@@ -76,7 +76,7 @@ static void sip_rounds(uint64_t v[4], int rounds)
     }
 }
 
-uint64_t deny_siphash(const unsigned char key[16], const void *data, size_t len)
+uint64_t rls__deny_siphash(const unsigned char key[16], const void *data, size_t len)
 {
     const unsigned char *p = data;
     uint64_t k0 = load_le(key, 8), k1 = load_le(key + 8, 8);
@@ -100,7 +100,7 @@ uint64_t deny_siphash(const unsigned char key[16], const void *data, size_t len)
 
 /* ---- the table ------------------------------------------------------------ */
 
-deny_cache *denycache_new(const unsigned char seed[16])
+deny_cache *rls__denycache_new(const unsigned char seed[16])
 {
     deny_cache *c = calloc(1, sizeof *c);
     if (c)
@@ -108,12 +108,12 @@ deny_cache *denycache_new(const unsigned char seed[16])
     return c;
 }
 
-void denycache_free(deny_cache *c)
+void rls__denycache_free(deny_cache *c)
 {
     free(c);
 }
 
-void denycache_clear(deny_cache *c)
+void rls__denycache_clear(deny_cache *c)
 {
     if (!c)
         return;
@@ -121,7 +121,7 @@ void denycache_clear(deny_cache *c)
     c->nnames = 0;
 }
 
-uint64_t denycache_fp(const deny_cache *c, const char *action, const char *key,
+uint64_t rls__denycache_fp(const deny_cache *c, const char *action, const char *key,
                       size_t keylen)
 {
     /* action, a NUL that no action name contains, then the key bytes */
@@ -134,7 +134,7 @@ uint64_t denycache_fp(const deny_cache *c, const char *action, const char *key,
     memcpy(buf, action, al);
     buf[al] = 0;
     memcpy(buf + al + 1, key, keylen);
-    uint64_t fp = deny_siphash(c->seed, buf, al + 1 + keylen);
+    uint64_t fp = rls__deny_siphash(c->seed, buf, al + 1 + keylen);
     return fp ? fp : 1;
 }
 
@@ -144,7 +144,7 @@ static size_t set_of(uint64_t fp)
     return (size_t)(fp & (DENYCACHE_SETS - 1)) * DENYCACHE_WAYS;
 }
 
-int denycache_get(deny_cache *c, uint64_t fp, int64_t cost, int64_t now, int64_t mono,
+int rls__denycache_get(deny_cache *c, uint64_t fp, int64_t cost, int64_t now, int64_t mono,
                   uint64_t gen, rls_result *res)
 {
     size_t s = set_of(fp);
@@ -185,16 +185,16 @@ static int name_index(deny_cache *c, const char *name)
     return c->nnames++;
 }
 
-int denycache_put(deny_cache *c, uint64_t fp, int64_t cost, int64_t now, int64_t mono,
+int rls__denycache_put(deny_cache *c, uint64_t fp, int64_t cost, int64_t now, int64_t mono,
                   uint64_t gen, const rls_result *res)
 {
-    denycache_forget(c, fp);
+    rls__denycache_forget(c, fp);
     if (res->allowed || res->remaining != 0 || res->retry_after_ms == 0 ||
         res->retry_after_ms > RLS_TIME_MAX)
         return -1;
     int name = name_index(c, res->rule);
     if (name < 0) {
-        denycache_clear(c);  /* many rule names came and went: start over */
+        rls__denycache_clear(c);  /* many rule names came and went: start over */
         if ((name = name_index(c, res->rule)) < 0)
             return -1;
     }
@@ -224,7 +224,7 @@ int denycache_put(deny_cache *c, uint64_t fp, int64_t cost, int64_t now, int64_t
     return 0;
 }
 
-void denycache_forget(deny_cache *c, uint64_t fp)
+void rls__denycache_forget(deny_cache *c, uint64_t fp)
 {
     size_t s = set_of(fp);
     for (size_t w = s; w < s + DENYCACHE_WAYS; w++)
@@ -232,7 +232,7 @@ void denycache_forget(deny_cache *c, uint64_t fp)
             c->fp[w] = 0;
 }
 
-int deny_cacheable(const decide_item *items, int n, const decide_out *out,
+int rls__deny_cacheable(const decide_item *items, int n, const decide_out *out,
                    const rls_result *res, int64_t cost)
 {
     if (res->allowed || res->remaining != 0)

@@ -18,7 +18,7 @@
  *   - the cost is the same (any cost for a block).
  *
  * Only denials whose every reported field is fixed until then are cached
- * (deny_cacheable): a block, or one limit denying with nothing remaining
+ * (rls__deny_cacheable): a block, or one limit denying with nothing remaining
  * for a request of one unit (or any cost under a fixed window, where
  * nothing refills before the reset).  The answer then equals what the
  * transaction would have returned, field for field, with reset_ms and
@@ -42,29 +42,29 @@
 typedef struct deny_cache deny_cache;
 
 /* SipHash-2-4 of data under the 16-byte key (exposed for its test). */
-uint64_t deny_siphash(const unsigned char key[16], const void *data, size_t len);
+uint64_t rls__deny_siphash(const unsigned char key[16], const void *data, size_t len);
 
 /* A new, empty cache keyed by `seed`; NULL when out of memory. */
-deny_cache *denycache_new(const unsigned char seed[16]);
-void denycache_free(deny_cache *c);
-void denycache_clear(deny_cache *c);
+deny_cache *rls__denycache_new(const unsigned char seed[16]);
+void rls__denycache_free(deny_cache *c);
+void rls__denycache_clear(deny_cache *c);
 
 /* The fingerprint of (action, key) for this cache; never 0. */
-uint64_t denycache_fp(const deny_cache *c, const char *action, const char *key,
+uint64_t rls__denycache_fp(const deny_cache *c, const char *action, const char *key,
                       size_t keylen);
 
 /* 1 and *res filled when a valid entry answers (fp, cost) at now; else 0. */
-int denycache_get(deny_cache *c, uint64_t fp, int64_t cost, int64_t now, int64_t mono,
+int rls__denycache_get(deny_cache *c, uint64_t fp, int64_t cost, int64_t now, int64_t mono,
                   uint64_t gen, rls_result *res);
 
-/* Remembers a denial that deny_cacheable() accepted, made at now (mono)
+/* Remembers a denial that rls__deny_cacheable() accepted, made at now (mono)
  * under generation gen.  Returns 0, or -1 if it could not be kept (nothing
  * is then cached for fp). */
-int denycache_put(deny_cache *c, uint64_t fp, int64_t cost, int64_t now, int64_t mono,
+int rls__denycache_put(deny_cache *c, uint64_t fp, int64_t cost, int64_t now, int64_t mono,
                   uint64_t gen, const rls_result *res);
 
 /* Drops the entries of fp. */
-void denycache_forget(deny_cache *c, uint64_t fp);
+void rls__denycache_forget(deny_cache *c, uint64_t fp);
 
 /*
  * May this result of a check be cached?  items/n/out are the decision's
@@ -73,7 +73,7 @@ void denycache_forget(deny_cache *c, uint64_t fp);
  * penalty imposed now, with no limit of the action counting denials, no
  * soft limit deciding, nothing remaining, and cost 1 or a fixed window.
  */
-int deny_cacheable(const decide_item *items, int n, const decide_out *out,
+int rls__deny_cacheable(const decide_item *items, int n, const decide_out *out,
                    const rls_result *res, int64_t cost);
 
 #endif

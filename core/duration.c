@@ -15,7 +15,7 @@
  *     whitespace and upper-case units are not.
  *   - Formatting never produces text that would parse as a calendar period
  *     for a fixed duration: a fixed day prints as "24h" and a fixed week as
- *     "7d", so duration_format and duration_parse round-trip exactly.
+ *     "7d", so rls__duration_format and rls__duration_parse round-trip exactly.
  */
 #include "duration.h"
 
@@ -64,7 +64,7 @@ static size_t unit_match(const char *s, size_t n, int64_t *unit_ms, int *cal)
  * not NULL) points to a static string.  Every term is checked for overflow
  * before it is multiplied, so any input length is safe.
  */
-int duration_parse(const char *text, size_t len, rls_duration *out,
+int rls__duration_parse(const char *text, size_t len, rls_duration *out,
                    const char **why)
 {
     const char *dummy;
@@ -161,9 +161,9 @@ static size_t put_term(char *buf, size_t size, size_t pos, uint64_t n,
  * "mo": a month is not an exact length); a fixed duration that would print
  * as exactly "1d" or "1w" prints as "24h" or "7d" instead, so that parsing
  * the text gives back the same (fixed) duration.  A negative ms prints with
- * a leading '-' (never produced by duration_parse).
+ * a leading '-' (never produced by rls__duration_parse).
  */
-int duration_format(const rls_duration *d, char *buf, size_t size)
+int rls__duration_format(const rls_duration *d, char *buf, size_t size)
 {
     static const struct { int64_t ms; const char *name; } units[] = {
         { MS_WEEK, "w" }, { MS_DAY, "d" }, { MS_HOUR, "h" },

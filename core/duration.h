@@ -33,7 +33,7 @@ typedef struct rls_duration {
  * (may be NULL): empty, missing number, unknown unit, zero, too large (over
  * DUR_MS_MAX), trailing garbage.  Whitespace is not accepted.
  */
-int duration_parse(const char *text, size_t len, rls_duration *out,
+int rls__duration_parse(const char *text, size_t len, rls_duration *out,
                    const char **why);
 
 /*
@@ -43,6 +43,6 @@ int duration_parse(const char *text, size_t len, rls_duration *out,
  * or one week prints as "24h" or "7d", so that the text parses back to the
  * same fixed duration.  Returns snprintf-style length (-1 if d is NULL).
  */
-int duration_format(const rls_duration *d, char *buf, size_t size);
+int rls__duration_format(const rls_duration *d, char *buf, size_t size);
 
 #endif

@@ -87,7 +87,7 @@ static void put_sf_string(struct out *o, const char *s)
  * size > 0, or limit < 0.  Otherwise the full length (snprintf semantics:
  * buf holds at most size-1 bytes and is always NUL-terminated if size > 0).
  */
-int headers_format(const hdr_input *in, char *buf, size_t size)
+int rls__headers_format(const hdr_input *in, char *buf, size_t size)
 {
     struct out o = { buf, size, 0 };
     int64_t t, retry = 0;

@@ -32,6 +32,6 @@ typedef struct hdr_input {
 
 /* Lines end with CRLF.  snprintf-style return; -1 on invalid input (in or
  * in->policy NULL, buf NULL with size > 0, limit < 0, policy > 4096 bytes). */
-int headers_format(const hdr_input *in, char *buf, size_t size);
+int rls__headers_format(const hdr_input *in, char *buf, size_t size);
 
 #endif

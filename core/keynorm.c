@@ -26,7 +26,7 @@
 
 /* ---- kinds -------------------------------------------------------------- */
 
-const char *key_kind_name(int kind)
+const char *rls__key_kind_name(int kind)
 {
     switch (kind) {
     case KEY_STRING: return "string";
@@ -36,7 +36,7 @@ const char *key_kind_name(int kind)
     }
 }
 
-int key_kind_from_name(const char *name)
+int rls__key_kind_from_name(const char *name)
 {
     if (!name)
         return -1;
@@ -315,7 +315,7 @@ static int norm_email(const char *key, size_t n, char *out, size_t outsize,
  * the address.  email: bytes <= 0x20 and 0x7f are refused (nothing is
  * trimmed, so " a@b" is an error rather than a second key).
  */
-int key_normalize(int kind, int ipv4_prefix, int ipv6_prefix,
+int rls__key_normalize(int kind, int ipv4_prefix, int ipv6_prefix,
                   const char *key, size_t keylen, char *out, size_t outsize,
                   const char **why)
 {
@@ -390,7 +390,7 @@ static int looks_like_cidr(const char *text, const char *slash)
  *   anything else          EXACT (a bare address is an exact key: compare
  *                          it with the normalised key text)
  */
-int key_pattern_parse(const char *text, key_pattern *out, const char **why)
+int rls__key_pattern_parse(const char *text, key_pattern *out, const char **why)
 {
     const char *dummy, *slash;
     size_t len;
@@ -480,7 +480,7 @@ static int parse_key_net(const char *key, size_t n, unsigned char a[16],
     return 0;
 }
 
-int key_canonical(const char *key, size_t keylen, char *out, size_t outsize)
+int rls__key_canonical(const char *key, size_t keylen, char *out, size_t outsize)
 {
     const char *why = "";
     int n = norm_ip(32, 128, key, keylen, out, outsize, &why);
@@ -491,7 +491,7 @@ int key_canonical(const char *key, size_t keylen, char *out, size_t outsize)
     return n;
 }
 
-int key_ip_net(const char *key, size_t keylen, unsigned char a[16], int *bits)
+int rls__key_ip_net(const char *key, size_t keylen, unsigned char a[16], int *bits)
 {
     int is_v4;
     if (!key || keylen >= IP_TEXT_MAX + 8 || memchr(key, '%', keylen))
@@ -499,7 +499,7 @@ int key_ip_net(const char *key, size_t keylen, unsigned char a[16], int *bits)
     return parse_key_net(key, keylen, a, bits, &is_v4);
 }
 
-int key_net_contains(const unsigned char net[16], int bits, const unsigned char a[16])
+int rls__key_net_contains(const unsigned char net[16], int bits, const unsigned char a[16])
 {
     return bits >= 0 && bits <= 128 && prefix_equal(net, a, bits);
 }
@@ -511,7 +511,7 @@ int key_net_contains(const unsigned char net[16], int bits, const unsigned char 
  * every IPv6 address, not every address): IPv4 keys are matched by IPv4
  * patterns or by patterns inside ::ffff:0:0/96.
  */
-int key_pattern_match(const key_pattern *p, const char *text,
+int rls__key_pattern_match(const key_pattern *p, const char *text,
                       const char *key, size_t keylen)
 {
     if (!p || !key)
@@ -540,7 +540,7 @@ int key_pattern_match(const key_pattern *p, const char *text,
  * Contract: see keynorm.h.  Ranks: PREFIX 1 + min(len, 999999) (1 for "*"),
  * CIDR 2000000 + bits on the 128-bit form, EXACT 3000000.
  */
-int key_pattern_rank(const key_pattern *p)
+int rls__key_pattern_rank(const key_pattern *p)
 {
     if (!p)
         return 0;
@@ -617,10 +617,10 @@ static int invisible_at(const unsigned char *s, size_t k)
     uint32_t cp = s[0] & (k == 2 ? 0x1f : k == 3 ? 0x0f : 0x07);
     for (size_t j = 1; j < k; j++)
         cp = cp << 6 | (s[j] & 0x3f);
-    return uni_is_invisible(cp);
+    return rls__uni_is_invisible(cp);
 }
 
-int key_escape(const char *key, size_t keylen, char *out, size_t outsize)
+int rls__key_escape(const char *key, size_t keylen, char *out, size_t outsize)
 {
     static const char hex[] = "0123456789abcdef";
     const unsigned char *s = (const unsigned char *)key;

@@ -22,8 +22,8 @@
 enum key_kind { KEY_STRING = 0, KEY_IP = 1, KEY_EMAIL = 2 };
 
 /* "string", "ip", "email"; kind from name, -1 if unknown. */
-const char *key_kind_name(int kind);
-int key_kind_from_name(const char *name);
+const char *rls__key_kind_name(int kind);
+int rls__key_kind_from_name(const char *name);
 
 /*
  * Normalises key (NUL-terminated, length keylen) into out (size outsize,
@@ -31,7 +31,7 @@ int key_kind_from_name(const char *name);
  * Returns the normalised length, or -1 if the key is not valid for the kind
  * (*why gets a static reason), or -2 if out is too small.
  */
-int key_normalize(int kind, int ipv4_prefix, int ipv6_prefix,
+int rls__key_normalize(int kind, int ipv4_prefix, int ipv6_prefix,
                   const char *key, size_t keylen, char *out, size_t outsize,
                   const char **why);
 
@@ -44,17 +44,17 @@ int key_normalize(int kind, int ipv4_prefix, int ipv6_prefix,
  * So every respelling of one address or mailbox names one row.  Returns the
  * length, or -2 if out is too small.
  */
-int key_canonical(const char *key, size_t keylen, char *out, size_t outsize);
+int rls__key_canonical(const char *key, size_t keylen, char *out, size_t outsize);
 
 /*
  * An IP key ("203.0.113.7", a folded network "2001:db8::/64", or any
  * spelling of an address inet_pton accepts) as its 128-bit form (IPv4 as
  * ::ffff:a.b.c.d) and prefix length on that form.  Returns 0 or -1.
  */
-int key_ip_net(const char *key, size_t keylen, unsigned char a[16], int *bits);
+int rls__key_ip_net(const char *key, size_t keylen, unsigned char a[16], int *bits);
 
 /* Does the network net/bits (128-bit form) contain address a?  1/0. */
-int key_net_contains(const unsigned char net[16], int bits, const unsigned char a[16]);
+int rls__key_net_contains(const unsigned char net[16], int bits, const unsigned char a[16]);
 
 /*
  * Patterns for tier assignments:
@@ -77,21 +77,21 @@ typedef struct key_pattern {
  * made of hex digits, '.' and ':' is CIDR and must be valid, without host
  * bits set ("10.0.0.1/8" is an error); anything else, including a bare
  * address, is exact (normalise it like the keys it should match). */
-int key_pattern_parse(const char *text, key_pattern *out, const char **why);
+int rls__key_pattern_parse(const char *text, key_pattern *out, const char **why);
 
 /*
  * Does normalised `key` (length keylen) match the pattern whose text is
  * `text`?  Returns 1/0.  Specificity for choosing among several matches:
  * exact beats CIDR beats prefix; among CIDRs the longer prefix, among
- * prefixes the longer one.  key_pattern_rank gives a number that orders that
+ * prefixes the longer one.  rls__key_pattern_rank gives a number that orders that
  * way (larger = more specific).  A CIDR pattern matches an IP key (an
  * address or a folded network such as "2001:db8:1:2::/64") inside its
  * network; an IPv4 key matches IPv4 patterns (and IPv6 ones within
  * ::ffff:0:0/96), never wider IPv6 patterns such as "::/0".
  */
-int key_pattern_match(const key_pattern *p, const char *text,
+int rls__key_pattern_match(const key_pattern *p, const char *text,
                       const char *key, size_t keylen);
-int key_pattern_rank(const key_pattern *p);
+int rls__key_pattern_rank(const key_pattern *p);
 
 /*
  * Writes key escaped for display: printable ASCII as is, backslash as "\\",
@@ -102,6 +102,6 @@ int key_pattern_rank(const key_pattern *p);
  * Returns snprintf-style length; a too-small out receives only whole units
  * (never half an escape or half a character), always NUL-terminated.
  */
-int key_escape(const char *key, size_t keylen, char *out, size_t outsize);
+int rls__key_escape(const char *key, size_t keylen, char *out, size_t outsize);
 
 #endif

@@ -3,12 +3,12 @@
  */
 #include "penalty.h"
 
-int64_t time_end(int64_t start, int64_t dur)
+int64_t rls__time_end(int64_t start, int64_t dur)
 {
     return dur < RLS_TIME_MAX - start ? start + dur : RLS_TIME_MAX;
 }
 
-void penalty_next(const rule_limit *def, const penalty_prev *prev, int64_t now,
+void rls__penalty_next(const rule_limit *def, const penalty_prev *prev, int64_t now,
                   penalty_step *out)
 {
     int level = 0, last = def->nblock_for - 1;
@@ -18,11 +18,11 @@ void penalty_next(const rule_limit *def, const penalty_prev *prev, int64_t now,
         level = prev->level < 0 ? 0 : prev->level >= last ? last : prev->level + 1;
     out->level = level;
     out->dur_ms = def->block_for[level];
-    out->until_ms = time_end(now, out->dur_ms);
-    out->forget_ms = time_end(out->until_ms, def->block_for[last]);
+    out->until_ms = rls__time_end(now, out->dur_ms);
+    out->forget_ms = rls__time_end(out->until_ms, def->block_for[last]);
 }
 
-void penalty_raise(rls_result *res, int64_t dur_ms)
+void rls__penalty_raise(rls_result *res, int64_t dur_ms)
 {
     if (res->retry_after_ms >= 0 && res->retry_after_ms < dur_ms)
         res->retry_after_ms = dur_ms;

@@ -35,7 +35,7 @@ typedef struct penalty_step {
  * the accepted range is kept at its end, so every stored time stays one
  * the admin surface can show and take back.  dur >= 0, start within range.
  */
-int64_t time_end(int64_t start, int64_t dur);
+int64_t rls__time_end(int64_t start, int64_t dur);
 
 /*
  * The penalty def imposes at now (def->nblock_for > 0): the step after the
@@ -43,11 +43,11 @@ int64_t time_end(int64_t start, int64_t dur);
  * else the first; the last step repeats.  The block ends dur after now;
  * its level is remembered for the list's last duration after that.
  */
-void penalty_next(const rule_limit *def, const penalty_prev *prev, int64_t now,
+void rls__penalty_next(const rule_limit *def, const penalty_prev *prev, int64_t now,
                   penalty_step *out);
 
 /* A denial that imposes a penalty of dur_ms waits at least that long:
  * its retry (unless never, -1) and reset are raised to it. */
-void penalty_raise(rls_result *res, int64_t dur_ms);
+void rls__penalty_raise(rls_result *res, int64_t dur_ms);
 
 #endif

@@ -3,14 +3,14 @@
  */
 #include "pressure.h"
 
-int64_t pressure_used(const rls_result *res, const algo_meta *deciding)
+int64_t rls__pressure_used(const rls_result *res, const algo_meta *deciding)
 {
     if (deciding)
         return deciding->used;
     return res->limit > res->remaining ? res->limit - res->remaining : 0;
 }
 
-int64_t pressure_ppm(int64_t used, int64_t limit)
+int64_t rls__pressure_ppm(int64_t used, int64_t limit)
 {
     if (limit <= 0)
         return 0;
@@ -23,12 +23,12 @@ int64_t pressure_ppm(int64_t used, int64_t limit)
     return (int64_t)f;
 }
 
-int pressure_hot(int64_t ppm)
+int rls__pressure_hot(int64_t ppm)
 {
     return ppm >= PRESSURE_HOT_PPM;
 }
 
-const char *pressure_state(int blocked, const rls_result *res, int64_t ppm)
+const char *rls__pressure_state(int blocked, const rls_result *res, int64_t ppm)
 {
     if (blocked)
         return "blocked";

@@ -21,18 +21,18 @@
  * (past the capacity too: an unlimited tier counts every request, overage
  * admits beyond the limit), else limit - remaining, never below 0.
  */
-int64_t pressure_used(const rls_result *res, const algo_meta *deciding);
+int64_t rls__pressure_used(const rls_result *res, const algo_meta *deciding);
 
 /* used / limit in parts per million (truncated; above PRESSURE_PPM past
  * the capacity; kept within int64); 0 when limit <= 0. */
-int64_t pressure_ppm(int64_t used, int64_t limit);
+int64_t rls__pressure_ppm(int64_t used, int64_t limit);
 
 /* At least half used. */
-int pressure_hot(int64_t ppm);
+int rls__pressure_hot(int64_t ppm);
 
 /* The state a usage row shows: "blocked" (an active block or a blocked
  * tier), "limited" (res denied), "shadow" (admitted past a shadow limit),
  * "near" (at least PRESSURE_NEAR_PPM used), else "ok".  A static string. */
-const char *pressure_state(int blocked, const rls_result *res, int64_t ppm);
+const char *rls__pressure_state(int blocked, const rls_result *res, int64_t ppm);
 
 #endif

@@ -7,7 +7,7 @@
 /* Larger is preferred: specificity, then action-specific, then dynamic. */
 static int64_t cand_score(const assign_cand *c)
 {
-    int64_t s = (int64_t)key_pattern_rank(&c->pat) * 4;
+    int64_t s = (int64_t)rls__key_pattern_rank(&c->pat) * 4;
     if (c->action[0] != '\0')
         s += 2;
     if (c->dynamic)
@@ -15,7 +15,7 @@ static int64_t cand_score(const assign_cand *c)
     return s;
 }
 
-void resolve_tier(const ruleset *rs, const char *action, const char *key,
+void rls__resolve_tier(const ruleset *rs, const char *action, const char *key,
                   size_t keylen, const assign_cand *const lists[],
                   const int counts[], int nlists, int64_t now, tier_choice *out)
 {
@@ -30,10 +30,10 @@ void resolve_tier(const ruleset *rs, const char *action, const char *key,
                 continue;
             if (c->action[0] != '\0' && strcmp(c->action, action) != 0)
                 continue;
-            const rule_tier *t = ruleset_tier(rs, c->tier);
+            const rule_tier *t = rls__ruleset_tier(rs, c->tier);
             if (!t)
                 continue;  /* tier no longer defined: the assignment is inert */
-            if (!key_pattern_match(&c->pat, c->text, key, keylen))
+            if (!rls__key_pattern_match(&c->pat, c->text, key, keylen))
                 continue;
             int64_t s = cand_score(c);
             if (s > best_score) {
@@ -52,7 +52,7 @@ void resolve_tier(const ruleset *rs, const char *action, const char *key,
         return;
     }
     out->tier = rs->default_tier;
-    out->def = rs->default_tier[0] ? ruleset_tier(rs, rs->default_tier) : NULL;
+    out->def = rs->default_tier[0] ? rls__ruleset_tier(rs, rs->default_tier) : NULL;
     out->source = TIER_FROM_DEFAULT;
     out->by = NULL;
 }
@@ -65,7 +65,7 @@ static void set_limit(resolved_limit *r, const rule_limit *def)
     r->overridden = 0;
 }
 
-int resolve_limits(const rule_action *act, const char *tier,
+int rls__resolve_limits(const rule_action *act, const char *tier,
                    const override_in *ov, int nov, int64_t now,
                    resolved_limit *out, int max)
 {

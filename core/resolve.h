@@ -39,7 +39,7 @@ typedef struct tier_choice {
  * longer prefix > prefix), then action-specific over every-action, then
  * dynamic over YAML.  Without a match, rs->default_tier.
  */
-void resolve_tier(const ruleset *rs, const char *action, const char *key,
+void rls__resolve_tier(const ruleset *rs, const char *action, const char *key,
                   size_t keylen, const assign_cand *const lists[],
                   const int counts[], int nlists, int64_t now, tier_choice *out);
 
@@ -64,7 +64,7 @@ typedef struct resolved_limit {
  * capacity; a burst that was not given follows it).  Returns the number of
  * limits written to out (<= max), or -1 if more than max would be needed.
  */
-int resolve_limits(const rule_action *act, const char *tier,
+int rls__resolve_limits(const rule_action *act, const char *tier,
                    const override_in *ov, int nov, int64_t now,
                    resolved_limit *out, int max);
 

@@ -23,13 +23,13 @@ int rls_format_headers(const rls_result *res, const char *policy, char *buf,
     in.window_ms = res->window_ms;
     in.reset_ms = res->reset_ms;
     in.retry_after_ms = res->retry_after_ms;
-    return headers_format(&in, buf, bufsize);
+    return rls__headers_format(&in, buf, bufsize);
 }
 
 int rls_duration_parse(const char *text, int64_t *ms)
 {
     rls_duration d;
-    if (!text || !ms || duration_parse(text, strlen(text), &d, NULL) != 0)
+    if (!text || !ms || rls__duration_parse(text, strlen(text), &d, NULL) != 0)
         return RLS_EINVAL;
     *ms = d.ms;
     return RLS_OK;
@@ -37,7 +37,7 @@ int rls_duration_parse(const char *text, int64_t *ms)
 
 int rls_time_parse(const char *text, int64_t *ms)
 {
-    if (!text || !ms || timefmt_parse(text, strlen(text), ms) != 0)
+    if (!text || !ms || rls__timefmt_parse(text, strlen(text), ms) != 0)
         return RLS_EINVAL;
     return RLS_OK;
 }
@@ -46,12 +46,12 @@ int rls_time_format(int64_t ms, char *buf, size_t size)
 {
     if (!buf && size > 0)
         return -1;
-    return timefmt_format(ms, buf, size);
+    return rls__timefmt_format(ms, buf, size);
 }
 
 int rls_key_escape(const char *key, char *buf, size_t size)
 {
     if (!key || (!buf && size > 0))
         return -1;
-    return key_escape(key, strlen(key), buf, size);
+    return rls__key_escape(key, strlen(key), buf, size);
 }

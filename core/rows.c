@@ -19,7 +19,7 @@ struct rls_rows {
     cell *cells;    /* nrows * ncols, row-major */
 };
 
-rls_rows *rows_new(const rows_col *cols, int ncols)
+rls_rows *rls__rows_new(const rows_col *cols, int ncols)
 {
     rls_rows *r = calloc(1, sizeof *r);
     if (!r)
@@ -41,7 +41,7 @@ fail:
     return NULL;
 }
 
-int rows_add(rls_rows *r)
+int rls__rows_add(rls_rows *r)
 {
     if (r->nrows == r->caprows) {
         int cap = r->caprows ? r->caprows * 2 : 16;
@@ -62,7 +62,7 @@ static cell *at(const rls_rows *r, int row, int col)
     return &r->cells[(size_t)row * (size_t)r->ncols + (size_t)col];
 }
 
-int rows_set_int(rls_rows *r, int row, int col, int64_t v)
+int rls__rows_set_int(rls_rows *r, int row, int col, int64_t v)
 {
     cell *c = at(r, row, col);
     if (!c || r->types[col] != RLS_COL_INT)
@@ -72,7 +72,7 @@ int rows_set_int(rls_rows *r, int row, int col, int64_t v)
     return 0;
 }
 
-int rows_set_text(rls_rows *r, int row, int col, const char *s, size_t len)
+int rls__rows_set_text(rls_rows *r, int row, int col, const char *s, size_t len)
 {
     cell *c = at(r, row, col);
     if (!c || r->types[col] != RLS_COL_TEXT)
@@ -89,14 +89,14 @@ int rows_set_text(rls_rows *r, int row, int col, const char *s, size_t len)
     return 0;
 }
 
-int rows_put_int(rls_rows *r, int row, const char *name, int64_t v)
+int rls__rows_put_int(rls_rows *r, int row, const char *name, int64_t v)
 {
-    return rows_set_int(r, row, rls_rows_find(r, name), v);
+    return rls__rows_set_int(r, row, rls_rows_find(r, name), v);
 }
 
-int rows_put_str(rls_rows *r, int row, const char *name, const char *s)
+int rls__rows_put_str(rls_rows *r, int row, const char *name, const char *s)
 {
-    return rows_set_text(r, row, rls_rows_find(r, name), s ? s : "", s ? strlen(s) : 0);
+    return rls__rows_set_text(r, row, rls_rows_find(r, name), s ? s : "", s ? strlen(s) : 0);
 }
 
 int rls_rows_count(const rls_rows *rows)

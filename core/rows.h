@@ -16,14 +16,14 @@ typedef struct rows_col {
 } rows_col;
 
 /* New empty table with these columns (names are copied).  NULL on OOM. */
-rls_rows *rows_new(const rows_col *cols, int ncols);
+rls_rows *rls__rows_new(const rows_col *cols, int ncols);
 /* Appends a row of NULLs; returns its index or -1 on OOM. */
-int rows_add(rls_rows *r);
+int rls__rows_add(rls_rows *r);
 /* Set a cell; the type must match the column's.  -1 on OOM or misuse. */
-int rows_set_int(rls_rows *r, int row, int col, int64_t v);
-int rows_set_text(rls_rows *r, int row, int col, const char *s, size_t len);
+int rls__rows_set_int(rls_rows *r, int row, int col, int64_t v);
+int rls__rows_set_text(rls_rows *r, int row, int col, const char *s, size_t len);
 /* Same, by column name (which must exist). */
-int rows_put_int(rls_rows *r, int row, const char *name, int64_t v);
-int rows_put_str(rls_rows *r, int row, const char *name, const char *s);
+int rls__rows_put_int(rls_rows *r, int row, const char *name, int64_t v);
+int rls__rows_put_str(rls_rows *r, int row, const char *name, const char *s);
 
 #endif

@@ -4,12 +4,12 @@
  *
  * Ownership is flat: the ruleset owns its arrays, each action's limit and
  * tier arrays, each assignment's key and every time zone its limits point
- * to (ruleset__zone loads each distinct zone name once).  One ruleset_free
+ * to (rls__ruleset_zone loads each distinct zone name once).  One rls__ruleset_free
  * releases all of it, and works on a half-built ruleset as long as every
  * count (nactions, nlimits, ...) only covers initialised entries, which is
  * what lets the loader give up anywhere on out of memory.
  *
- * config_parse sorts tiers and actions by name (byte order), so lookups are
+ * rls__config_parse sorts tiers and actions by name (byte order), so lookups are
  * binary searches; a ruleset built some other way and left unsorted still
  * works, because a failed search falls back to a linear scan.
  */
@@ -21,7 +21,7 @@
 #include "rules.h"
 #include "tz.h"
 
-void ruleset_free(ruleset *rs)
+void rls__ruleset_free(ruleset *rs)
 {
     if (!rs)
         return;
@@ -38,7 +38,7 @@ void ruleset_free(ruleset *rs)
         free(rs->assignments[i].key);
     free(rs->assignments);
     for (int i = 0; i < rs->nzones_; i++)
-        tz_free(rs->zones_[i]);
+        rls__tz_free(rs->zones_[i]);
     free(rs->zones_);
     free(rs);
 }
@@ -66,7 +66,7 @@ static int tier_key_cmp(const void *key, const void *elem)
 
 /* The action called name, or NULL (also for a NULL rs or name).  The
  * pointer lives as long as the ruleset. */
-const rule_action *ruleset_action(const ruleset *rs, const char *name)
+const rule_action *rls__ruleset_action(const ruleset *rs, const char *name)
 {
     const rule_action *a;
     if (!rs || !name || rs->nactions <= 0)
@@ -83,7 +83,7 @@ const rule_action *ruleset_action(const ruleset *rs, const char *name)
 
 /* The tier called name, or NULL (also for a NULL rs or name, and for "").
  * The pointer lives as long as the ruleset. */
-const rule_tier *ruleset_tier(const ruleset *rs, const char *name)
+const rule_tier *rls__ruleset_tier(const ruleset *rs, const char *name)
 {
     const rule_tier *t;
     if (!rs || !name || !*name || rs->ntiers <= 0)
@@ -97,23 +97,23 @@ const rule_tier *ruleset_tier(const ruleset *rs, const char *name)
     return NULL;
 }
 
-void ruleset__sort_tiers(ruleset *rs)
+void rls__ruleset_sort_tiers(ruleset *rs)
 {
     if (rs->ntiers > 1)
         qsort(rs->tiers, (size_t)rs->ntiers, sizeof *rs->tiers, tier_cmp);
 }
 
-void ruleset__sort(ruleset *rs)
+void rls__ruleset_sort(ruleset *rs)
 {
-    ruleset__sort_tiers(rs);
+    rls__ruleset_sort_tiers(rs);
     if (rs->nactions > 1)
         qsort(rs->actions, (size_t)rs->nactions, sizeof *rs->actions,
               action_cmp);
 }
 
-/* Contract: see config_int.h.  tz_load reports out of memory only through
+/* Contract: see config_int.h.  rls__tz_load reports out of memory only through
  * its reason text, so that is what tells -2 from -1. */
-int ruleset__zone(ruleset *rs, const char *name, const rls_tz **out,
+int rls__ruleset_zone(ruleset *rs, const char *name, const rls_tz **out,
                   const char **why)
 {
     rls_tz *tz = NULL;
@@ -121,20 +121,20 @@ int ruleset__zone(ruleset *rs, const char *name, const rls_tz **out,
     const char *reason = "invalid time zone";
 
     for (int i = 0; i < rs->nzones_; i++)
-        if (strcmp(tz_name(rs->zones_[i]), name) == 0) {
+        if (strcmp(rls__tz_name(rs->zones_[i]), name) == 0) {
             *out = rs->zones_[i];
             return 0;
         }
-    if (config__fail_now())
+    if (rls__config_fail_now())
         return -2;
-    if (tz_load(name, &tz, &reason) != 0) {
+    if (rls__tz_load(name, &tz, &reason) != 0) {
         *why = reason ? reason : "invalid time zone";
         return *why && strstr(*why, "memory") ? -2 : -1;
     }
-    grown = config__realloc(rs->zones_,
+    grown = rls__config_realloc(rs->zones_,
                             (size_t)(rs->nzones_ + 1) * sizeof *grown);
     if (!grown) {
-        tz_free(tz);
+        rls__tz_free(tz);
         return -2;
     }
     rs->zones_ = grown;
@@ -144,9 +144,9 @@ int ruleset__zone(ruleset *rs, const char *name, const rls_tz **out,
 }
 
 /* Contract in rules.h. */
-void rule_limit_sig(const rule_limit *l, char *buf, size_t size)
+void rls__rule_limit_sig(const rule_limit *l, char *buf, size_t size)
 {
-    const char *alg = algo_name(l->algorithm);
+    const char *alg = rls__algo_name(l->algorithm);
     snprintf(buf, size, "%s/%d/%lld/%s/%d", alg ? alg : "?", l->window.calendar,
-             (long long)l->window.ms, l->tz ? tz_name(l->tz) : "UTC", l->anchor);
+             (long long)l->window.ms, l->tz ? rls__tz_name(l->tz) : "UTC", l->anchor);
 }

@@ -16,7 +16,7 @@
 #define RULES_NAME_MAX 63        /* = RLS_NAME_MAX */
 #define RULES_BLOCK_STEPS 16     /* max entries of an escalating block_for */
 #define RULES_SIB_MAX 4          /* other variants of a limit whose states a check reads */
-#define RULES_SIG_MAX 160        /* rule_limit_sig() with its NUL */
+#define RULES_SIG_MAX 160        /* rls__rule_limit_sig() with its NUL */
 
 enum rule_mode { MODE_ENFORCE = 0, MODE_SHADOW = 1 };
 enum rule_durability { DURA_NORMAL = 0, DURA_FULL = 1, DURA_MEMORY = 2 };
@@ -39,7 +39,7 @@ typedef struct rule_limit {
     int durability;              /* enum rule_durability */
     int line, column;            /* where it was defined (for messages) */
     int64_t id;                  /* storage's counter id of (action, name,
-                                    variant: rule_limit_sig); 0 until storage
+                                    variant: rls__rule_limit_sig); 0 until storage
                                     assigns it after loading */
     int64_t sib[RULES_SIB_MAX];  /* ids of other variants of (action, name)
                                     whose states may still count (storage) */
@@ -95,10 +95,10 @@ typedef struct ruleset {
     int nzones_;
 } ruleset;
 
-void ruleset_free(ruleset *rs);  /* NULL is a no-op */
+void rls__ruleset_free(ruleset *rs);  /* NULL is a no-op */
 
-const rule_action *ruleset_action(const ruleset *rs, const char *name);
-const rule_tier *ruleset_tier(const ruleset *rs, const char *name);
+const rule_action *rls__ruleset_action(const ruleset *rs, const char *name);
+const rule_tier *rls__ruleset_tier(const ruleset *rs, const char *name);
 
 /*
  * The variant of a limit: what its stored state means (algorithm, window,
@@ -107,6 +107,6 @@ const rule_tier *ruleset_tier(const ruleset *rs, const char *name);
  * change of any of these starts another.  Writes at most RULES_SIG_MAX
  * bytes with the NUL.
  */
-void rule_limit_sig(const rule_limit *l, char *buf, size_t size);
+void rls__rule_limit_sig(const rule_limit *l, char *buf, size_t size);
 
 #endif

@@ -27,7 +27,7 @@ static int valid_date(int y, int mo, int d)
            d <= mdays[mo - 1] + (mo == 2 && leap);
 }
 
-int timefmt_parse_iso(const char *s, size_t len, int64_t *ms)
+int rls__timefmt_parse_iso(const char *s, size_t len, int64_t *ms)
 {
     int y, mo, d, h = 0, mi = 0, sec = 0, frac = 0, fd;
     if (len < 10 || s[4] != '-' || s[7] != '-' || !digits(s, 4, &y) ||
@@ -47,11 +47,11 @@ int timefmt_parse_iso(const char *s, size_t len, int64_t *ms)
         if (h > 23 || mi > 59 || sec > 59)
             return -1;
     }
-    *ms = ((civil_days_from(y, mo, d) * 24 + h) * 60 + mi) * 60000LL + sec * 1000LL + frac;
+    *ms = ((rls__civil_days_from(y, mo, d) * 24 + h) * 60 + mi) * 60000LL + sec * 1000LL + frac;
     return 0;
 }
 
-int timefmt_parse(const char *s, size_t len, int64_t *ms)
+int rls__timefmt_parse(const char *s, size_t len, int64_t *ms)
 {
     int64_t v = 0;
     size_t i = 0;
@@ -64,7 +64,7 @@ int timefmt_parse(const char *s, size_t len, int64_t *ms)
             return -1;  /* beyond RLS_TIME_MAX (15 digits) */
         for (i = 0; i < len; i++)
             v = v * 10 + (s[i] - '0');
-    } else if (timefmt_parse_iso(s, len, &v) != 0) {
+    } else if (rls__timefmt_parse_iso(s, len, &v) != 0) {
         return -1;
     }
     if (v < RLS_TIME_MIN || v > RLS_TIME_MAX)
@@ -73,13 +73,13 @@ int timefmt_parse(const char *s, size_t len, int64_t *ms)
     return 0;
 }
 
-int timefmt_format(int64_t ms, char *buf, size_t size)
+int rls__timefmt_format(int64_t ms, char *buf, size_t size)
 {
     int64_t y;
     int mo, d;
     if (ms < 0)
         return -1;
-    civil_from_days(ms / 86400000, &y, &mo, &d);
+    rls__civil_from_days(ms / 86400000, &y, &mo, &d);
     int64_t rem = ms % 86400000;
     return snprintf(buf, size, "%04lld-%02d-%02dT%02d:%02d:%02d.%03dZ", (long long)y, mo, d,
                     (int)(rem / 3600000), (int)(rem / 60000 % 60), (int)(rem / 1000 % 60),

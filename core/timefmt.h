@@ -11,12 +11,12 @@
 
 /* ISO-8601 UTC form only; 0 and *ms, or -1 (not a valid date/time, or
  * before 1970). */
-int timefmt_parse_iso(const char *s, size_t len, int64_t *ms);
+int rls__timefmt_parse_iso(const char *s, size_t len, int64_t *ms);
 
 /* ISO-8601 or all-digit epoch milliseconds, within 0..RLS_TIME_MAX. */
-int timefmt_parse(const char *s, size_t len, int64_t *ms);
+int rls__timefmt_parse(const char *s, size_t len, int64_t *ms);
 
 /* "YYYY-MM-DDTHH:MM:SS.mmmZ"; snprintf-style return, -1 if ms < 0. */
-int timefmt_format(int64_t ms, char *buf, size_t size);
+int rls__timefmt_format(int64_t ms, char *buf, size_t size);
 
 #endif

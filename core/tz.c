@@ -18,7 +18,7 @@
  * Time-zone names are restricted to [A-Za-z0-9/_+-], at most TZ_NAME_MAX
  * bytes, relative, without "..": a rule file can never make the library open
  * anything outside the zoneinfo directory.  $TZDIR is read with getenv() at
- * each tz_load (not thread-safe against a concurrent setenv, like any
+ * each rls__tz_load (not thread-safe against a concurrent setenv, like any
  * getenv use).
  */
 #include "tz.h"
@@ -91,7 +91,7 @@ static int64_t clamp64(int64_t v, int64_t lim)
  * Defined for m 1..12, d 1..31 and |y| < 2^40; d beyond the month's end
  * counts on into the next month.
  */
-int64_t civil_days_from(int64_t y, int m, int d)
+int64_t rls__civil_days_from(int64_t y, int m, int d)
 {
     int64_t era, yoe, doy, doe;
 
@@ -104,8 +104,8 @@ int64_t civil_days_from(int64_t y, int m, int d)
     return era * 146097 + doe - 719468;
 }
 
-/* Inverse of civil_days_from for |days| < 2^50. */
-void civil_from_days(int64_t days, int64_t *y, int *m, int *d)
+/* Inverse of rls__civil_days_from for |days| < 2^50. */
+void rls__civil_from_days(int64_t days, int64_t *y, int *m, int *d)
 {
     int64_t z = days + 719468;
     int64_t era = (z >= 0 ? z : z - 146096) / 146097;
@@ -124,7 +124,7 @@ void civil_from_days(int64_t days, int64_t *y, int *m, int *d)
 }
 
 /* 0 = Monday .. 6 = Sunday; 1970-01-01 was a Thursday. */
-int civil_weekday(int64_t days)
+int rls__civil_weekday(int64_t days)
 {
     int64_t r = (days + 3) % 7;
     return (int)(r < 0 ? r + 7 : r);
@@ -285,15 +285,15 @@ static int parse_rule(const char *s, struct tz_rule *r)
 /* Days since the epoch of rule date r in year y. */
 static int64_t rdate_day(const struct tz_rdate *r, int64_t y)
 {
-    int64_t jan1 = civil_days_from(y, 1, 1);
+    int64_t jan1 = rls__civil_days_from(y, 1, 1);
 
     if (r->kind == 'J')
         return jan1 + r->n - 1 + (is_leap(y) && r->n >= 60 ? 1 : 0);
     if (r->kind == 'N')
         return jan1 + r->n;
     {
-        int64_t first = civil_days_from(y, r->m, 1);
-        int wd_sun = (civil_weekday(first) + 1) % 7;   /* 0 = Sunday */
+        int64_t first = rls__civil_days_from(y, r->m, 1);
+        int wd_sun = (rls__civil_weekday(first) + 1) % 7;   /* 0 = Sunday */
         int day = 1 + (r->d - wd_sun + 7) % 7 + (r->w - 1) * 7;
         int dim = month_days(y, r->m);
         while (day > dim)
@@ -315,7 +315,7 @@ static int32_t rule_offset(const struct tz_rule *r, int64_t t)
 
     if (!r->has_dst)
         return r->std_off;
-    civil_from_days(floor_div(t + r->std_off, SECS_DAY), &y, NULL, NULL);
+    rls__civil_from_days(floor_div(t + r->std_off, SECS_DAY), &y, NULL, NULL);
     for (yy = y - 1; yy <= y + 1; yy++) {
         int64_t s = rdate_day(&r->start, yy) * SECS_DAY + r->start.secs -
                     r->std_off;
@@ -360,12 +360,12 @@ static int32_t offset_at_secs(const rls_tz *tz, int64_t t)
     return tz->types[tz->idx[lo]].utoff;
 }
 
-int32_t tz_offset_at(const rls_tz *tz, int64_t utc_ms)
+int32_t rls__tz_offset_at(const rls_tz *tz, int64_t utc_ms)
 {
     return offset_at_secs(tz, floor_div(utc_ms, 1000));
 }
 
-int64_t tz_local_day(const rls_tz *tz, int64_t utc_ms)
+int64_t rls__tz_local_day(const rls_tz *tz, int64_t utc_ms)
 {
     int64_t s = floor_div(utc_ms, 1000);
     return floor_div(s + offset_at_secs(tz, s), SECS_DAY);
@@ -373,7 +373,7 @@ int64_t tz_local_day(const rls_tz *tz, int64_t utc_ms)
 
 static int64_t local_of(const rls_tz *tz, int64_t u)
 {
-    return u + (int64_t)tz_offset_at(tz, u) * 1000;
+    return u + (int64_t)rls__tz_offset_at(tz, u) * 1000;
 }
 
 /*
@@ -385,7 +385,7 @@ static int64_t local_of(const rls_tz *tz, int64_t u)
  * time is >= L, found by bisection between the candidates (local time only
  * increases across a gap).
  */
-int64_t tz_local_to_utc(const rls_tz *tz, int64_t local_ms)
+int64_t rls__tz_local_to_utc(const rls_tz *tz, int64_t local_ms)
 {
     int64_t L = clamp64(local_ms, TZ_MS_LIMIT);
     int64_t probe[3], lo = INT64_MAX, hi = INT64_MIN, best = INT64_MAX;
@@ -397,13 +397,13 @@ int64_t tz_local_to_utc(const rls_tz *tz, int64_t local_ms)
     probe[1] = L;
     probe[2] = L + 2 * SECS_DAY * 1000;
     for (i = 0; i < 3; i++) {
-        int32_t off = tz_offset_at(tz, probe[i]);
+        int32_t off = rls__tz_offset_at(tz, probe[i]);
         int64_t u = L - (int64_t)off * 1000;
         if (u < lo)
             lo = u;
         if (u > hi)
             hi = u;
-        if (tz_offset_at(tz, u) == off && u < best)
+        if (rls__tz_offset_at(tz, u) == off && u < best)
             best = u;
     }
     if (best != INT64_MAX)
@@ -419,17 +419,17 @@ int64_t tz_local_to_utc(const rls_tz *tz, int64_t local_ms)
     return hi;
 }
 
-int64_t tz_local_midnight(const rls_tz *tz, int64_t days)
+int64_t rls__tz_local_midnight(const rls_tz *tz, int64_t days)
 {
-    return tz_local_to_utc(tz, clamp64(days, TZ_DAY_LIMIT) * SECS_DAY * 1000);
+    return rls__tz_local_to_utc(tz, clamp64(days, TZ_DAY_LIMIT) * SECS_DAY * 1000);
 }
 
-const char *tz_name(const rls_tz *tz)
+const char *rls__tz_name(const rls_tz *tz)
 {
     return tz ? tz->name : "UTC";
 }
 
-void tz_free(rls_tz *tz)
+void rls__tz_free(rls_tz *tz)
 {
     if (!tz)
         return;
@@ -707,7 +707,7 @@ out:
  * Contract: see tz.h.  On failure *out is set to NULL and nothing leaks.
  * "UTC" and "Etc/UTC" are built in (offset 0, no file read).
  */
-int tz_load(const char *name, rls_tz **out, const char **why)
+int rls__tz_load(const char *name, rls_tz **out, const char **why)
 {
     const char *dummy, *dir;
     char path[4096];
@@ -756,6 +756,6 @@ out:
     if (rc == 0)
         *out = tz;
     else
-        tz_free(tz);
+        rls__tz_free(tz);
     return rc;
 }

@@ -3,7 +3,7 @@
  * categories Cf, Zl and Zp (DerivedGeneralCategory.txt); a character
  * assigned to Cf later is shown raw until it is added here, which only
  * costs layout, never safety against control sequences (those are bytes
- * below 0x20, DEL and C1, escaped by key_escape itself).
+ * below 0x20, DEL and C1, escaped by rls__key_escape itself).
  */
 #include "unicode.h"
 
@@ -33,7 +33,7 @@ static const struct { uint32_t lo, hi; } invisible[] = {
     {0xE0020, 0xE007F}, /* tag characters */
 };
 
-int uni_is_invisible(uint32_t cp)
+int rls__uni_is_invisible(uint32_t cp)
 {
     if (cp < invisible[0].lo)
         return 0;

@@ -7,7 +7,7 @@
  * themselves: the bidirectional controls (U+202E turns the rest of a line
  * around, shifting table columns and dialog borders), zero-width joiners
  * and spaces (two keys that look identical), the byte order mark, tag
- * characters, the line and paragraph separators.  key_escape() shows these
+ * characters, the line and paragraph separators.  rls__key_escape() shows these
  * escaped, as it shows control bytes.
  */
 #ifndef RLS_UNICODE_H
@@ -17,6 +17,6 @@
 
 /* 1 if cp is a format character (Unicode general category Cf, 15.1) or a
  * line or paragraph separator (Zl, Zp), else 0. */
-int uni_is_invisible(uint32_t cp);
+int rls__uni_is_invisible(uint32_t cp);
 
 #endif

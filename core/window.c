@@ -5,7 +5,7 @@
  *
  * Exact rules (window.h gives the outline; this is the precise contract):
  *
- *   Local midnight of a day is tz_local_midnight(): the first instant whose
+ *   Local midnight of a day is rls__tz_local_midnight(): the first instant whose
  *   local time is >= 00:00 of that day (the gap end if 00:00 does not exist,
  *   the first occurrence if it occurs twice).  A local day is the half-open
  *   interval between two consecutive midnights, so days are contiguous and
@@ -31,7 +31,7 @@
  *   Fixed length L >= 1 day that is not a calendar period (24h, 36h, 2d,
  *   7d, 30d, 1d1d, 2mo...): windows are multiples of L of local wall-clock
  *   time counted from 1970-01-01 00:00 local, each boundary converted with
- *   tz_local_to_utc() (first instant at or after that wall time).  So 24h
+ *   rls__tz_local_to_utc() (first instant at or after that wall time).  So 24h
  *   windows are calendar days, 2d windows start at local midnight every
  *   other day, 36h windows alternate between midnight and noon, and 7d
  *   windows start on Thursdays (1970-01-01 was one; use 1w for ISO weeks).
@@ -62,25 +62,25 @@ static int64_t floor_div(int64_t a, int64_t b)
 
 /*
  * The local day D with midnight(D) <= t < midnight(D+1); its bounds in *s
- * and *e.  tz_local_day() is right except when t is in a fold that crosses
+ * and *e.  rls__tz_local_day() is right except when t is in a fold that crosses
  * midnight (local time went back into the previous day), hence the loop.
  */
 static int64_t day_of(const rls_tz *tz, int64_t t, int64_t *s, int64_t *e)
 {
-    int64_t d = tz_local_day(tz, t);
+    int64_t d = rls__tz_local_day(tz, t);
     int i;
 
-    *s = tz_local_midnight(tz, d);
-    *e = tz_local_midnight(tz, d + 1);
+    *s = rls__tz_local_midnight(tz, d);
+    *e = rls__tz_local_midnight(tz, d + 1);
     for (i = 0; i < MAX_STEPS && t >= *e; i++) {
         d++;
         *s = *e;
-        *e = tz_local_midnight(tz, d + 1);
+        *e = rls__tz_local_midnight(tz, d + 1);
     }
     for (i = 0; i < MAX_STEPS && t < *s; i++) {
         d--;
         *e = *s;
-        *s = tz_local_midnight(tz, d);
+        *s = rls__tz_local_midnight(tz, d);
     }
     return d;
 }
@@ -88,11 +88,11 @@ static int64_t day_of(const rls_tz *tz, int64_t t, int64_t *s, int64_t *e)
 /* Midnight of the latest day before `day` whose midnight is < start. */
 static int64_t prev_midnight(const rls_tz *tz, int64_t day, int64_t start)
 {
-    int64_t p = tz_local_midnight(tz, day - 1);
+    int64_t p = rls__tz_local_midnight(tz, day - 1);
     int i;
 
     for (i = 1; i < MAX_STEPS && p >= start; i++)
-        p = tz_local_midnight(tz, day - 1 - i);
+        p = rls__tz_local_midnight(tz, day - 1 - i);
     return p;
 }
 
@@ -107,19 +107,19 @@ static void calendar_window(const rls_duration *d, const rls_tz *tz,
         *end = de;
         *prev = prev_midnight(tz, day, ds);
     } else if (d->calendar == DUR_WEEK) {
-        int64_t monday = day - civil_weekday(day);
-        *start = tz_local_midnight(tz, monday);
-        *end = tz_local_midnight(tz, monday + 7);
-        *prev = tz_local_midnight(tz, monday - 7);
+        int64_t monday = day - rls__civil_weekday(day);
+        *start = rls__tz_local_midnight(tz, monday);
+        *end = rls__tz_local_midnight(tz, monday + 7);
+        *prev = rls__tz_local_midnight(tz, monday - 7);
     } else {
         int64_t y;
         int m, dd;
-        civil_from_days(day, &y, &m, &dd);
-        *start = tz_local_midnight(tz, civil_days_from(y, m, 1));
-        *end = tz_local_midnight(tz, m == 12 ? civil_days_from(y + 1, 1, 1)
-                                             : civil_days_from(y, m + 1, 1));
-        *prev = tz_local_midnight(tz, m == 1 ? civil_days_from(y - 1, 12, 1)
-                                             : civil_days_from(y, m - 1, 1));
+        rls__civil_from_days(day, &y, &m, &dd);
+        *start = rls__tz_local_midnight(tz, rls__civil_days_from(y, m, 1));
+        *end = rls__tz_local_midnight(tz, m == 12 ? rls__civil_days_from(y + 1, 1, 1)
+                                             : rls__civil_days_from(y, m + 1, 1));
+        *prev = rls__tz_local_midnight(tz, m == 1 ? rls__civil_days_from(y - 1, 12, 1)
+                                             : rls__civil_days_from(y, m - 1, 1));
     }
 }
 
@@ -144,25 +144,25 @@ static void subday_window(int64_t len, const rls_tz *tz, int64_t t,
 static void long_window(int64_t len, const rls_tz *tz, int64_t t,
                         int64_t *prev, int64_t *start, int64_t *end)
 {
-    int64_t local = t + (int64_t)tz_offset_at(tz, t) * 1000;
+    int64_t local = t + (int64_t)rls__tz_offset_at(tz, t) * 1000;
     int64_t k = floor_div(local, len);
     int i;
 
-    *start = tz_local_to_utc(tz, k * len);
-    *end = tz_local_to_utc(tz, (k + 1) * len);
+    *start = rls__tz_local_to_utc(tz, k * len);
+    *end = rls__tz_local_to_utc(tz, (k + 1) * len);
     for (i = 0; i < MAX_STEPS && t >= *end; i++) {
         k++;
         *start = *end;
-        *end = tz_local_to_utc(tz, (k + 1) * len);
+        *end = rls__tz_local_to_utc(tz, (k + 1) * len);
     }
     for (i = 0; i < MAX_STEPS && t < *start; i++) {
         k--;
         *end = *start;
-        *start = tz_local_to_utc(tz, k * len);
+        *start = rls__tz_local_to_utc(tz, k * len);
     }
-    *prev = tz_local_to_utc(tz, (k - 1) * len);
+    *prev = rls__tz_local_to_utc(tz, (k - 1) * len);
     for (i = 2; i < MAX_STEPS && *prev >= *start; i++)
-        *prev = tz_local_to_utc(tz, (k - i) * len);
+        *prev = rls__tz_local_to_utc(tz, (k - i) * len);
 }
 
 /*
@@ -170,7 +170,7 @@ static void long_window(int64_t len, const rls_tz *tz, int64_t t,
  * fixed duration; a NULL d or a non-positive length gives the 1 ms window
  * [t, t+1) (prev_start t-1).  Any output pointer may be NULL.
  */
-void window_at(const rls_duration *d, const rls_tz *tz, int64_t t,
+void rls__window_at(const rls_duration *d, const rls_tz *tz, int64_t t,
                int64_t *prev_start, int64_t *start, int64_t *end)
 {
     int64_t p, s, e;

@@ -21,7 +21,7 @@
  * *prev_start with the start of the window before it (which ends at *start).
  * tz NULL means UTC.  Always prev_start < start <= t < end.
  */
-void window_at(const rls_duration *d, const rls_tz *tz, int64_t t,
+void rls__window_at(const rls_duration *d, const rls_tz *tz, int64_t t,
                int64_t *prev_start, int64_t *start, int64_t *end);
 
 #endif

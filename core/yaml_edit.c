@@ -1,7 +1,7 @@
 /*
  * yaml_edit.c - the limit values written in a rule file and the in-place
  * edit of one (yaml_edit.h), on the node tree of the loader's libyaml pass
- * (config__load_yaml), whose nodes keep libyaml's marks.
+ * (rls__config_load_yaml), whose nodes keep libyaml's marks.
  *
  * libyaml's mark index counts characters, not bytes (a CRLF counts 2), and
  * starts after a byte order mark the loader skips: offsets are turned into
@@ -25,9 +25,9 @@ static int load(cfg *c, config_errors *errs, const char *text, size_t len, size_
     errs->n = errs->total = 0;
     c->root = -1;
     *skip = len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
-    int rc = config__load_yaml(c, text, len);
+    int rc = rls__config_load_yaml(c, text, len);
     if (rc == -2 || c->oom) {
-        config__tree_free(c);
+        rls__config_tree_free(c);
         return -2;
     }
     if (rc == 0 && errs->total == 0)
@@ -47,7 +47,7 @@ static int load(cfg *c, config_errors *errs, const char *text, size_t len, size_
             hint = " (a tab is used for indentation)";
     }
     snprintf(err, errsize, "line %d: %s%s", e ? e->line : 0, msg, hint);
-    config__tree_free(c);
+    rls__config_tree_free(c);
     return -1;
 }
 
@@ -56,9 +56,9 @@ static int get(const cfg *c, int map, const char *key)
 {
     if (map < 0 || c->nodes[map].type != CN_MAP)
         return -1;
-    for (int k = c->nodes[map].first; k >= 0; k = config__next_pair(c, k))
+    for (int k = c->nodes[map].first; k >= 0; k = rls__config_next_pair(c, k))
         if (!c->nodes[k].skip && c->nodes[k].type == CN_SCALAR &&
-            strcmp(config__str(c, k), key) == 0)
+            strcmp(rls__config_str(c, k), key) == 0)
             return c->nodes[k].next;
     return -1;
 }
@@ -69,7 +69,7 @@ static int merge_key(const cfg *c, int node)
     const cnode *n = &c->nodes[node];
     for (int k = n->first; n->type != CN_SCALAR && k >= 0; k = c->nodes[k].next) {
         if (n->type == CN_MAP && c->nodes[k].type == CN_SCALAR && c->nodes[k].plain &&
-            strcmp(config__str(c, k), "<<") == 0)
+            strcmp(rls__config_str(c, k), "<<") == 0)
             return k;
         int m = merge_key(c, k);
         if (m >= 0)
@@ -84,7 +84,7 @@ static int plain_int(const cfg *c, int node, int64_t *out)
     int64_t x = 0;
     if (node < 0 || c->nodes[node].type != CN_SCALAR || !c->nodes[node].plain)
         return 0;
-    const char *s = config__str(c, node);
+    const char *s = rls__config_str(c, node);
     if (!s[0] || (s[0] == '0' && s[1]) || strlen(s) != c->nodes[node].len)
         return 0;
     for (; *s; s++) {
@@ -135,7 +135,7 @@ static int add_value(lister *ls, const char *action, const char *tier, const cha
         return 0;
     if (ls->n == ls->cap) {
         int cap = ls->cap ? ls->cap * 2 : 16;
-        yedit_value *nv = config__realloc(ls->v, sizeof *nv * (size_t)cap);
+        yedit_value *nv = rls__config_realloc(ls->v, sizeof *nv * (size_t)cap);
         if (!nv)
             return -2;
         ls->v = nv;
@@ -161,15 +161,15 @@ static int add_seq(lister *ls, const char *action, const char *tier, int seq)
     for (int i = c->nodes[seq].first; i >= 0; i = c->nodes[i].next) {
         int nm = get(c, i, "name");
         if (nm < 0 || c->nodes[nm].type != CN_SCALAR ||
-            !config__name_ok(config__str(c, nm), c->nodes[nm].len))
+            !rls__config_name_ok(rls__config_str(c, nm), c->nodes[nm].len))
             continue;
         /* in file order: limit and burst as they come in the mapping */
-        for (int k = c->nodes[i].first; k >= 0; k = config__next_pair(c, k)) {
-            const char *kt = c->nodes[k].type == CN_SCALAR ? config__str(c, k) : "";
+        for (int k = c->nodes[i].first; k >= 0; k = rls__config_next_pair(c, k)) {
+            const char *kt = c->nodes[k].type == CN_SCALAR ? rls__config_str(c, k) : "";
             const char *f = strcmp(kt, "limit") == 0 ? "limit"
                             : strcmp(kt, "burst") == 0 ? "burst" : NULL;
             if (f && !c->nodes[k].skip &&
-                add_value(ls, action, tier, config__str(c, nm), f, c->nodes[k].next) != 0)
+                add_value(ls, action, tier, rls__config_str(c, nm), f, c->nodes[k].next) != 0)
                 return -2;
         }
     }
@@ -190,25 +190,25 @@ int rls__yedit_list(const char *text, size_t len, yedit_value **out, int *n, cha
     int mk = c.root >= 0 ? merge_key(&c, c.root) : -1;
     if (mk >= 0) {
         snprintf(err, errsize, "line %d: merge keys (<<) are not supported", c.nodes[mk].line);
-        config__tree_free(&c);
+        rls__config_tree_free(&c);
         return -1;
     }
     lister ls = {&c, {text, len, skip, 0, skip}, NULL, 0, 0};
     int acts = get(&c, c.root, "actions");
     for (int k = acts >= 0 && c.nodes[acts].type == CN_MAP ? c.nodes[acts].first : -1;
-         k >= 0 && rc == 0; k = config__next_pair(&c, k)) {
-        const char *an = config__str(&c, k);
+         k >= 0 && rc == 0; k = rls__config_next_pair(&c, k)) {
+        const char *an = rls__config_str(&c, k);
         int act = c.nodes[k].next, tiers = get(&c, act, "tiers");
-        if (c.nodes[k].type != CN_SCALAR || !config__name_ok(an, c.nodes[k].len))
+        if (c.nodes[k].type != CN_SCALAR || !rls__config_name_ok(an, c.nodes[k].len))
             continue;
         rc = add_seq(&ls, an, "", get(&c, act, "limits"));
         for (int t = tiers >= 0 && c.nodes[tiers].type == CN_MAP ? c.nodes[tiers].first : -1;
-             t >= 0 && rc == 0; t = config__next_pair(&c, t))
+             t >= 0 && rc == 0; t = rls__config_next_pair(&c, t))
             if (c.nodes[t].type == CN_SCALAR &&
-                config__name_ok(config__str(&c, t), c.nodes[t].len))
-                rc = add_seq(&ls, an, config__str(&c, t), c.nodes[t].next);
+                rls__config_name_ok(rls__config_str(&c, t), c.nodes[t].len))
+                rc = add_seq(&ls, an, rls__config_str(&c, t), c.nodes[t].next);
     }
-    config__tree_free(&c);
+    rls__config_tree_free(&c);
     if (rc != 0) {
         free(ls.v);
         return -2;
@@ -244,7 +244,7 @@ static int find_value(const cfg *c, const char *action, const char *tier, const 
     for (int i = seq >= 0 && c->nodes[seq].type == CN_SEQ ? c->nodes[seq].first : -1;
          i >= 0 && item < 0; i = c->nodes[i].next) {
         int nm = get(c, i, "name");
-        if (nm >= 0 && c->nodes[nm].type == CN_SCALAR && strcmp(config__str(c, nm), name) == 0)
+        if (nm >= 0 && c->nodes[nm].type == CN_SCALAR && strcmp(rls__config_str(c, nm), name) == 0)
             item = i;
     }
     if (item < 0) {
@@ -281,7 +281,7 @@ static int same_tree(const cfg *a, int na, const cfg *b, int nb, int edited, con
         if (x->type != y->type || x->plain != y->plain || x->n != y->n)
             return 0;
         if (x->type == CN_SCALAR &&
-            strcmp(config__str(b, nb), na == edited ? value : config__str(a, na)) != 0)
+            strcmp(rls__config_str(b, nb), na == edited ? value : rls__config_str(a, na)) != 0)
             return 0;
         if (x->type != CN_SCALAR && !same_tree(a, x->first, b, y->first, edited, value))
             return 0;
@@ -294,7 +294,7 @@ static char *splice(const char *text, size_t len, size_t start, size_t end,
                     const char *digits, size_t *outlen)
 {
     size_t dl = strlen(digits), n = len - (end - start) + dl;
-    char *buf = config__malloc(n + 1);
+    char *buf = rls__config_malloc(n + 1);
     if (!buf)
         return NULL;
     memcpy(buf, text, start);
@@ -334,14 +334,14 @@ int rls__yedit_set(const char *text, size_t len, const char *action, const char 
     else
         node = find_value(&a, action, tier, name, field, err, errsize);
     if (node < 0) {
-        config__tree_free(&a);
+        rls__config_tree_free(&a);
         return node;
     }
     cursor cu = {text, len, skip, 0, skip};
     size_t start = byte_at(&cu, a.nodes[node].at), end = byte_at(&cu, a.nodes[node].at_end);
     char *buf = splice(text, len, start, end, digits, outlen);
     if (!buf) {
-        config__tree_free(&a);
+        rls__config_tree_free(&a);
         return -2;
     }
     /* read back: one value changed, at the same place, nothing else */
@@ -351,14 +351,14 @@ int rls__yedit_set(const char *text, size_t len, const char *action, const char 
              same_tree(&a, a.root, &b, b.root, node, digits);
     if (rc != -2) {
         if (rc == 0)
-            config__tree_free(&b);
+            rls__config_tree_free(&b);
         rc = ok ? 0 : -3;
     }
     if (rc == -3)
         snprintf(err, errsize, "the edited rules do not read back as expected; nothing changed");
     if (rc == 0)
         *line = a.nodes[node].line;
-    config__tree_free(&a);
+    rls__config_tree_free(&a);
     if (rc != 0) {
         free(buf);
         *outlen = 0;

@@ -28,7 +28,7 @@ rls_stmt *rls__astmt(rls_db *db, int id)
 int rls__rows_from_stmt(rls_db *db, rls_stmt *st, const rows_col *cols, int ncols,
                         rls_rows **out)
 {
-    rls_rows *r = rows_new(cols, ncols);
+    rls_rows *r = rls__rows_new(cols, ncols);
     int rc;
     *out = NULL;
     if (!r) {
@@ -36,17 +36,17 @@ int rls__rows_from_stmt(rls_db *db, rls_stmt *st, const rows_col *cols, int ncol
         return rls__error(db, RLS_ENOMEM, "out of memory");
     }
     while ((rc = sql_step(st)) == SQL_ROW) {
-        int row = rows_add(r);
+        int row = rls__rows_add(r);
         if (row < 0)
             goto oom;
         for (int c = 0; c < ncols; c++) {
             if (sql_column_type(st, c) == SQL_NULL)
                 continue;
             if (cols[c].type == RLS_COL_INT) {
-                rows_set_int(r, row, c, sql_column_int64(st, c));
+                rls__rows_set_int(r, row, c, sql_column_int64(st, c));
             } else {
                 const char *t = (const char *)sql_column_text(st, c);
-                if (t && rows_set_text(r, row, c, t, (size_t)sql_column_bytes(st, c)) != 0)
+                if (t && rls__rows_set_text(r, row, c, t, (size_t)sql_column_bytes(st, c)) != 0)
                     goto oom;
             }
         }

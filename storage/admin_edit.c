@@ -97,14 +97,14 @@ int rls_rules_limit_list(rls_db *db, int64_t version, rls_rows **out)
         return rls__error(db, RLS_ENOMEM, "out of memory");
     if (erc != 0)
         return rls__error(db, RLS_ECONFIG, "rule set version %lld: %s", (long long)got, err);
-    rls_rows *r = rows_new(cols, 6);
+    rls_rows *r = rls__rows_new(cols, 6);
     for (int i = 0; r && i < n; i++) {
-        int row = rows_add(r);
-        if (row < 0 || rows_put_str(r, row, "action", v[i].action) ||
-            rows_put_str(r, row, "tier", v[i].tier) || rows_put_str(r, row, "name", v[i].name) ||
-            rows_put_str(r, row, "field", v[i].field) ||
-            rows_put_int(r, row, "value", v[i].value) ||
-            rows_put_int(r, row, "line", v[i].line)) {
+        int row = rls__rows_add(r);
+        if (row < 0 || rls__rows_put_str(r, row, "action", v[i].action) ||
+            rls__rows_put_str(r, row, "tier", v[i].tier) || rls__rows_put_str(r, row, "name", v[i].name) ||
+            rls__rows_put_str(r, row, "field", v[i].field) ||
+            rls__rows_put_int(r, row, "value", v[i].value) ||
+            rls__rows_put_int(r, row, "line", v[i].line)) {
             rls_rows_free(r);
             r = NULL;
         }
@@ -138,7 +138,7 @@ int rls_rules_limit_edit(rls_db *db, int64_t version, const char *action, const 
     free(text);
     if (rc == RLS_OK)
         rc = rls__rules_parse(db, out, olen, "edited rules", RLS_TIME_MIN, &rs);
-    ruleset_free(rs);
+    rls__ruleset_free(rs);
     if (rc != RLS_OK) {
         free(out);
         return rc;
@@ -182,7 +182,7 @@ int rls_rules_set_limit_at(rls_db *db, const char *action, const char *tier,
     if (rc == RLS_OK)
         rc = rls__rules_store(db, out, olen, rs, name ? name : "set-limit", comment,
                               "rules.set_limit", got, now_ms, new_version);
-    ruleset_free(rs);
+    rls__ruleset_free(rs);
     free(out);
     return rc;
 }

@@ -79,18 +79,18 @@ int rls_tier_list_at(rls_db *db, int64_t now_ms, rls_rows **out)
         rc = listing(db, ASTMT_TIER_LIST, bind_now, &now_ms, cols, 6, &raw);
     if (rc)
         return rc;
-    res = rows_new(outcols, 7);
+    res = rls__rows_new(outcols, 7);
     if (!res)
         goto oom;
     for (int i = 0; i < rls_rows_count(raw); i++) {
-        int r = rows_add(res);
-        if (r < 0 || rows_put_str(res, r, "pattern", rls_rows_text(raw, i, 0)) ||
-            rows_put_str(res, r, "kind", kind_name((int)rls_rows_int(raw, i, 1))) ||
-            rows_put_str(res, r, "action", rls_rows_text(raw, i, 2)) ||
-            rows_put_str(res, r, "tier", rls_rows_text(raw, i, 3)) ||
-            rows_put_int(res, r, "expires_ms", rls_rows_int(raw, i, 4)) ||
-            rows_put_int(res, r, "created_ms", rls_rows_int(raw, i, 5)) ||
-            rows_put_str(res, r, "source", "operator"))
+        int r = rls__rows_add(res);
+        if (r < 0 || rls__rows_put_str(res, r, "pattern", rls_rows_text(raw, i, 0)) ||
+            rls__rows_put_str(res, r, "kind", kind_name((int)rls_rows_int(raw, i, 1))) ||
+            rls__rows_put_str(res, r, "action", rls_rows_text(raw, i, 2)) ||
+            rls__rows_put_str(res, r, "tier", rls_rows_text(raw, i, 3)) ||
+            rls__rows_put_int(res, r, "expires_ms", rls_rows_int(raw, i, 4)) ||
+            rls__rows_put_int(res, r, "created_ms", rls_rows_int(raw, i, 5)) ||
+            rls__rows_put_str(res, r, "source", "operator"))
             goto oom;
     }
     /* the file's assignments, from the cache the listing just refreshed */
@@ -100,14 +100,14 @@ int rls_tier_list_at(rls_db *db, int64_t now_ms, rls_rows **out)
         const char *why;
         if (a->expires_ms && a->expires_ms <= now_ms)
             continue;
-        if (key_pattern_parse(a->key, &pat, &why) != 0)
+        if (rls__key_pattern_parse(a->key, &pat, &why) != 0)
             continue;
-        int r = rows_add(res);
-        if (r < 0 || rows_put_str(res, r, "pattern", a->key) ||
-            rows_put_str(res, r, "kind", kind_name(pat.kind)) ||
-            rows_put_str(res, r, "action", a->action) || rows_put_str(res, r, "tier", a->tier) ||
-            rows_put_int(res, r, "expires_ms", a->expires_ms) ||
-            rows_put_int(res, r, "created_ms", 0) || rows_put_str(res, r, "source", "file"))
+        int r = rls__rows_add(res);
+        if (r < 0 || rls__rows_put_str(res, r, "pattern", a->key) ||
+            rls__rows_put_str(res, r, "kind", kind_name(pat.kind)) ||
+            rls__rows_put_str(res, r, "action", a->action) || rls__rows_put_str(res, r, "tier", a->tier) ||
+            rls__rows_put_int(res, r, "expires_ms", a->expires_ms) ||
+            rls__rows_put_int(res, r, "created_ms", 0) || rls__rows_put_str(res, r, "source", "file"))
             goto oom;
     }
     rls_rows_free(raw);
@@ -137,21 +137,21 @@ static int names_key(const rls_db *db, const char *stored, const char *action,
     if (strcmp(stored, key) == 0)
         return 1;
     if (!action || !*action)
-        return key_canonical(key, strlen(key), buf, sizeof buf) >= 0 && strcmp(buf, stored) == 0;
-    const rule_action *a = db->rules ? ruleset_action(db->rules, action) : NULL;
-    return a && key_normalize(a->key_kind, a->ipv4_prefix, a->ipv6_prefix, key, strlen(key),
+        return rls__key_canonical(key, strlen(key), buf, sizeof buf) >= 0 && strcmp(buf, stored) == 0;
+    const rule_action *a = db->rules ? rls__ruleset_action(db->rules, action) : NULL;
+    return a && rls__key_normalize(a->key_kind, a->ipv4_prefix, a->ipv6_prefix, key, strlen(key),
                               buf, sizeof buf, &why) >= 0 && strcmp(buf, stored) == 0;
 }
 
 /* Appends row i of in (same columns) to out; -1 on OOM. */
 static int copy_row(rls_rows *out, const rls_rows *in, int i)
 {
-    int row = rows_add(out);
+    int row = rls__rows_add(out);
     for (int c = 0; row >= 0 && c < rls_rows_columns(in); c++) {
         if (rls_rows_is_null(in, i, c))
             continue;
-        if (rls_rows_type(in, c) == RLS_COL_INT ? rows_set_int(out, row, c, rls_rows_int(in, i, c))
-                                                : rows_set_text(out, row, c, rls_rows_text(in, i, c),
+        if (rls_rows_type(in, c) == RLS_COL_INT ? rls__rows_set_int(out, row, c, rls_rows_int(in, i, c))
+                                                : rls__rows_set_text(out, row, c, rls_rows_text(in, i, c),
                                                                 strlen(rls_rows_text(in, i, c))))
             return -1;
     }
@@ -163,7 +163,7 @@ static int copy_row(rls_rows *out, const rls_rows *in, int i)
 static int keep_key(rls_db *db, rls_rows **rows, const rows_col *cols, int ncols, int kcol,
                     int acol, const char *key)
 {
-    rls_rows *in = *rows, *out = rows_new(cols, ncols);
+    rls_rows *in = *rows, *out = rls__rows_new(cols, ncols);
     for (int i = 0; out && i < rls_rows_count(in); i++)
         if (names_key(db, rls_rows_text(in, i, kcol), rls_rows_text(in, i, acol), key) &&
             copy_row(out, in, i) != 0) {
@@ -240,11 +240,11 @@ static int key_forms(const rls_db *db, const char *key, char forms[][RLS_KEY_MAX
     int n = 0;
     const char *why = "";
     snprintf(forms[n++], RLS_KEY_MAX_LIMIT + 64, "%s", key);
-    if (key_canonical(key, strlen(key), forms[n], RLS_KEY_MAX_LIMIT + 64) >= 0)
+    if (rls__key_canonical(key, strlen(key), forms[n], RLS_KEY_MAX_LIMIT + 64) >= 0)
         n++;
     for (int a = 0; db->rules && a < db->rules->nactions && n < AUDIT_FORMS; a++) {
         const rule_action *act = &db->rules->actions[a];
-        if (key_normalize(act->key_kind, act->ipv4_prefix, act->ipv6_prefix, key, strlen(key),
+        if (rls__key_normalize(act->key_kind, act->ipv4_prefix, act->ipv6_prefix, key, strlen(key),
                           forms[n], RLS_KEY_MAX_LIMIT + 64, &why) < 0)
             continue;
         int dup = 0;
@@ -274,7 +274,7 @@ static rls_rows *audit_merge(const rls_db *db, rls_rows **rows, int n, const cha
     for (int t = 0; t < n; t++)
         total += rls_rows_count(rows[t]);
     audit_ref *refs = malloc(sizeof *refs * (size_t)(total > 0 ? total : 1));
-    rls_rows *out = refs ? rows_new(cols, ncols) : NULL;
+    rls_rows *out = refs ? rls__rows_new(cols, ncols) : NULL;
     for (int t = 0; out && t < n; t++)
         for (int i = 0; i < rls_rows_count(rows[t]); i++)
             if (names_key(db, rls_rows_text(rows[t], i, 6), rls_rows_text(rows[t], i, 5), key))
@@ -447,7 +447,7 @@ static int reset_fn(rls_db *db, void *p)
 {
     struct reset_arg *a = p;
     char after[64];
-    int rc = keyctx_load(db, a->ctx, a->action, a->key, 0, a->now);
+    int rc = rls__keyctx_load(db, a->ctx, a->action, a->key, 0, a->now);
     free(a->lids);
     a->lids = NULL;
     if (rc == RLS_OK && !(a->lids = action_lids(a->ctx->act, &a->nlids)))
@@ -474,7 +474,7 @@ int rls_reset_at(rls_db *db, const char *action, const char *key, int64_t now_ms
 {
     key_ctx *ctx;
     int64_t *lids = NULL;
-    int rc = keyctx_args(db, action, key, 1, now_ms), nlids = 0, n = 0;
+    int rc = rls__keyctx_args(db, action, key, 1, now_ms), nlids = 0, n = 0;
     if (rc || (rc = rls__rules_writable(db)))
         return rc;
     ctx = malloc(sizeof *ctx);

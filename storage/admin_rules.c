@@ -128,7 +128,7 @@ int rls_rules_rollback_at(rls_db *db, int64_t version, const char *comment, int6
     if (rc == RLS_OK)
         rc = rls__rules_store(db, yaml, len, rs, source, comment, "rules.rollback", -1, now_ms,
                               new_version);
-    ruleset_free(rs);
+    rls__ruleset_free(rs);
     free(yaml);
     return rc;
 }
@@ -138,7 +138,7 @@ int rls_rules_rollback_at(rls_db *db, int64_t version, const char *comment, int6
 static const rule_limit *old_limit(const ruleset *old, const char *action, const char *tier,
                                    const char *name)
 {
-    const rule_action *a = old ? ruleset_action(old, action) : NULL;
+    const rule_action *a = old ? rls__ruleset_action(old, action) : NULL;
     if (!a)
         return NULL;
     if (tier) {
@@ -158,7 +158,7 @@ static int same_limit(const rule_limit *a, const rule_limit *b)
     return a && b && a->algorithm == b->algorithm && a->limit == b->limit &&
            a->burst == b->burst && a->window.ms == b->window.ms &&
            a->window.calendar == b->window.calendar && a->overage_pct == b->overage_pct &&
-           a->anchor == b->anchor && strcmp(tz_name(a->tz), tz_name(b->tz)) == 0;
+           a->anchor == b->anchor && strcmp(rls__tz_name(a->tz), rls__tz_name(b->tz)) == 0;
 }
 
 static int64_t lookup_lid(rls_db *db, const char *action, const char *name)
@@ -220,25 +220,25 @@ static int scan_limit(rls_db *db, const char *action, const char *tier, const ru
             s.log_cap = (size_t)bytes + ALGO_LOG_ENTRY;
         }
         int64_t t = now > s.last_ms ? now : s.last_ms;
-        window_at(&l->window, l->tz, t, &w.prev_start, &w.start, &w.end);
+        rls__window_at(&l->window, l->tz, t, &w.prev_start, &w.start, &w.end);
         w.next_end = 0;
-        int ok = algo_decide(&p, &w, &s, t, 1, 0, &m) == 0;
+        int ok = rls__algo_decide(&p, &w, &s, t, 1, 0, &m) == 0;
         /* units in use, past the capacity too (algo.h) */
         int64_t used = m.used;
         free(logbuf);
         if (!ok || m.allowed)
             continue;
-        int row = rows_add(out);
+        int row = rls__rows_add(out);
         const char *key = (const char *)sql_column_text(st, 0);
-        if (row < 0 || rows_put_str(out, row, "action", action) ||
-            rows_put_str(out, row, "tier", tier ? tier : "") ||
-            rows_put_str(out, row, "key", key ? key : "") ||
-            rows_put_str(out, row, "limit", l->name) ||
-            rows_put_int(out, row, "used", used) ||
-            rows_put_int(out, row, "old_limit", was ? (algo_is_bucket(was->algorithm) &&
+        if (row < 0 || rls__rows_put_str(out, row, "action", action) ||
+            rls__rows_put_str(out, row, "tier", tier ? tier : "") ||
+            rls__rows_put_str(out, row, "key", key ? key : "") ||
+            rls__rows_put_str(out, row, "limit", l->name) ||
+            rls__rows_put_int(out, row, "used", used) ||
+            rls__rows_put_int(out, row, "old_limit", was ? (rls__algo_is_bucket(was->algorithm) &&
                                                        was->burst ? was->burst : was->limit)
                                                     : 0) ||
-            rows_put_int(out, row, "new_limit", m.capacity)) {
+            rls__rows_put_int(out, row, "new_limit", m.capacity)) {
             rc = SQL_NOMEM;
             break;
         }
@@ -264,9 +264,9 @@ int rls_rules_dry_run_at(rls_db *db, const char *yaml, size_t len, const char *n
     int rc = rls__rules_parse(db, yaml, len, name, now_ms, &rs);
     if (rc)
         return rc;
-    rls_rows *out = rows_new(cols, 7);
+    rls_rows *out = rls__rows_new(cols, 7);
     if (!out) {
-        ruleset_free(rs);
+        rls__ruleset_free(rs);
         return rls__error(db, RLS_ENOMEM, "out of memory");
     }
     if ((rc = rls__begin(db, 0)) == RLS_OK) {
@@ -292,7 +292,7 @@ int rls_rules_dry_run_at(rls_db *db, const char *yaml, size_t len, const char *n
         else
             rls__rollback(db);
     }
-    ruleset_free(rs);
+    rls__ruleset_free(rs);
     if (rc) {
         rls_rows_free(out);
         return rc;
@@ -309,32 +309,32 @@ static int put_limit(rls_rows *r, const rule_action *a, const char *tier, const 
 {
     char win[32], blocks[RULES_BLOCK_STEPS * 24] = "";
     size_t len = 0;
-    duration_format(&l->window, win, sizeof win);
+    rls__duration_format(&l->window, win, sizeof win);
     for (int i = 0; i < l->nblock_for; i++) {
         rls_duration d = {l->block_for[i], DUR_FIXED};
         char one[32];
-        duration_format(&d, one, sizeof one);
+        rls__duration_format(&d, one, sizeof one);
         len += (size_t)snprintf(blocks + len, sizeof blocks - len, "%s%s", i ? "," : "", one);
         if (len >= sizeof blocks)
             break;
     }
-    int row = rows_add(r);
-    return row < 0 || rows_put_str(r, row, "action", a->name) ||
-                   rows_put_str(r, row, "key_kind", key_kind_name(a->key_kind)) ||
-                   rows_put_str(r, row, "tier", tier) || rows_put_str(r, row, "name", l->name) ||
-                   rows_put_str(r, row, "algorithm", algo_name(l->algorithm)) ||
-                   rows_put_int(r, row, "limit", l->limit) ||
-                   rows_put_int(r, row, "burst", l->burst > 0 ? l->burst : l->limit) ||
-                   rows_put_str(r, row, "window", win) ||
-                   rows_put_int(r, row, "window_ms", l->window.ms) ||
-                   rows_put_str(r, row, "timezone", tz_name(l->tz)) ||
-                   rows_put_str(r, row, "anchor",
+    int row = rls__rows_add(r);
+    return row < 0 || rls__rows_put_str(r, row, "action", a->name) ||
+                   rls__rows_put_str(r, row, "key_kind", rls__key_kind_name(a->key_kind)) ||
+                   rls__rows_put_str(r, row, "tier", tier) || rls__rows_put_str(r, row, "name", l->name) ||
+                   rls__rows_put_str(r, row, "algorithm", rls__algo_name(l->algorithm)) ||
+                   rls__rows_put_int(r, row, "limit", l->limit) ||
+                   rls__rows_put_int(r, row, "burst", l->burst > 0 ? l->burst : l->limit) ||
+                   rls__rows_put_str(r, row, "window", win) ||
+                   rls__rows_put_int(r, row, "window_ms", l->window.ms) ||
+                   rls__rows_put_str(r, row, "timezone", rls__tz_name(l->tz)) ||
+                   rls__rows_put_str(r, row, "anchor",
                                 l->anchor == ANCHOR_FIRST_HIT ? "first_hit" : "aligned") ||
-                   rows_put_str(r, row, "mode", l->mode == MODE_SHADOW ? "shadow" : "enforce") ||
-                   rows_put_str(r, row, "block_for", blocks) ||
-                   rows_put_int(r, row, "overage", l->overage_pct) ||
-                   rows_put_int(r, row, "count_denied", l->count_denied) ||
-                   rows_put_str(r, row, "durability", durability_names[l->durability])
+                   rls__rows_put_str(r, row, "mode", l->mode == MODE_SHADOW ? "shadow" : "enforce") ||
+                   rls__rows_put_str(r, row, "block_for", blocks) ||
+                   rls__rows_put_int(r, row, "overage", l->overage_pct) ||
+                   rls__rows_put_int(r, row, "count_denied", l->count_denied) ||
+                   rls__rows_put_str(r, row, "durability", durability_names[l->durability])
                ? -1 : 0;
 }
 
@@ -353,14 +353,14 @@ static int describe(const ruleset *rs, rls_rows **tiers, rls_rows **limits)
         {"durability", RLS_COL_TEXT},
     };
     if (tiers) {
-        rls_rows *t = rows_new(tcols, 4);
+        rls_rows *t = rls__rows_new(tcols, 4);
         for (int i = 0; t && i < rs->ntiers; i++) {
             const rule_tier *tr = &rs->tiers[i];
-            int row = rows_add(t);
-            if (row < 0 || rows_put_str(t, row, "name", tr->name) ||
-                rows_put_int(t, row, "unlimited", tr->unlimited) ||
-                rows_put_int(t, row, "blocked", tr->blocked) ||
-                rows_put_int(t, row, "is_default", strcmp(tr->name, rs->default_tier) == 0)) {
+            int row = rls__rows_add(t);
+            if (row < 0 || rls__rows_put_str(t, row, "name", tr->name) ||
+                rls__rows_put_int(t, row, "unlimited", tr->unlimited) ||
+                rls__rows_put_int(t, row, "blocked", tr->blocked) ||
+                rls__rows_put_int(t, row, "is_default", strcmp(tr->name, rs->default_tier) == 0)) {
                 rls_rows_free(t);
                 t = NULL;
             }
@@ -370,7 +370,7 @@ static int describe(const ruleset *rs, rls_rows **tiers, rls_rows **limits)
         *tiers = t;
     }
     if (limits) {
-        rls_rows *l = rows_new(lcols, (int)(sizeof lcols / sizeof lcols[0]));
+        rls_rows *l = rls__rows_new(lcols, (int)(sizeof lcols / sizeof lcols[0]));
         for (int i = 0; l && i < rs->nactions; i++) {
             const rule_action *a = &rs->actions[i];
             for (int j = 0; l && j < a->nlimits; j++)
@@ -413,6 +413,6 @@ int rls_rules_describe(rls_db *db, int64_t version, rls_rows **tiers, rls_rows *
     free(yaml);
     if (rc == RLS_OK && describe(rs, tiers, limits) != 0)
         rc = rls__error(db, RLS_ENOMEM, "out of memory");
-    ruleset_free(rs);
+    rls__ruleset_free(rs);
     return rc;
 }

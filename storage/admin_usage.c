@@ -105,7 +105,7 @@ typedef struct merged {
 static void merged_close(merged *m)
 {
     for (int i = 0; m->c && i < m->n; i++)
-        tail_close(&m->c[i]);
+        rls__tail_close(&m->c[i]);
     free(m->c);
     free(m->order);
     m->c = NULL;
@@ -130,7 +130,7 @@ static int merged_open(usage_ctx *u, merged *m, int dir, const char *key, const 
         int after = key && strcmp(u->src[i].action, action ? action : "") >= 0;
         /* forward: (k, a) >= (key, action); backward: (k, a) < (key, action) */
         int incl = dir > 0 ? after : !after;
-        int rc = tail_open(u, &m->c[i], &u->src[i], dir, key, incl);
+        int rc = rls__tail_open(u, &m->c[i], &u->src[i], dir, key, incl);
         m->n = i + 1;
         if (rc)
             return rc;
@@ -169,9 +169,9 @@ static int merged_pick(usage_ctx *u, merged *m, int *best)
     for (int k = 0; k < m->n; k++) {
         int i = m->order[k];
         tail_cur *c = &m->c[i];
-        if (c->key || tail_done(c) || (b >= 0 && tail_beyond(c, m->c[b].key)))
+        if (c->key || rls__tail_done(c) || (b >= 0 && rls__tail_beyond(c, m->c[b].key)))
             continue;
-        if ((rc = tail_next(u, c, b >= 0 ? tail_reach(&m->c[b]) : NULL)))
+        if ((rc = rls__tail_next(u, c, b >= 0 ? rls__tail_reach(&m->c[b]) : NULL)))
             return rc;
         if (c->key && (b < 0 || merged_before(u, m, i, b)))
             b = i;
@@ -193,7 +193,7 @@ static int merged_walk(usage_ctx *u, merged *m, long skip, long take, page *p, l
         if (*stepped >= skip) {
             int row = c->row;
             if (row < 0)
-                rc = usage_peek(u, c->s, c->key, &row);
+                rc = rls__usage_peek(u, c->s, c->key, &row);
             if (rc == RLS_OK && !c->s->rows[row].skip)
                 rc = page_add(u, p, i, row);
         }
@@ -213,7 +213,7 @@ static int page_from_start(usage_ctx *u, long off, long lim, page *out)
     int done = 1, rc = RLS_OK;
     for (int i = 0; rc == RLS_OK && i < u->nsrc; i++) {
         usage_src *s = &u->src[i];
-        rc = usage_head(u, s, want > INT_MAX ? INT_MAX : (int)want);
+        rc = rls__usage_head(u, s, want > INT_MAX ? INT_MAX : (int)want);
         done &= s->head_done;
         for (int k = 0; rc == RLS_OK && k < s->nhead; k++)
             rc = page_add(u, &h, i, s->head[k]);
@@ -296,21 +296,21 @@ static rls_rows *page_rows(const usage_ctx *u, const page *p)
         {"blocked", RLS_COL_INT},    {"block_until_ms", RLS_COL_INT},
         {"state", RLS_COL_TEXT},     {"denied", RLS_COL_INT},
     };
-    rls_rows *r = rows_new(cols, (int)(sizeof cols / sizeof cols[0]));
+    rls_rows *r = rls__rows_new(cols, (int)(sizeof cols / sizeof cols[0]));
     for (int i = 0; r && i < p->n; i++) {
         const usage_row *x = row_of(u, p->r[i]);
-        int row = rows_add(r);
-        if (row < 0 || rows_put_str(r, row, "action", x->action) ||
-            rows_put_str(r, row, "key", x->key) || rows_put_str(r, row, "tier", x->tier) ||
-            rows_put_str(r, row, "rule", x->rule) || rows_put_int(r, row, "used", x->used) ||
-            rows_put_int(r, row, "limit", x->limit) ||
-            rows_put_int(r, row, "remaining", x->remaining) ||
-            rows_put_int(r, row, "fraction_ppm", x->ppm) ||
-            rows_put_int(r, row, "reset_ms", x->reset_ms) ||
-            rows_put_int(r, row, "blocked", x->blocked) ||
-            rows_put_int(r, row, "block_until_ms", x->block_until) ||
-            rows_put_str(r, row, "state", x->state) ||
-            rows_put_int(r, row, "denied", x->denied)) {
+        int row = rls__rows_add(r);
+        if (row < 0 || rls__rows_put_str(r, row, "action", x->action) ||
+            rls__rows_put_str(r, row, "key", x->key) || rls__rows_put_str(r, row, "tier", x->tier) ||
+            rls__rows_put_str(r, row, "rule", x->rule) || rls__rows_put_int(r, row, "used", x->used) ||
+            rls__rows_put_int(r, row, "limit", x->limit) ||
+            rls__rows_put_int(r, row, "remaining", x->remaining) ||
+            rls__rows_put_int(r, row, "fraction_ppm", x->ppm) ||
+            rls__rows_put_int(r, row, "reset_ms", x->reset_ms) ||
+            rls__rows_put_int(r, row, "blocked", x->blocked) ||
+            rls__rows_put_int(r, row, "block_until_ms", x->block_until) ||
+            rls__rows_put_str(r, row, "state", x->state) ||
+            rls__rows_put_int(r, row, "denied", x->denied)) {
             rls_rows_free(r);
             return NULL;
         }
@@ -345,7 +345,7 @@ static int usage_begin(rls_db *db, const rls_usage_query *q, int64_t now_ms, usa
         return rc;
     if (!db->rules)
         return rls__error(db, RLS_ENORULES, "no rules applied to '%s' yet", db->path);
-    if (q->action && *q->action && !ruleset_action(db->rules, q->action))
+    if (q->action && *q->action && !rls__ruleset_action(db->rules, q->action))
         return rls__error(db, RLS_ENOACTION, "action '%s' is not defined", q->action);
     if (!(u->src = calloc((size_t)db->rules->nactions + 1, sizeof *u->src)))
         return rls__error(db, RLS_ENOMEM, "out of memory");
@@ -367,7 +367,7 @@ static int usage_begin(rls_db *db, const rls_usage_query *q, int64_t now_ms, usa
 /* Ends the transaction (rc decides how) and frees the listing. */
 static int usage_end(usage_ctx *u, rls_db *db, int rc)
 {
-    usage_ctx_free(u);
+    rls__usage_ctx_free(u);
     free(u->kc);
     u->kc = NULL;
     if (db && db->in_tx) {
@@ -398,7 +398,7 @@ static int usage_page(rls_db *db, const rls_usage_query *q, const rls_usage_anch
         rc = rls__error(db, RLS_EINVAL, "usage anchor: size or offset (0..%d) is invalid",
                         OFFSET_MAX);
     if (rc == RLS_OK)
-        rc = usage_small(&u);
+        rc = rls__usage_small(&u);
     long off = rc == RLS_OK ? q->offset : 0, lim = rc == RLS_OK ? q->limit : 0;
     const char *akey = anchor ? anchor->key : NULL;
     const char *aaction = anchor && anchor->action ? anchor->action : "";
@@ -410,7 +410,7 @@ static int usage_page(rls_db *db, const rls_usage_query *q, const rls_usage_anch
         int in = 0;
         for (int i = 0; rc == RLS_OK && i < u.nsrc; i++)
             if (strcmp(u.src[i].action, aaction) == 0)
-                rc = usage_in_head(&u, &u.src[i], akey, &in);
+                rc = rls__usage_in_head(&u, &u.src[i], akey, &in);
         anchored = !in;
     }
     if (rc == RLS_OK && anchored) {
@@ -453,7 +453,7 @@ int rls_usage_count_at(rls_db *db, const rls_usage_query *q, int64_t now_ms, int
     *count = 0;
     int rc = usage_begin(db, q, now_ms, &u);
     if (rc == RLS_OK)
-        rc = usage_count(&u, count);
+        rc = rls__usage_count(&u, count);
     rc = usage_end(&u, db, rc);
     if (rc != RLS_OK)
         *count = 0;

@@ -26,20 +26,20 @@ int rls__peek_key(rls_db *db, key_ctx *ctx, const char *action, const char *key,
                   int normalised, int64_t now, rls_result *res)
 {
     decide_out dout;
-    int rc = keyctx_load(db, ctx, action, key, normalised, now);
+    int rc = rls__keyctx_load(db, ctx, action, key, normalised, now);
     if (rc == RLS_OK)
-        rc = keyctx_read_states(db, ctx);
+        rc = rls__keyctx_read_states(db, ctx);
     if (rc == RLS_OK)
         rc = rls__peek_refunds(db, ctx, now);
     if (rc)
         return rc;
     ctx->deciding = -1;
-    if (decide_check(ctx->items, ctx->n, ctx->behaviour, now, 0, 1, 0, res,
+    if (rls__decide_check(ctx->items, ctx->n, ctx->behaviour, now, 0, 1, 0, res,
                      &dout) != 0)
         return rls__error(db, RLS_ECONFIG, "action '%s' has a limit the engine refuses", action);
     ctx->deciding = dout.deciding;
     if (ctx->block.active || ctx->behaviour == TIER_BLOCKED)
-        decide_blocked_keep(res, now, ctx->block.active ? ctx->block.until_ms : 0,
+        rls__decide_blocked_keep(res, now, ctx->block.active ? ctx->block.until_ms : 0,
                             ctx->block.active ? ctx->block.rule : "");
     return RLS_OK;
 }
@@ -56,22 +56,22 @@ static rls_rows *explain_info(rls_db *db, const key_ctx *ctx, const rls_result *
         {"block_rule", RLS_COL_TEXT},    {"allowed", RLS_COL_INT},
         {"reason", RLS_COL_TEXT},        {"retry_after_ms", RLS_COL_INT},
     };
-    rls_rows *r = rows_new(cols, (int)(sizeof cols / sizeof cols[0]));
-    int row = r ? rows_add(r) : -1;
-    if (row < 0 || rows_put_str(r, row, "action", ctx->act->name) ||
-        rows_put_str(r, row, "key", ctx->key) ||
-        rows_put_str(r, row, "key_kind", key_kind_name(ctx->act->key_kind)) ||
-        rows_put_str(r, row, "tier", ctx->tier.tier) ||
-        rows_put_str(r, row, "tier_source", tier_source_name(ctx->tier.source)) ||
-        rows_put_str(r, row, "tier_pattern", ctx->tier.by ? ctx->tier.by->text : "") ||
-        rows_put_str(r, row, "behaviour", behaviour_name(ctx->behaviour)) ||
-        rows_put_int(r, row, "blocked", ctx->block.active) ||
-        rows_put_int(r, row, "block_until_ms", ctx->block.active ? ctx->block.until_ms : 0) ||
-        rows_put_str(r, row, "block_reason", reason) ||
-        rows_put_str(r, row, "block_rule", ctx->block.active ? ctx->block.rule : "") ||
-        rows_put_int(r, row, "allowed", res->allowed) ||
-        rows_put_str(r, row, "reason", rls_reason_name(res->reason)) ||
-        rows_put_int(r, row, "retry_after_ms", res->retry_after_ms)) {
+    rls_rows *r = rls__rows_new(cols, (int)(sizeof cols / sizeof cols[0]));
+    int row = r ? rls__rows_add(r) : -1;
+    if (row < 0 || rls__rows_put_str(r, row, "action", ctx->act->name) ||
+        rls__rows_put_str(r, row, "key", ctx->key) ||
+        rls__rows_put_str(r, row, "key_kind", rls__key_kind_name(ctx->act->key_kind)) ||
+        rls__rows_put_str(r, row, "tier", ctx->tier.tier) ||
+        rls__rows_put_str(r, row, "tier_source", tier_source_name(ctx->tier.source)) ||
+        rls__rows_put_str(r, row, "tier_pattern", ctx->tier.by ? ctx->tier.by->text : "") ||
+        rls__rows_put_str(r, row, "behaviour", behaviour_name(ctx->behaviour)) ||
+        rls__rows_put_int(r, row, "blocked", ctx->block.active) ||
+        rls__rows_put_int(r, row, "block_until_ms", ctx->block.active ? ctx->block.until_ms : 0) ||
+        rls__rows_put_str(r, row, "block_reason", reason) ||
+        rls__rows_put_str(r, row, "block_rule", ctx->block.active ? ctx->block.rule : "") ||
+        rls__rows_put_int(r, row, "allowed", res->allowed) ||
+        rls__rows_put_str(r, row, "reason", rls_reason_name(res->reason)) ||
+        rls__rows_put_int(r, row, "retry_after_ms", res->retry_after_ms)) {
         rls_rows_free(r);
         return NULL;
     }
@@ -88,23 +88,23 @@ static rls_rows *explain_limits(const key_ctx *ctx)
         {"reset_ms", RLS_COL_INT},   {"retry_after_ms", RLS_COL_INT}, {"allowed", RLS_COL_INT},
         {"last_ms", RLS_COL_INT},
     };
-    rls_rows *r = rows_new(cols, (int)(sizeof cols / sizeof cols[0]));
+    rls_rows *r = rls__rows_new(cols, (int)(sizeof cols / sizeof cols[0]));
     for (int i = 0; r && i < ctx->n; i++) {
         const resolved_limit *rl = &ctx->rl[i];
         const algo_meta *m = &ctx->items[i].meta;
-        int row = rows_add(r);
-        if (row < 0 || rows_put_str(r, row, "name", rl->def->name) ||
-            rows_put_str(r, row, "algorithm", algo_name(rl->def->algorithm)) ||
-            rows_put_int(r, row, "limit", rl->limit) || rows_put_int(r, row, "burst", rl->burst) ||
-            rows_put_int(r, row, "window_ms", rl->def->window.ms) ||
-            rows_put_int(r, row, "overridden", rl->overridden) ||
-            rows_put_str(r, row, "mode", rl->def->mode == MODE_SHADOW ? "shadow" : "enforce") ||
-            rows_put_int(r, row, "used", m->used) ||
-            rows_put_int(r, row, "remaining", m->remaining) ||
-            rows_put_int(r, row, "reset_ms", m->reset_ms) ||
-            rows_put_int(r, row, "retry_after_ms", m->allowed ? 0 : m->retry_after_ms) ||
-            rows_put_int(r, row, "allowed", m->allowed) ||
-            rows_put_int(r, row, "last_ms", ctx->st[i].present ? ctx->st[i].last_ms : 0)) {
+        int row = rls__rows_add(r);
+        if (row < 0 || rls__rows_put_str(r, row, "name", rl->def->name) ||
+            rls__rows_put_str(r, row, "algorithm", rls__algo_name(rl->def->algorithm)) ||
+            rls__rows_put_int(r, row, "limit", rl->limit) || rls__rows_put_int(r, row, "burst", rl->burst) ||
+            rls__rows_put_int(r, row, "window_ms", rl->def->window.ms) ||
+            rls__rows_put_int(r, row, "overridden", rl->overridden) ||
+            rls__rows_put_str(r, row, "mode", rl->def->mode == MODE_SHADOW ? "shadow" : "enforce") ||
+            rls__rows_put_int(r, row, "used", m->used) ||
+            rls__rows_put_int(r, row, "remaining", m->remaining) ||
+            rls__rows_put_int(r, row, "reset_ms", m->reset_ms) ||
+            rls__rows_put_int(r, row, "retry_after_ms", m->allowed ? 0 : m->retry_after_ms) ||
+            rls__rows_put_int(r, row, "allowed", m->allowed) ||
+            rls__rows_put_int(r, row, "last_ms", ctx->st[i].present ? ctx->st[i].last_ms : 0)) {
             rls_rows_free(r);
             return NULL;
         }
@@ -118,7 +118,7 @@ int rls_explain_at(rls_db *db, const char *action, const char *key, int64_t now_
     key_ctx *ctx;
     rls_result res;
     char reason[256];
-    int rc = keyctx_args(db, action, key, 1, now_ms);
+    int rc = rls__keyctx_args(db, action, key, 1, now_ms);
     if (info)
         *info = NULL;
     if (limits)
@@ -139,7 +139,7 @@ int rls_explain_at(rls_db *db, const char *action, const char *key, int64_t now_
             rc = rls__error(db, RLS_ENOMEM, "out of memory");
         if (rc == RLS_OK && limits && !(*limits = explain_limits(ctx)))
             rc = rls__error(db, RLS_ENOMEM, "out of memory");
-        keyctx_release(ctx);
+        rls__keyctx_release(ctx);
         if (rc == RLS_OK)
             rc = rls__commit(db);
         else

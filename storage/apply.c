@@ -12,7 +12,7 @@
 #include "db.h"
 
 /*
- * Limit ids are per variant (rules.h rule_limit_sig): (action, name) plus
+ * Limit ids are per variant (rules.h rls__rule_limit_sig): (action, name) plus
  * what a state means.  A rule change to another window or algorithm gets
  * another id, so the states of the old variant stay as they were: should
  * it come back (a change and back, a rollback), the quota it spent in its
@@ -37,7 +37,7 @@ static int step_limit(rls_db *db, int id, const char *action, const char *a2, co
 /* The first definition of (action, name) in rs: a default, else a tier's. */
 static const rule_limit *first_def(const ruleset *rs, const char *action, const char *name)
 {
-    const rule_action *a = rs ? ruleset_action(rs, action) : NULL;
+    const rule_action *a = rs ? rls__ruleset_action(rs, action) : NULL;
     for (int t = -1; a && t < a->ntiers; t++) {
         const rule_limit *ls = t < 0 ? a->limits : a->tiers[t].limits;
         int n = t < 0 ? a->nlimits : a->tiers[t].nlimits;
@@ -125,13 +125,13 @@ int rls__rules_parse(rls_db *db, const char *yaml, size_t len, const char *name,
     errs = malloc(sizeof *errs);
     if (!errs)
         return rls__error(db, RLS_ENOMEM, "out of memory");
-    int prc = config_parse(yaml, len, out, errs);
+    int prc = rls__config_parse(yaml, len, out, errs);
     if (prc != 0) {
         char where[256];
         if (prc == -2)
             rc = rls__error(db, RLS_ENOMEM, "out of memory");
         else if (errs->n > 0 &&
-                 config_error_format(&errs->e[0], name ? name : "rules", where, sizeof where) >= 0)
+                 rls__config_error_format(&errs->e[0], name ? name : "rules", where, sizeof where) >= 0)
             rc = errs->total > 1
                      ? rls__error(db, RLS_ECONFIG, "%s (and %d more errors)", where,
                                   errs->total - 1)
@@ -208,7 +208,7 @@ int rls_rules_apply_at(rls_db *db, const char *yaml, size_t len, const char *nam
     if (rc == RLS_OK)
         rc = rls__rules_store(db, yaml, len, rs, name, comment, "rules.apply", -1, now_ms,
                               version);
-    ruleset_free(rs);
+    rls__ruleset_free(rs);
     return rc;
 }
 
@@ -223,7 +223,7 @@ int rls_rules_apply_if_at(rls_db *db, const char *yaml, size_t len, const char *
     if (rc == RLS_OK)
         rc = rls__rules_store(db, yaml, len, rs, name, comment, "rules.apply", expect, now_ms,
                               version);
-    ruleset_free(rs);
+    rls__ruleset_free(rs);
     return rc;
 }
 

@@ -14,7 +14,7 @@
 
 void rls__cache_free(rls_db *db)
 {
-    ruleset_free(db->rules);
+    rls__ruleset_free(db->rules);
     db->rules = NULL;
     free(db->patterns);
     db->patterns = NULL;
@@ -28,14 +28,14 @@ void rls__cache_free(rls_db *db)
 void rls__limit_regname(const rule_limit *l, char *buf, size_t size)
 {
     char sig[RULES_SIG_MAX];
-    rule_limit_sig(l, sig, sizeof sig);
+    rls__rule_limit_sig(l, sig, sizeof sig);
     snprintf(buf, size, "%s%c%s", l->name, RLS_VARIANT_SEP, sig);
 }
 
 /* Calls fn for every limit of rs (defaults and tiers) of action an. */
 static void each_def(ruleset *rs, const char *an, void (*fn)(rule_limit *, void *), void *arg)
 {
-    rule_action *a = (rule_action *)ruleset_action(rs, an ? an : "");
+    rule_action *a = (rule_action *)rls__ruleset_action(rs, an ? an : "");
     for (int t = -1; a && t < a->ntiers; t++) {
         rule_limit *ls = t < 0 ? a->limits : a->tiers[t].limits;
         int n = t < 0 ? a->nlimits : a->tiers[t].nlimits;
@@ -83,7 +83,7 @@ static void match_row(rule_limit *d, void *arg)
             add_sib(d, r->lid);
         return;
     }
-    rule_limit_sig(d, sig, sizeof sig);
+    rls__rule_limit_sig(d, sig, sizeof sig);
     if (strcmp(sig, r->sig) == 0)
         d->id = r->lid;
     else
@@ -168,7 +168,7 @@ static int load_patterns(rls_db *db, const ruleset *rs)
     for (int i = 0; i < rs->nassignments; i++) {
         const rule_assignment *a = &rs->assignments[i];
         const char *why;
-        if (key_pattern_parse(a->key, &c[n].pat, &why) != 0)
+        if (rls__key_pattern_parse(a->key, &c[n].pat, &why) != 0)
             continue;  /* validated at apply time; never happens */
         c[n].text = a->key;
         c[n].action = a->action;
@@ -193,7 +193,7 @@ static int load_patterns(rls_db *db, const ruleset *rs)
             if (!no) { rc = SQL_NOMEM; break; }
             off = no;
         }
-        if (key_pattern_parse(strs[0], &c[n].pat, &why) != 0)
+        if (rls__key_pattern_parse(strs[0], &c[n].pat, &why) != 0)
             continue;
         for (int k = 0; k < 3; k++) {
             size_t l = strlen(strs[k]) + 1;
@@ -263,7 +263,7 @@ static int load_rules(rls_db *db, int64_t version, ruleset **out)
     }
     const char *yaml = (const char *)sql_column_text(st, 0);
     size_t len = (size_t)sql_column_bytes(st, 0);
-    int prc = yaml ? config_parse(yaml, len, out, errs) : -1;
+    int prc = yaml ? rls__config_parse(yaml, len, out, errs) : -1;
     sql_reset(st);
     if (prc == -2)
         rc = rls__error(db, RLS_ENOMEM, "out of memory");
@@ -399,10 +399,10 @@ int rls__cache_refresh(rls_db *db)
     }
     if ((rc = load_rules(db, version, &rs)) || (rc = attach_ids(db, rs)) ||
         (rc = load_patterns(db, rs))) {
-        ruleset_free(rs);
+        rls__ruleset_free(rs);
         return rc;
     }
-    ruleset_free(db->rules);
+    rls__ruleset_free(db->rules);
     db->rules = rs;
     db->active_version = version;
     db->rules_gen = gen;

@@ -30,7 +30,7 @@ static uint32_t gc_every(const rls_db *db)
  * the handle's. */
 static int policy_allows(rls_db *db, const char *action)
 {
-    const rule_action *a = db->rules && action ? ruleset_action(db->rules, action) : NULL;
+    const rule_action *a = db->rules && action ? rls__ruleset_action(db->rules, action) : NULL;
     if (a && a->on_error != ONERR_INHERIT)
         return a->on_error == ONERR_ALLOW;
     if (db->rules && db->rules->on_error != ONERR_INHERIT)
@@ -62,7 +62,7 @@ static int impose_penalty(rls_db *db, key_ctx *ctx, int idx, int64_t now,
     const penalty_prev prev = {ctx->pen_found, ctx->pen_kind, ctx->pen_level,
                                ctx->pen_forget};
     penalty_step pen;
-    penalty_next(def, &prev, now, &pen);
+    rls__penalty_next(def, &prev, now, &pen);
 
     rls_stmt *st = rls__stmt(db, STMT_PENALTY_PUT);
     if (!st)
@@ -79,7 +79,7 @@ static int impose_penalty(rls_db *db, key_ctx *ctx, int idx, int64_t now,
     sql_reset(st);
     if (rc != SQL_DONE)
         return rls__sql_error(db, rc, "cannot write penalty block");
-    penalty_raise(res, pen.dur_ms);
+    rls__penalty_raise(res, pen.dur_ms);
     return RLS_OK;
 }
 
@@ -103,7 +103,7 @@ static int add_reservation(rls_db *db, key_ctx *ctx, int64_t cost, int64_t now,
     sql_bind_blob(st, 2, ctx->key, (int)ctx->keylen, SQL_STATIC);
     sql_bind_int64(st, 3, cost);
     sql_bind_int64(st, 4, now);
-    sql_bind_int64(st, 5, time_end(now, ttl));
+    sql_bind_int64(st, 5, rls__time_end(now, ttl));
     sql_bind_blob(st, 6, lids, (int)n, SQL_TRANSIENT);
     int rc = sql_step(st);
     if (rc == SQL_ROW)
@@ -249,7 +249,7 @@ int rls__peek_refunds(rls_db *db, key_ctx *ctx, int64_t now)
             if (lids && lids_have(lids, nlids, ctx->rl[i].def->id))
                 sub[m++] = ctx->items[i];
         if (m > 0 && cost > 0)
-            decide_refund(sub, m, now, 0, created, cost);
+            rls__decide_refund(sub, m, now, 0, created, cost);
     }
     sql_reset(st);
     return rc == SQL_DONE ? RLS_OK : rls__sql_error(db, rc, "cannot read reservations");
@@ -275,7 +275,7 @@ static int wants_full_sync(rls_db *db, const char *action)
             rls__rollback(db);
         db->errmsg[0] = '\0';
     }
-    if (!db->rules || !(a = ruleset_action(db->rules, action)))
+    if (!db->rules || !(a = rls__ruleset_action(db->rules, action)))
         return 0;
     for (int t = -1; t < a->ntiers; t++) {
         const rule_limit *ls = t < 0 ? a->limits : a->tiers[t].limits;
@@ -338,27 +338,27 @@ static int check_tx_body(rls_db *db, key_ctx *ctx, const char *action, const cha
         return rc;
     db->in_check = charge;  /* may trust what it knew (cache.c) */
     db->check_tx = charge;  /* commits no give-back (deny.c) */
-    if ((rc = keyctx_load(db, ctx, action, key, 0, now)))
+    if ((rc = rls__keyctx_load(db, ctx, action, key, 0, now)))
         goto fail;
     if (charge && (rc = refund_expired(db, ctx, now)))
         goto fail;
 
     if (ctx->block.active || ctx->behaviour == TIER_BLOCKED) {
-        decide_blocked(res, now, ctx->block.active ? ctx->block.until_ms : 0,
+        rls__decide_blocked(res, now, ctx->block.active ? ctx->block.until_ms : 0,
                        ctx->block.active ? ctx->block.rule : "");
         decided = NULL;
     } else {
-        if ((rc = keyctx_read_states(db, ctx)) ||
+        if ((rc = rls__keyctx_read_states(db, ctx)) ||
             (!charge && (rc = rls__peek_refunds(db, ctx, now))))
             goto fail;
         states_read = 1;
-        if (decide_check(ctx->items, ctx->n, ctx->behaviour, now, 0, cost,
+        if (rls__decide_check(ctx->items, ctx->n, ctx->behaviour, now, 0, cost,
                          charge, res, &dout) != 0) {
             rc = rls__error(db, RLS_ECONFIG, "action '%s' has a limit the engine refuses",
                             action);
             goto fail;
         }
-        if (charge && (rc = keyctx_write_states(db, ctx)))
+        if (charge && (rc = rls__keyctx_write_states(db, ctx)))
             goto fail;
         if (charge && dout.penalty >= 0 &&
             (rc = impose_penalty(db, ctx, dout.penalty, dout.now, res)))
@@ -386,12 +386,12 @@ static int check_tx_body(rls_db *db, key_ctx *ctx, const char *action, const cha
         rls__deny_note(db, action, key, ctx->deny_fp, ctx->deny_gen, ctx->deny_usable, ctx,
                        decided, cost, now, res);
     }
-    keyctx_release(ctx);
+    rls__keyctx_release(ctx);
     return rc;
 fail:
     db->in_check = 0;
     uncount(db, ctx, now, res, counted, noted);
-    keyctx_release(ctx);
+    rls__keyctx_release(ctx);
     rls__rollback(db);
     return rc;
 }
@@ -407,21 +407,21 @@ static int check_common(rls_db *db, const char *action, const char *key, int64_t
         return db ? rls__error(db, RLS_EINVAL, "result is NULL") : RLS_EINVAL;
     if (id)
         *id = 0;
-    rc = keyctx_args(db, action, key, cost, now);
+    rc = rls__keyctx_args(db, action, key, cost, now);
     if (rc == RLS_OK && op == OP_RESERVE && (ttl < 1 || ttl > RLS_TIME_MAX))
         rc = rls__error(db, RLS_EINVAL, "reservation ttl %lld ms is out of range",
                         (long long)ttl);
     if (rc != RLS_OK) {
         /* Invalid input is never admitted; a handle that cannot reach its
          * database (a failed reopen after fork) follows the policy. */
-        decide_degraded(res, db && is_storage_failure(rc) && policy_allows(db, action));
+        rls__decide_degraded(res, db && is_storage_failure(rc) && policy_allows(db, action));
         return rc;
     }
     if (op != OP_PEEK && rls__deny_lookup(db, action, key, cost, now, res, &fp, &gen, &usable))
         return RLS_OK;  /* a denial that cannot have changed (deny.c) */
     ctx = malloc(sizeof *ctx);
     if (!ctx) {
-        decide_degraded(res, policy_allows(db, action));
+        rls__decide_degraded(res, policy_allows(db, action));
         return rls__error(db, RLS_ENOMEM, "out of memory");
     }
     ctx->deny_fp = fp;
@@ -433,7 +433,7 @@ static int check_common(rls_db *db, const char *action, const char *key, int64_t
     if (rc != RLS_OK) {
         if (id)
             *id = 0;
-        decide_degraded(res, is_storage_failure(rc) && policy_allows(db, action));
+        rls__decide_degraded(res, is_storage_failure(rc) && policy_allows(db, action));
     }
     return rc;
 }
@@ -473,7 +473,7 @@ int rls_reserve_at(rls_db *db, const char *action, const char *key, int64_t cost
 {
     if (!id) {
         if (res)
-            decide_degraded(res, 0);
+            rls__decide_degraded(res, 0);
         return db ? rls__error(db, RLS_EINVAL, "id is NULL") : RLS_EINVAL;
     }
     return check_common(db, action, key, cost, now_ms, OP_RESERVE, ttl_ms, id, res);
@@ -498,7 +498,7 @@ static int items_in_use(rls_db *db, key_ctx *ctx, int64_t now, int64_t *used)
     unsigned char changed[RESOLVE_MAX_LIMITS];
     for (int i = 0; i < ctx->n; i++)
         changed[i] = (unsigned char)ctx->items[i].changed;
-    if (decide_check(ctx->items, ctx->n, TIER_NORMAL, now, 0, 1, 0, &res,
+    if (rls__decide_check(ctx->items, ctx->n, TIER_NORMAL, now, 0, 1, 0, &res,
                      &dout) != 0)
         return -1;
     for (int i = 0; i < ctx->n; i++) {
@@ -521,7 +521,7 @@ static int refund_in_tx(rls_db *db, const char *action, const char *key, int nor
     int rc;
     if (!ctx)
         return rls__error(db, RLS_ENOMEM, "out of memory");
-    rc = keyctx_load(db, ctx, action, key, normalised, now);
+    rc = rls__keyctx_load(db, ctx, action, key, normalised, now);
     if (rc == RLS_OK && lids) {
         int m = 0;
         for (int i = 0; i < ctx->n; i++)
@@ -530,17 +530,17 @@ static int refund_in_tx(rls_db *db, const char *action, const char *key, int nor
         ctx->n = m;
     }
     if (rc == RLS_OK)
-        rc = keyctx_read_states(db, ctx);
+        rc = rls__keyctx_read_states(db, ctx);
     if (rc == RLS_OK && ((given && items_in_use(db, ctx, now, before) != 0) ||
-                         decide_refund(ctx->items, ctx->n, now, 0, charged_at, cost) != 0 ||
+                         rls__decide_refund(ctx->items, ctx->n, now, 0, charged_at, cost) != 0 ||
                          (given && items_in_use(db, ctx, now, after) != 0)))
         rc = rls__error(db, RLS_ECONFIG, "action '%s' has a limit the engine refuses", action);
     for (int i = 0; rc == RLS_OK && given && i < ctx->n; i++)
         if (before[i] - after[i] > *given)
             *given = before[i] - after[i];
     if (rc == RLS_OK)
-        rc = keyctx_write_states(db, ctx);
-    keyctx_release(ctx);
+        rc = rls__keyctx_write_states(db, ctx);
+    rls__keyctx_release(ctx);
     free(ctx);
     return rc;
 }
@@ -564,7 +564,7 @@ int rls_refund_units_at(rls_db *db, const char *action, const char *key, int64_t
     int64_t given = 0;
     if (refunded)
         *refunded = 0;
-    int rc = keyctx_args(db, action, key, cost, now_ms);
+    int rc = rls__keyctx_args(db, action, key, cost, now_ms);
     if (rc)
         return rc;
     struct refund_arg a = {action, key, cost, now_ms, &given};

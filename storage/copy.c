@@ -153,7 +153,7 @@ static int copy_rules(copy *c)
     c->dst->tx_refreshed = 0;
     rc = rls__cache_refresh(c->dst);
 out:
-    ruleset_free(rs);
+    rls__ruleset_free(rs);
     free(syaml);
     free(dyaml);
     return rc;
@@ -280,18 +280,18 @@ static int report_rows(copy *c, rls_rows **out)
         {"dropped", RLS_COL_INT},  {"expired", RLS_COL_INT}, {"detail", RLS_COL_TEXT},
     };
     char buf[512];
-    rls_rows *r = rows_new(cols, 6);
+    rls_rows *r = rls__rows_new(cols, 6);
     for (int k = 0; r && k < K__COUNT; k++) {
         const tally *t = &c->t[k];
         int row;
         if (!kind_asked(c->what, k))
             continue;
         detail(c, k, buf, sizeof buf);
-        if ((row = rows_add(r)) < 0 || rows_put_str(r, row, "what", kind_name[k]) ||
-            rows_put_int(r, row, "copied", t->copied) ||
-            rows_put_int(r, row, "kept", t->tried - t->copied) ||
-            rows_put_int(r, row, "dropped", t->dropped) ||
-            rows_put_int(r, row, "expired", t->expired) || rows_put_str(r, row, "detail", buf)) {
+        if ((row = rls__rows_add(r)) < 0 || rls__rows_put_str(r, row, "what", kind_name[k]) ||
+            rls__rows_put_int(r, row, "copied", t->copied) ||
+            rls__rows_put_int(r, row, "kept", t->tried - t->copied) ||
+            rls__rows_put_int(r, row, "dropped", t->dropped) ||
+            rls__rows_put_int(r, row, "expired", t->expired) || rls__rows_put_str(r, row, "detail", buf)) {
             rls_rows_free(r);
             r = NULL;
         }

@@ -492,7 +492,7 @@ int rls__rules_store_tx(rls_db *db, const char *yaml, size_t len, const ruleset 
 /* ---- cache.c --------------------------------------------------------- */
 int rls__cache_refresh(rls_db *db);           /* inside a transaction */
 /* The name a limit's variant is registered under in rls_limits:
- * name US rule_limit_sig (apply.c, cache.c, copy_rows.c). */
+ * name US rls__rule_limit_sig (apply.c, cache.c, copy_rows.c). */
 void rls__limit_regname(const rule_limit *l, char *buf, size_t size);
 #define RLS_VARIANT_SEP '\x1f'
 

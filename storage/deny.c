@@ -17,7 +17,7 @@
  *    time: the bound for a writer killed between its commit and its bump,
  *    and for changes made to the file by something else than the library.
  *  - Only denials whose answer is fixed until their retry time are cached
- *    (deny_cacheable), for the key exactly as given when normalising it
+ *    (rls__deny_cacheable), for the key exactly as given when normalising it
  *    changes nothing, and limit denials only when the key held no
  *    reservation (an unexpired one may expire and give units back).
  *
@@ -77,7 +77,7 @@ static int ensure_cache(rls_db *db)
         memcpy(seed, &a, 8);
         memcpy(seed + 8, &b, 8);
     }
-    db->deny = denycache_new(seed);
+    db->deny = rls__denycache_new(seed);
     return db->deny != NULL;
 }
 
@@ -94,7 +94,7 @@ int rls__deny_lookup(rls_db *db, const char *action, const char *key, int64_t co
     if (!db->deny)
         return 0;  /* nothing denied yet */
     size_t keylen = strlen(key);
-    *fp = denycache_fp(db->deny, action, key, keylen);
+    *fp = rls__denycache_fp(db->deny, action, key, keylen);
     /* stats counted for a second without a transaction, or a GC step due:
      * let a transaction do them */
     if (db->nstats > 0 && mono - db->deny_tx_mono >= 1000)
@@ -104,7 +104,7 @@ int rls__deny_lookup(rls_db *db, const char *action, const char *key, int64_t co
         db->writes_since_gc = RLS_GC_EVERY_WRITES;  /* this transaction runs it */
         return 0;
     }
-    if (!denycache_get(db->deny, *fp, cost, now, mono, *gen, res))
+    if (!rls__denycache_get(db->deny, *fp, cost, now, mono, *gen, res))
         return 0;
     db->deny_hits++;
     rls__stats_count(db, action, now, 0);
@@ -122,24 +122,24 @@ void rls__deny_note(rls_db *db, const char *action, const char *key, uint64_t fp
     db->deny_tx_mono = mono_ms();
     if (res->allowed) {
         if (db->deny)
-            denycache_forget(db->deny, fp);
+            rls__denycache_forget(db->deny, fp);
         return;
     }
     size_t keylen = strlen(key);
-    if (!deny_cacheable(ctx->items, out ? ctx->n : 0, out, res, cost) ||
+    if (!rls__deny_cacheable(ctx->items, out ? ctx->n : 0, out, res, cost) ||
         ctx->keylen != keylen || memcmp(ctx->key, key, keylen) != 0 ||
         (res->reason != RLS_REASON_BLOCKED && !ctx->deny_nores) ||
         (mono = db->deny_tx_mono) < 0 || !ensure_cache(db))
         return;
     if (!fp)
-        fp = denycache_fp(db->deny, action, key, keylen);
-    denycache_put(db->deny, fp, cost, now, mono, gen, res);
+        fp = rls__denycache_fp(db->deny, action, key, keylen);
+    rls__denycache_put(db->deny, fp, cost, now, mono, gen, res);
 }
 
 void rls__deny_bump(rls_db *db)
 {
     if (db->deny)
-        denycache_clear(db->deny);
+        rls__denycache_clear(db->deny);
     if (map_gen(db))
         __atomic_add_fetch(db->deny_gen, 1, __ATOMIC_RELEASE);
 }
@@ -151,6 +151,6 @@ void rls__deny_close(rls_db *db)
     db->deny_map = NULL;
     db->deny_gen = NULL;
     db->deny_state = 0;
-    denycache_free(db->deny);
+    rls__denycache_free(db->deny);
     db->deny = NULL;
 }

@@ -24,10 +24,10 @@ extern const int rls__migration_count;
 
 static int add(rls_rows *r, const char *check, const char *status, const char *detail)
 {
-    int row = rows_add(r);
-    return row < 0 || rows_put_str(r, row, "check", check) ||
-                   rows_put_str(r, row, "status", status) ||
-                   rows_put_str(r, row, "detail", detail)
+    int row = rls__rows_add(r);
+    return row < 0 || rls__rows_put_str(r, row, "check", check) ||
+                   rls__rows_put_str(r, row, "status", status) ||
+                   rls__rows_put_str(r, row, "detail", detail)
                ? -1 : 0;
 }
 
@@ -232,7 +232,7 @@ int rls_doctor(rls_db *db, int full, rls_rows **out)
     *out = NULL;
     if ((rc = rls__db_usable(db)))
         return rc;
-    rls_rows *r = rows_new(cols, 3);
+    rls_rows *r = rls__rows_new(cols, 3);
     if (!r)
         return rls__error(db, RLS_ENOMEM, "out of memory");
 

@@ -59,7 +59,7 @@ static int every_ip_load(rls_db *db)
         int bits;
         const char *key = sql_column_blob(st, 1);
         int kl = sql_column_bytes(st, 1);
-        if (!key || kl <= 0 || key_ip_net(key, (size_t)kl, a, &bits) != 0 || bits != 128)
+        if (!key || kl <= 0 || rls__key_ip_net(key, (size_t)kl, a, &bits) != 0 || bits != 128)
             continue;   /* not one address: matched by its text (keyctx.c) */
         if (n == cap) {
             int nc = cap ? cap * 2 : 16;
@@ -133,7 +133,7 @@ int rls__every_ip_apply(rls_db *db, key_ctx *ctx, int64_t now, int trusted)
     unsigned char net[16];
     int bits, rc;
     if (ctx->act->key_kind != KEY_IP ||
-        key_ip_net(ctx->key, ctx->keylen, net, &bits) != 0)
+        rls__key_ip_net(ctx->key, ctx->keylen, net, &bits) != 0)
         return RLS_OK;
     if (!db->every_ip_loaded || db->every_ip_gen != db->rules_gen) {
         if (trusted) {   /* no transaction to read them in: the usual path will */
@@ -145,7 +145,7 @@ int rls__every_ip_apply(rls_db *db, key_ctx *ctx, int64_t now, int trusted)
     }
     for (int i = 0; i < db->nevery_ip; i++) {
         const every_ip *e = &db->every_ip[i];
-        if (!key_net_contains(net, bits, e->addr))
+        if (!rls__key_net_contains(net, bits, e->addr))
             continue;
         if (trusted) {
             ctx->policy_maybe = 1;

@@ -11,7 +11,7 @@
 
 struct key_ctx;
 
-/* Right before keyctx_write_states(db, ctx): if the key has no counter of
+/* Right before rls__keyctx_write_states(db, ctx): if the key has no counter of
  * ctx's action yet and a state is about to be written, counts it.  Costs
  * nothing when a state of the key was read (the common case). */
 int rls__keycount_before_write(rls_db *db, const struct key_ctx *ctx);

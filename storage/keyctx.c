@@ -9,7 +9,7 @@
 #include "keycount.h"
 #include "keynorm.h"
 
-int keyctx_args(rls_db *db, const char *action, const char *key,
+int rls__keyctx_args(rls_db *db, const char *action, const char *key,
                 int64_t cost, int64_t now)
 {
     int rc = rls__db_usable(db);
@@ -112,7 +112,7 @@ static int read_policy(rls_db *db, key_ctx *ctx, int64_t now)
  * action's key is stored as given), and the one-flight probe. */
 static void canon_key(key_ctx *ctx)
 {
-    int n = key_canonical(ctx->raw, strlen(ctx->raw), ctx->canon, sizeof ctx->canon);
+    int n = rls__key_canonical(ctx->raw, strlen(ctx->raw), ctx->canon, sizeof ctx->canon);
     if (n < 0) {   /* no room: as it is */
         n = snprintf(ctx->canon, sizeof ctx->canon, "%s", ctx->raw);
         if (n >= (int)sizeof ctx->canon)
@@ -124,7 +124,7 @@ static void canon_key(key_ctx *ctx)
     ctx->probelen = same ? strlen(ctx->raw) : ctx->canonlen;
 }
 
-int keyctx_load(rls_db *db, key_ctx *ctx, const char *action, const char *key,
+int rls__keyctx_load(rls_db *db, key_ctx *ctx, const char *action, const char *key,
                 int normalised, int64_t now)
 {
     const char *why = "";
@@ -140,7 +140,7 @@ int keyctx_load(rls_db *db, key_ctx *ctx, const char *action, const char *key,
         return rc;
     if (!db->rules)
         return rls__error(db, RLS_ENORULES, "no rules applied to '%s' yet", db->path);
-    ctx->act = ruleset_action(db->rules, action);
+    ctx->act = rls__ruleset_action(db->rules, action);
     if (!ctx->act)
         return rls__error(db, RLS_ENOACTION, "action '%s' is not defined", action);
     if (normalised) {
@@ -148,12 +148,12 @@ int keyctx_load(rls_db *db, key_ctx *ctx, const char *action, const char *key,
         if (kl >= (int)sizeof ctx->key)
             kl = -2;
     } else {
-        kl = key_normalize(ctx->act->key_kind, ctx->act->ipv4_prefix, ctx->act->ipv6_prefix,
+        kl = rls__key_normalize(ctx->act->key_kind, ctx->act->ipv4_prefix, ctx->act->ipv6_prefix,
                            key, strlen(key), ctx->key, sizeof ctx->key, &why);
     }
     if (kl < 0 || kl > db->opt.max_key_len)
         return rls__error(db, RLS_EKEY, "key is not valid for action '%s' (%s keys): %s",
-                          action, key_kind_name(ctx->act->key_kind),
+                          action, rls__key_kind_name(ctx->act->key_kind),
                           kl == -2 || kl > 0 ? "too long" : why);
     ctx->keylen = (size_t)kl;
     canon_key(ctx);
@@ -162,7 +162,7 @@ int keyctx_load(rls_db *db, key_ctx *ctx, const char *action, const char *key,
 
     const assign_cand *const lists[2] = {ctx->exact, db->patterns};
     const int counts[2] = {ctx->nexact, db->npatterns};
-    resolve_tier(db->rules, ctx->act->name, ctx->key, ctx->keylen, lists, counts, 2, now,
+    rls__resolve_tier(db->rules, ctx->act->name, ctx->key, ctx->keylen, lists, counts, 2, now,
                  &ctx->tier);
     ctx->behaviour = TIER_NORMAL;
     if (ctx->tier.def && ctx->tier.def->blocked)
@@ -170,7 +170,7 @@ int keyctx_load(rls_db *db, key_ctx *ctx, const char *action, const char *key,
     else if (ctx->tier.def && ctx->tier.def->unlimited)
         ctx->behaviour = TIER_UNLIMITED;
 
-    ctx->n = resolve_limits(ctx->act, ctx->tier.tier, ctx->ov, ctx->nov, now, ctx->rl,
+    ctx->n = rls__resolve_limits(ctx->act, ctx->tier.tier, ctx->ov, ctx->nov, now, ctx->rl,
                             RESOLVE_MAX_LIMITS);
     if (ctx->n < 0) {
         ctx->n = 0;
@@ -261,7 +261,7 @@ static int read_floor(rls_db *db, int64_t lid, int64_t now, int64_t *floor_ms)
                                            : rls__sql_error(db, rc, "cannot read clock floor");
 }
 
-int keyctx_read_states(rls_db *db, key_ctx *ctx)
+int rls__keyctx_read_states(rls_db *db, key_ctx *ctx)
 {
     rls_stmt *st = rls__stmt(db, db->tx_write ? STMT_STATE_GET : STMT_STATE_READ);
     int rc = SQL_DONE;
@@ -309,7 +309,7 @@ int keyctx_read_states(rls_db *db, key_ctx *ctx)
     return RLS_OK;
 }
 
-int keyctx_write_states(rls_db *db, key_ctx *ctx)
+int rls__keyctx_write_states(rls_db *db, key_ctx *ctx)
 {
     rls_stmt *put = rls__stmt(db, STMT_STATE_PUT), *add = rls__stmt(db, STMT_STATE_NEW);
     if (!put || !add)
@@ -346,7 +346,7 @@ int keyctx_write_states(rls_db *db, key_ctx *ctx)
     return RLS_OK;
 }
 
-void keyctx_release(key_ctx *ctx)
+void rls__keyctx_release(key_ctx *ctx)
 {
     for (int i = 0; i < ctx->n; i++) {
         free(ctx->st[i].log);

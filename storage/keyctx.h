@@ -23,7 +23,7 @@ typedef struct key_ctx {
     size_t keylen;
     const char *raw;                    /* as the caller gave it */
     /* The caller's key in the form rows of every action are stored in
-     * (keynorm.h key_canonical), and the key a one-flight check's guard
+     * (keynorm.h rls__key_canonical), and the key a one-flight check's guard
      * probes beside the normalised one (pg_fast.c): the canonical form
      * when it differs from the normalised key, else the key as given. */
     char canon[RLS_KEY_MAX_LIMIT + 64];
@@ -54,8 +54,8 @@ typedef struct key_ctx {
     decide_item items[RESOLVE_MAX_LIMITS];
     decide_sib sib[RESOLVE_MAX_LIMITS][RULES_SIB_MAX];  /* other variants' states */
     int n;
-    int64_t now;                        /* the caller's time (keyctx_load) */
-    int nfound;                         /* rows keyctx_read_states found (keycount.c) */
+    int64_t now;                        /* the caller's time (rls__keyctx_load) */
+    int nfound;                         /* rows rls__keyctx_read_states found (keycount.c) */
     int deciding;                       /* a peek's deciding item, or -1 (admin_view.c) */
     unsigned char row[RESOLVE_MAX_LIMITS];  /* limit i has a stored row */
 
@@ -65,21 +65,21 @@ typedef struct key_ctx {
 } key_ctx;
 
 /* Validates the arguments every per-key call shares. */
-int keyctx_args(rls_db *db, const char *action, const char *key,
+int rls__keyctx_args(rls_db *db, const char *action, const char *key,
                 int64_t cost, int64_t now);
 
 /* Inside a transaction: refreshes the rule cache, then fills ctx up to and
  * including the tier and the resolved limits (not the states).  `key` is
  * the caller's key, normalised here for the action, or with normalised != 0
  * a key that already is (as stored in a reservation). */
-int keyctx_load(rls_db *db, key_ctx *ctx, const char *action, const char *key,
+int rls__keyctx_load(rls_db *db, key_ctx *ctx, const char *action, const char *key,
                 int normalised, int64_t now);
 
 /* Reads the state of every resolved limit into ctx->st/items. */
-int keyctx_read_states(rls_db *db, key_ctx *ctx);
+int rls__keyctx_read_states(rls_db *db, key_ctx *ctx);
 
 /* Writes every item marked changed. */
-int keyctx_write_states(rls_db *db, key_ctx *ctx);
+int rls__keyctx_write_states(rls_db *db, key_ctx *ctx);
 
 /* Rows of every action whose key is an IP address, for an IP action's
  * check (everykey.c): taken into ctx as its own rows are; with trusted
@@ -93,6 +93,6 @@ int rls__every_ip_apply(rls_db *db, key_ctx *ctx, int64_t now, int trusted);
 int rls__peek_refunds(rls_db *db, key_ctx *ctx, int64_t now);
 
 /* Frees the log buffers of the states. */
-void keyctx_release(key_ctx *ctx);
+void rls__keyctx_release(key_ctx *ctx);
 
 #endif

@@ -57,8 +57,8 @@ int rls__keystat_note(rls_db *db, const char *action, const char *key, size_t ke
     if (res->allowed) {
         if (res->limit <= 0)
             return 0;
-        ppm = pressure_ppm(pressure_used(res, NULL), res->limit);
-        if (!pressure_hot(ppm))
+        ppm = rls__pressure_ppm(rls__pressure_used(res, NULL), res->limit);
+        if (!rls__pressure_hot(ppm))
             return 0;
     }
     if (!db->kacc && !(db->kacc = calloc(KACC_SLOTS, sizeof *db->kacc)))

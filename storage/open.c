@@ -133,7 +133,7 @@ const char *rls_errmsg(rls_db *db)
  * must never write more than the program's sizeof(rls_options), which the
  * library cannot see.  The struct grew (counters_path and what follows):
  * programs built against the first header are bound to the symbol version
- * RLSTORE_0 and get options_init_v0, which fills only the first layout;
+ * RLSTORE_0 and get rls__options_init_v0, which fills only the first layout;
  * programs built since link rls_options_init@@RLSTORE_0.2 (librlstore.map,
  * docs/ABI.md).  The next field appended needs the next version node.
  */
@@ -155,23 +155,23 @@ static void options_defaults(rls_options *opt, size_t size)
 
 /* Exported only under their versioned names (the version script makes
  * these names local). */
-__attribute__((visibility("default"))) void options_init_v0(rls_options *opt);
-__attribute__((visibility("default"))) void options_init_v2(rls_options *opt);
+__attribute__((visibility("default"))) void rls__options_init_v0(rls_options *opt);
+__attribute__((visibility("default"))) void rls__options_init_v2(rls_options *opt);
 
-void options_init_v0(rls_options *opt)
+void rls__options_init_v0(rls_options *opt)
 {
     if (opt)
         options_defaults(opt, OPTIONS_V0_SIZE);
 }
 
-void options_init_v2(rls_options *opt)
+void rls__options_init_v2(rls_options *opt)
 {
     if (opt)
         options_defaults(opt, sizeof *opt);
 }
 
-__asm__(".symver options_init_v0, rls_options_init@RLSTORE_0");
-__asm__(".symver options_init_v2, rls_options_init@@RLSTORE_0.2");
+__asm__(".symver rls__options_init_v0, rls_options_init@RLSTORE_0");
+__asm__(".symver rls__options_init_v2, rls_options_init@@RLSTORE_0.2");
 
 /* Copies the fields the caller's struct has (it may be older and smaller). */
 static int options_take(rls_options *dst, const rls_options *src)

@@ -205,7 +205,7 @@ static void p_bytes(fast_op *op, const void *p, size_t len)
 }
 
 /* The stored form of a state's log: NULL when it has no entry (as
- * keyctx_write_states writes it). */
+ * rls__keyctx_write_states writes it). */
 static void p_log(fast_op *op, const algo_state *s)
 {
     p_bytes(op, s->log && s->log_len ? s->log : NULL, s->log_len);
@@ -602,7 +602,7 @@ static int attempt(rls_db *db, key_ctx *ctx, int64_t cost, int64_t now, int *rea
                            : pc->lost ? RLS__FAST_PASS : FAST_AGAIN;
         goto done;
     }
-    if (decide_check(ctx->items, ctx->n, ctx->behaviour, now, db->gc_horizon, cost, 1, res,
+    if (rls__decide_check(ctx->items, ctx->n, ctx->behaviour, now, db->gc_horizon, cost, 1, res,
                      &dout) != 0 || dout.penalty >= 0)
         goto done;   /* a penalty to impose, or a refusal to word */
     int64_t pgen = clean_gen(db, ctx);
@@ -648,7 +648,7 @@ static int attempt(rls_db *db, key_ctx *ctx, int64_t cost, int64_t now, int *rea
 done:
     clear_results(out, n);
     PQclear(err);
-    keyctx_release(ctx);
+    rls__keyctx_release(ctx);
     free_logs(old, ctx->n);
     return rc;
 }
@@ -670,13 +670,13 @@ int rls__pg_fast_check(rls_db *db, key_ctx *ctx, const char *action, const char 
     if (!fast_usable(db, now))
         return RLS__FAST_PASS;
     db->fast_trust = 1;   /* the rules as cached: the guard checks them (cache.c) */
-    int lrc = keyctx_load(db, ctx, action, key, 0, now);
+    int lrc = rls__keyctx_load(db, ctx, action, key, 0, now);
     db->fast_trust = 0;
     if (lrc != RLS_OK || ctx->n == 0 || ctx->behaviour == TIER_BLOCKED || ctx->policy_maybe ||
         has_variants(ctx) ||
         fast_prepare(db) != SQL_OK) {
         db->errmsg[0] = '\0';   /* the usual path says it again, if it is so */
-        keyctx_release(ctx);
+        rls__keyctx_release(ctx);
         return db->pg->timed_out ? timed_out_error(db) : RLS__FAST_PASS;
     }
     for (int i = 0; i < FAST_ATTEMPTS; i++) {

@@ -82,10 +82,10 @@ static int norm_key(rls_db *db, const char *action, const char *key, char *out,
     int rc = rls__cache_refresh(db);
     if (rc)
         return rc;
-    const rule_action *act = db->rules ? ruleset_action(db->rules, action) : NULL;
+    const rule_action *act = db->rules ? rls__ruleset_action(db->rules, action) : NULL;
     if (!act)
         return rls__error(db, RLS_ENOACTION, "action '%s' is not defined", action);
-    int n = key_normalize(act->key_kind, act->ipv4_prefix, act->ipv6_prefix, key,
+    int n = rls__key_normalize(act->key_kind, act->ipv4_prefix, act->ipv6_prefix, key,
                           strlen(key), out, size, &why);
     if (n < 0)
         return rls__error(db, RLS_EKEY, "key is not valid for action '%s': %s", action,
@@ -117,7 +117,7 @@ static const char *stored_key(const struct block_arg *a)
 
 static int canon_key(rls_db *db, const char *key, char *out, size_t size)
 {
-    if (key_canonical(key, strlen(key), out, size) < 0)
+    if (rls__key_canonical(key, strlen(key), out, size) < 0)
         return rls__error(db, RLS_EKEY, "key is too long");
     return RLS_OK;
 }
@@ -137,7 +137,7 @@ static int block_key(rls_db *db, struct block_arg *a)
 /* "forever" for 0, else the instant as ISO-8601 UTC: audit text. */
 static const char *until_text(int64_t ms, char *buf, size_t size)
 {
-    if (ms <= 0 || timefmt_format(ms, buf, size) < 0)
+    if (ms <= 0 || rls__timefmt_format(ms, buf, size) < 0)
         snprintf(buf, size, "forever");
     return buf;
 }
@@ -331,7 +331,7 @@ static int unblock_targets(rls_db *db, const char *key, unblock_list *l)
     for (int i = 0; db->rules && i < db->rules->nactions; i++) {
         const rule_action *act = &db->rules->actions[i];
         const char *why = "";
-        if (key_normalize(act->key_kind, act->ipv4_prefix, act->ipv6_prefix, key, strlen(key),
+        if (rls__key_normalize(act->key_kind, act->ipv4_prefix, act->ipv6_prefix, key, strlen(key),
                           nk, sizeof nk, &why) >= 0 &&
             (rc = unblock_add(db, l, nk, act->name)))
             return rc;
@@ -434,7 +434,7 @@ static int tier_fn(rls_db *db, void *p, int64_t now)
             return rc;
         key = nk;
     } else if (a->action[0] && (rc = rls__cache_refresh(db)) == RLS_OK &&
-               (!db->rules || !ruleset_action(db->rules, a->action))) {
+               (!db->rules || !rls__ruleset_action(db->rules, a->action))) {
         return rls__error(db, RLS_ENOACTION, "action '%s' is not defined", a->action);
     } else if (rc) {
         return rc;
@@ -456,7 +456,7 @@ static int tier_fn(rls_db *db, void *p, int64_t now)
     if (a->tier) {
         if ((rc = rls__cache_refresh(db)))
             return rc;
-        if (!db->rules || !ruleset_tier(db->rules, a->tier))
+        if (!db->rules || !rls__ruleset_tier(db->rules, a->tier))
             return rls__error(db, RLS_ENOTFOUND, "tier '%s' is not defined in the active rules",
                               a->tier);
     }
@@ -493,7 +493,7 @@ static int tier_common(rls_db *db, const char *action, const char *key, const ch
     if ((rc = check_name(db, "action", action, 1)) || (rc = check_key(db, key)) ||
         (tier && (rc = check_name(db, "tier", tier, 0))))
         return rc;
-    if (key_pattern_parse(key, &pat, &why) != 0)
+    if (rls__key_pattern_parse(key, &pat, &why) != 0)
         return rls__error(db, RLS_EKEY, "'%s' is not a valid key or pattern: %s", key, why);
     if (until < 0 || until > RLS_TIME_MAX)
         return rls__error(db, RLS_ETIME, "expiry %lld is out of range", (long long)until);
@@ -551,7 +551,7 @@ struct override_arg {
  * token_bucket whose burst follows the limit must fit its scaled level. */
 static int check_override_fits(rls_db *db, const struct override_arg *a)
 {
-    const rule_action *act = ruleset_action(db->rules, a->action);
+    const rule_action *act = rls__ruleset_action(db->rules, a->action);
     int known = 0;
     for (int t = -1; act && t < act->ntiers; t++) {
         const rule_limit *ls = t < 0 ? act->limits : act->tiers[t].limits;
@@ -562,7 +562,7 @@ static int check_override_fits(rls_db *db, const struct override_arg *a)
                 continue;
             known = 1;
             if (l->algorithm == ALGO_SLIDING_LOG &&
-                decide_overage(a->limit, l->overage_pct) > ALGO_SLIDING_LOG_MAX)
+                rls__decide_overage(a->limit, l->overage_pct) > ALGO_SLIDING_LOG_MAX)
                 return rls__error(db, RLS_EINVAL, "limit '%s' of action '%s' is a sliding_log "
                                   "and takes at most %d units (overage included)",
                                   a->name, a->action, ALGO_SLIDING_LOG_MAX);

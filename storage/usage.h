@@ -98,34 +98,34 @@ typedef struct tail_cur {
 } tail_cur;
 
 /* ---- usage_src.c ---------------------------------------------------------- */
-int usage_stmt(usage_ctx *u, int id, rls_stmt **out);
-void usage_ctx_free(usage_ctx *u);
+int rls__usage_stmt(usage_ctx *u, int id, rls_stmt **out);
+void rls__usage_ctx_free(usage_ctx *u);
 /* The row of key in s, peeked on first use; *row = -1 if out of memory
  * (error recorded). */
-int usage_peek(usage_ctx *u, usage_src *s, const char *key, int *row);
+int rls__usage_peek(usage_ctx *u, usage_src *s, const char *key, int *row);
 /* Decides which actions are small (their universe loaded): with a key
  * filter, when few keys contain it; else when the database has few keys. */
-int usage_small(usage_ctx *u);
+int rls__usage_small(usage_ctx *u);
 /* Finds s's head with at least `want` candidates of each kind (all of
  * them if fewer). */
-int usage_head(usage_ctx *u, usage_src *s, int want);
+int rls__usage_head(usage_ctx *u, usage_src *s, int want);
 /* Positions c on s's tail, direction dir, at key (forward: keys >= key, or
  * > key if !incl; backward: keys < key, or <= key if incl); key NULL: the
  * start (forward) or the end (backward).  No key is current yet. */
-int tail_open(usage_ctx *u, tail_cur *c, usage_src *s, int dir, const char *key, int incl);
+int rls__tail_open(usage_ctx *u, tail_cur *c, usage_src *s, int dir, const char *key, int incl);
 /* Moves c to its next tail key, reading no further than frontier (NULL:
- * no limit).  c->key NULL: none up to the frontier, or tail_done(c). */
-int tail_next(usage_ctx *u, tail_cur *c, const char *frontier);
+ * no limit).  c->key NULL: none up to the frontier, or rls__tail_done(c). */
+int rls__tail_next(usage_ctx *u, tail_cur *c, const char *frontier);
 /* Nothing is left of c. */
-int tail_done(const tail_cur *c);
+int rls__tail_done(const tail_cur *c);
 /* The farthest key c has read (a frontier for the others), or its key. */
-const char *tail_reach(const tail_cur *c);
+const char *rls__tail_reach(const tail_cur *c);
 /* Whatever is left of c comes after key in c's direction (or nothing is). */
-int tail_beyond(const tail_cur *c, const char *key);
-void tail_close(tail_cur *c);
+int rls__tail_beyond(const tail_cur *c, const char *key);
+void rls__tail_close(tail_cur *c);
 /* Whether (action s, key) belongs to the head. */
-int usage_in_head(usage_ctx *u, usage_src *s, const char *key, int *in);
+int rls__usage_in_head(usage_ctx *u, usage_src *s, const char *key, int *in);
 /* The length of the list of every action of u (see rls_usage_count_at). */
-int usage_count(usage_ctx *u, int64_t *n);
+int rls__usage_count(usage_ctx *u, int64_t *n);
 
 #endif

@@ -110,7 +110,7 @@ static int expand(char *buf, size_t size, size_t *o, const char *src, int sort, 
     return 0;
 }
 
-int usage_stmt(usage_ctx *u, int id, rls_stmt **out)
+int rls__usage_stmt(usage_ctx *u, int id, rls_stmt **out)
 {
     char sql[2048];
     size_t o = 0;
@@ -143,7 +143,7 @@ static void bind_all(usage_ctx *u, rls_stmt *st, const char *action, int64_t lim
     sql_bind_blob(st, 6, u->inf, (int)sizeof u->inf, SQL_STATIC);   /* no frontier */
 }
 
-void usage_ctx_free(usage_ctx *u)
+void rls__usage_ctx_free(usage_ctx *u)
 {
     for (int i = 0; i < UST__COUNT; i++) {
         sql_finalize(u->st[i]);
@@ -259,7 +259,7 @@ static int memo_grow(usage_src *s)
 static int denials(usage_ctx *u, usage_src *s, const char *key, int64_t *d)
 {
     rls_stmt *st;
-    int rc = usage_stmt(u, UST_DENIALS, &st);
+    int rc = rls__usage_stmt(u, UST_DENIALS, &st);
     *d = 0;
     if (rc)
         return rc;
@@ -278,7 +278,7 @@ static int fill_row(usage_ctx *u, usage_src *s, usage_row *r)
     rls_result res;
     key_ctx *ctx = u->kc;
     int rc = rls__peek_key(u->db, ctx, s->action, r->key, 1, u->now, &res);
-    keyctx_release(ctx);
+    rls__keyctx_release(ctx);
     if (rc == RLS_EKEY) {   /* e.g. a block of every action on a key this one refuses */
         r->skip = 1;
         u->db->errmsg[0] = '\0';
@@ -292,22 +292,22 @@ static int fill_row(usage_ctx *u, usage_src *s, usage_row *r)
     r->remaining = res.remaining;
     /* units in use, past the capacity too (core/pressure.c) */
     int has = ctx->deciding >= 0 && ctx->deciding < ctx->n;
-    r->used = pressure_used(&res, has ? &ctx->items[ctx->deciding].meta : NULL);
-    r->ppm = pressure_ppm(r->used, res.limit);
+    r->used = rls__pressure_used(&res, has ? &ctx->items[ctx->deciding].meta : NULL);
+    r->ppm = rls__pressure_ppm(r->used, res.limit);
     r->reset_ms = res.reset_ms;
     r->blocked = ctx->block.active || ctx->behaviour == TIER_BLOCKED;
     r->block_until = ctx->block.active ? ctx->block.until_ms : 0;
-    r->state = pressure_state(r->blocked, &res, r->ppm);
+    r->state = rls__pressure_state(r->blocked, &res, r->ppm);
     if ((rc = denials(u, s, r->key, &r->denied)))
         return rc;
     if (u->sort == RLS_SORT_DENIED)
         r->pressing = r->denied > 0;
     else if (u->sort != RLS_SORT_KEY)
-        r->pressing = r->blocked || pressure_hot(r->ppm);
+        r->pressing = r->blocked || rls__pressure_hot(r->ppm);
     return RLS_OK;
 }
 
-int usage_peek(usage_ctx *u, usage_src *s, const char *key, int *row)
+int rls__usage_peek(usage_ctx *u, usage_src *s, const char *key, int *row)
 {
     int r = memo_find(s, key);
     *row = r;
@@ -348,7 +348,7 @@ int usage_peek(usage_ctx *u, usage_src *s, const char *key, int *row)
 static int add_candidates(usage_ctx *u, usage_src *s, char **keys, int n)
 {
     for (int i = 0; i < n; i++) {
-        int row, rc = usage_peek(u, s, keys[i], &row);
+        int row, rc = rls__usage_peek(u, s, keys[i], &row);
         if (rc)
             return rc;
         const usage_row *r = &s->rows[row];
@@ -377,7 +377,7 @@ static int candidates(usage_ctx *u, usage_src *s, int id, int want, int *all)
 {
     rls_stmt *st;
     char **keys;
-    int n, rc = usage_stmt(u, id, &st);
+    int n, rc = rls__usage_stmt(u, id, &st);
     if (rc)
         return rc;
     bind_all(u, st, s->action, want, NULL, 0);
@@ -418,7 +418,7 @@ static int uni_add(usage_ctx *u, usage_src *s, const char *key, int *cap)
 static int small_by_substr(usage_ctx *u)
 {
     rls_stmt *st;
-    int rc = usage_stmt(u, UST_SUBSTR_KEYS, &st), rows = 0, step;
+    int rc = rls__usage_stmt(u, UST_SUBSTR_KEYS, &st), rows = 0, step;
     int *cap = calloc((size_t)u->nsrc + 1, sizeof *cap);
     const int max_rows = USAGE_EXACT_MAX * 8;   /* a key has a row per limit */
     if (!rc && !cap)
@@ -466,7 +466,7 @@ static int small_by_action(usage_ctx *u, usage_src *s)
     rls_stmt *st;
     char **keys;
     int n, rc;
-    if ((rc = usage_stmt(u, UST_FWD, &st)))
+    if ((rc = rls__usage_stmt(u, UST_FWD, &st)))
         return rc;
     bind_all(u, st, s->action, USAGE_EXACT_MAX + 1, NULL, 0);
     if ((rc = read_keys(u, st, &keys, NULL, &n, 0)))
@@ -477,7 +477,7 @@ static int small_by_action(usage_ctx *u, usage_src *s)
     return RLS_OK;
 }
 
-int usage_small(usage_ctx *u)
+int rls__usage_small(usage_ctx *u)
 {
     int rc = RLS_OK;
     if (u->substr)
@@ -487,7 +487,7 @@ int usage_small(usage_ctx *u)
     return rc;
 }
 
-int usage_head(usage_ctx *u, usage_src *s, int want)
+int rls__usage_head(usage_ctx *u, usage_src *s, int want)
 {
     int rc = RLS_OK;
     if (s->head_want == 0 && s->small && (rc = add_candidates(u, s, s->uni, s->nuni)))
@@ -554,22 +554,22 @@ static int bound_cmp(const tail_cur *c, const char *key)
     return r ? r : c->boundlen < kl ? -1 : c->boundlen > kl;
 }
 
-int tail_done(const tail_cur *c)
+int rls__tail_done(const tail_cur *c)
 {
     return c->eof && c->pos == c->n;
 }
 
-const char *tail_reach(const tail_cur *c)
+const char *rls__tail_reach(const tail_cur *c)
 {
     if (c->s->small && c->s->nuni > 0)
         return c->s->uni[c->dir > 0 ? c->s->nuni - 1 : 0];
     return c->n > 0 ? c->keys[c->n - 1] : c->key;
 }
 
-int tail_beyond(const tail_cur *c, const char *key)
+int rls__tail_beyond(const tail_cur *c, const char *key)
 {
-    if (tail_done(c) || c->s->small || !c->bound || c->pos < c->n)
-        return tail_done(c);   /* (what is left of a batch comes first) */
+    if (rls__tail_done(c) || c->s->small || !c->bound || c->pos < c->n)
+        return rls__tail_done(c);   /* (what is left of a batch comes first) */
     /* forward: what is left is >= bound; backward: < bound */
     return c->dir > 0 ? bound_cmp(c, key) > 0 : bound_cmp(c, key) <= 0;
 }
@@ -579,7 +579,7 @@ int tail_beyond(const tail_cur *c, const char *key)
 static int fetch_batch(usage_ctx *u, tail_cur *c, const char *frontier)
 {
     rls_stmt *st;
-    int rc = usage_stmt(u, c->dir > 0 ? UST_FWD : UST_BWD, &st);
+    int rc = rls__usage_stmt(u, c->dir > 0 ? UST_FWD : UST_BWD, &st);
     if (rc)
         return rc;
     free_batch(c);
@@ -618,7 +618,7 @@ static int fetch_batch(usage_ctx *u, tail_cur *c, const char *frontier)
     return set_bound(u, c, frontier, strlen(frontier), c->dir > 0);
 }
 
-int tail_open(usage_ctx *u, tail_cur *c, usage_src *s, int dir, const char *key, int incl)
+int rls__tail_open(usage_ctx *u, tail_cur *c, usage_src *s, int dir, const char *key, int incl)
 {
     memset(c, 0, sizeof *c);
     c->s = s;
@@ -643,7 +643,7 @@ int tail_open(usage_ctx *u, tail_cur *c, usage_src *s, int dir, const char *key,
     return RLS_OK;
 }
 
-int tail_next(usage_ctx *u, tail_cur *c, const char *frontier)
+int rls__tail_next(usage_ctx *u, tail_cur *c, const char *frontier)
 {
     for (;;) {
         const char *k;
@@ -673,7 +673,7 @@ int tail_next(usage_ctx *u, tail_cur *c, const char *frontier)
         c->key = k;
         if (!cand)
             return RLS_OK;
-        if ((rc = usage_peek(u, c->s, k, &c->row)))
+        if ((rc = rls__usage_peek(u, c->s, k, &c->row)))
             return rc;
         const usage_row *r = &c->s->rows[c->row];
         if (!r->skip && !r->pressing)
@@ -681,14 +681,14 @@ int tail_next(usage_ctx *u, tail_cur *c, const char *frontier)
     }
 }
 
-void tail_close(tail_cur *c)
+void rls__tail_close(tail_cur *c)
 {
     free_batch(c);
     free(c->bound);
     c->bound = NULL;
 }
 
-int usage_in_head(usage_ctx *u, usage_src *s, const char *key, int *in)
+int rls__usage_in_head(usage_ctx *u, usage_src *s, const char *key, int *in)
 {
     tail_cur c;
     int row, rc;
@@ -696,24 +696,24 @@ int usage_in_head(usage_ctx *u, usage_src *s, const char *key, int *in)
     if (u->sort == RLS_SORT_KEY)
         return RLS_OK;
     if (s->small) {
-        rc = usage_peek(u, s, key, &row);
+        rc = rls__usage_peek(u, s, key, &row);
         if (rc == RLS_OK)
             *in = !s->rows[row].skip && s->rows[row].pressing;
         return rc;
     }
     /* a candidate that is pressing: the tail's walk skips exactly those */
-    if ((rc = tail_open(u, &c, s, 1, key, 1)) == RLS_OK && (rc = tail_next(u, &c, key)) == RLS_OK &&
+    if ((rc = rls__tail_open(u, &c, s, 1, key, 1)) == RLS_OK && (rc = rls__tail_next(u, &c, key)) == RLS_OK &&
         (!c.key || strcmp(c.key, key) != 0)) {
-        rc = usage_peek(u, s, key, &row);
+        rc = rls__usage_peek(u, s, key, &row);
         /* not in the tail: in the head if it is a key of the action at all */
         if (rc == RLS_OK)
             *in = !s->rows[row].skip && s->rows[row].pressing;
     }
-    tail_close(&c);
+    rls__tail_close(&c);
     return rc;
 }
 
-int usage_count(usage_ctx *u, int64_t *n)
+int rls__usage_count(usage_ctx *u, int64_t *n)
 {
     rls_stmt *st;
     int rc = RLS_OK, step;
@@ -723,7 +723,7 @@ int usage_count(usage_ctx *u, int64_t *n)
         rc = rls__keycount_get(u->db, u->src[i].action, &k);
         *n += k;
     }
-    if (rc == RLS_OK && u->substr && (rc = usage_stmt(u, UST_COUNT_SUB, &st)) == RLS_OK) {
+    if (rc == RLS_OK && u->substr && (rc = rls__usage_stmt(u, UST_COUNT_SUB, &st)) == RLS_OK) {
         bind_all(u, st, "", 0, NULL, 0);
         while ((step = sql_step(st)) == SQL_ROW) {
             const char *a = (const char *)sql_column_text(st, 0);
@@ -737,7 +737,7 @@ int usage_count(usage_ctx *u, int64_t *n)
     }
     /* and the blocked keys without counters */
     for (int i = 0; rc == RLS_OK && i < u->nsrc; i++) {
-        if ((rc = usage_stmt(u, UST_COUNT_BLOCKED, &st)))
+        if ((rc = rls__usage_stmt(u, UST_COUNT_BLOCKED, &st)))
             break;
         bind_all(u, st, u->src[i].action, 0, NULL, 0);
         step = sql_step(st);

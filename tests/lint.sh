@@ -1,5 +1,5 @@
 #!/bin/sh
-# tests/lint.sh [--warnings] [ROOT] - the house rules that grep can check
+# tests/lint.sh [ROOT] - the house rules that grep can check
 # (`make lint`; tests/meta/test_lint.sh runs it on made-up trees).  Fast,
 # no network, no build.  One line per finding, "lint: FILE:LINE: what";
 # exits 1 when there is any.
@@ -15,12 +15,9 @@
 #     file grown past its LINES.
 #  3. Internal names: a function of core/ or storage/ that is not static
 #     carries the prefix rls__ (internal) or rls_ (public, and then it is
-#     declared in include/rlstore.h).  Many do not yet: renaming them is a
-#     later step of issue #18, so this check only counts them, as one
-#     "warning" line; --warnings lists them one a line.  It does not fail.
+#     declared in include/rlstore.h), so that librlstore.a exports no
+#     name an application could collide with.
 # ROOT defaults to the repository this script is in.
-warn_list=0
-if [ "${1:-}" = --warnings ]; then warn_list=1; shift; fi
 root=${1:-$(dirname "$0")/..}
 cd "$root" || exit 2
 MAX_LINES=800
@@ -109,7 +106,7 @@ if [ -f "$ALLOW" ]; then
     done
 fi
 
-# ---- 3. internal names (a warning count) -------------------------------------
+# ---- 3. internal names -------------------------------------------------------
 # A definition is a line in column 0 that is not static, names a function
 # (an identifier and "(") and is followed, after its parameter lines, by a
 # "{" line in column 0 (the house style; a return type alone on the line
@@ -143,13 +140,7 @@ unprefixed() {
         esac
     done
 }
-names=$(unprefixed)
-nwarn=$(printf '%s' "$names" | grep -c .)
-if [ "$warn_list" = 1 ]; then
-    [ -n "$names" ] && printf '%s\n' "$names" | sed 's/^/warning: /'
-elif [ "$nwarn" -gt 0 ]; then
-    echo "lint: warning: $nwarn non-static functions of core/ and storage/ without the prefix rls__ (not a failure yet; list: sh tests/lint.sh --warnings)"
-fi
+unprefixed | while IFS= read -r line; do finding "$line"; done
 
 nfind=$(grep -c . "$out")
 cat "$out"

@@ -43,7 +43,7 @@ static algo_meta run(const algo_params *p, algo_state *st, int64_t now,
 {
     algo_meta m;
     memset(&m, 0x5a, sizeof m);
-    assert_int_equal(algo_decide(p, NULL, st, now, cost, charge, &m), 0);
+    assert_int_equal(rls__algo_decide(p, NULL, st, now, cost, charge, &m), 0);
     return m;
 }
 
@@ -56,7 +56,7 @@ static int take(const algo_params *p, algo_state *st, int64_t now,
 static void refund(const algo_params *p, algo_state *st, int64_t now,
                    int64_t at, int64_t cost)
 {
-    assert_int_equal(algo_refund(p, NULL, st, now, at, cost), 0);
+    assert_int_equal(rls__algo_refund(p, NULL, st, now, at, cost), 0);
 }
 
 static void assert_meta(algo_meta m, int ok, int64_t rem, int64_t reset,
@@ -96,26 +96,26 @@ static void test_names_round_trip(void **unused)
 {
     (void)unused;
     for (int k = ALGO_FIXED_WINDOW; k <= ALGO_LEAKY_BUCKET; k++)
-        assert_int_equal(algo_from_name(algo_name(k)), k);
-    assert_string_equal(algo_name(ALGO_SLIDING_LOG), "sliding_log");
-    assert_string_equal(algo_name(ALGO_GCRA), "gcra");
-    assert_null(algo_name(0));
-    assert_null(algo_name(7));
-    assert_int_equal(algo_from_name("leaky"), 0);
-    assert_int_equal(algo_from_name(NULL), 0);
-    assert_int_equal(algo_from_name("Fixed_Window"), 0);
+        assert_int_equal(rls__algo_from_name(rls__algo_name(k)), k);
+    assert_string_equal(rls__algo_name(ALGO_SLIDING_LOG), "sliding_log");
+    assert_string_equal(rls__algo_name(ALGO_GCRA), "gcra");
+    assert_null(rls__algo_name(0));
+    assert_null(rls__algo_name(7));
+    assert_int_equal(rls__algo_from_name("leaky"), 0);
+    assert_int_equal(rls__algo_from_name(NULL), 0);
+    assert_int_equal(rls__algo_from_name("Fixed_Window"), 0);
 }
 
 static void test_is_bucket(void **unused)
 {
     (void)unused;
-    assert_false(algo_is_bucket(ALGO_FIXED_WINDOW));
-    assert_false(algo_is_bucket(ALGO_SLIDING_WINDOW));
-    assert_false(algo_is_bucket(ALGO_SLIDING_LOG));
-    assert_true(algo_is_bucket(ALGO_TOKEN_BUCKET));
-    assert_true(algo_is_bucket(ALGO_GCRA));
-    assert_true(algo_is_bucket(ALGO_LEAKY_BUCKET));
-    assert_false(algo_is_bucket(99));
+    assert_false(rls__algo_is_bucket(ALGO_FIXED_WINDOW));
+    assert_false(rls__algo_is_bucket(ALGO_SLIDING_WINDOW));
+    assert_false(rls__algo_is_bucket(ALGO_SLIDING_LOG));
+    assert_true(rls__algo_is_bucket(ALGO_TOKEN_BUCKET));
+    assert_true(rls__algo_is_bucket(ALGO_GCRA));
+    assert_true(rls__algo_is_bucket(ALGO_LEAKY_BUCKET));
+    assert_false(rls__algo_is_bucket(99));
 }
 
 static void test_null_arguments_rejected(void **unused)
@@ -124,12 +124,12 @@ static void test_null_arguments_rejected(void **unused)
     algo_state st = fresh();
     algo_meta m;
     (void)unused;
-    assert_int_equal(algo_decide(NULL, NULL, &st, BASE, 1, 1, &m), -1);
-    assert_int_equal(algo_decide(&p, NULL, NULL, BASE, 1, 1, &m), -1);
-    assert_int_equal(algo_decide(&p, NULL, &st, BASE, 1, 1, NULL), -1);
-    assert_int_equal(algo_refund(&p, NULL, NULL, BASE, BASE, 1), -1);
+    assert_int_equal(rls__algo_decide(NULL, NULL, &st, BASE, 1, 1, &m), -1);
+    assert_int_equal(rls__algo_decide(&p, NULL, NULL, BASE, 1, 1, &m), -1);
+    assert_int_equal(rls__algo_decide(&p, NULL, &st, BASE, 1, 1, NULL), -1);
+    assert_int_equal(rls__algo_refund(&p, NULL, NULL, BASE, BASE, 1), -1);
     /* the buckets ignore the window: NULL is fine */
-    assert_int_equal(algo_decide(&p, NULL, &st, BASE, 1, 1, &m), 0);
+    assert_int_equal(rls__algo_decide(&p, NULL, &st, BASE, 1, 1, &m), 0);
 }
 
 /* ---- token_bucket: golang.org/x/time/rate ---------------------------------

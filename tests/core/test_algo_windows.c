@@ -54,7 +54,7 @@ static algo_meta run(const algo_params *p, algo_state *st, int64_t now,
     algo_meta m;
     algo_window w = win_at(p, now);
     memset(&m, 0x5a, sizeof m);
-    assert_int_equal(algo_decide(p, &w, st, now, cost, charge, &m), 0);
+    assert_int_equal(rls__algo_decide(p, &w, st, now, cost, charge, &m), 0);
     return m;
 }
 
@@ -76,7 +76,7 @@ static void refund(const algo_params *p, algo_state *st, int64_t now,
                    int64_t at, int64_t cost)
 {
     algo_window w = win_at(p, now);
-    assert_int_equal(algo_refund(p, &w, st, now, at, cost), 0);
+    assert_int_equal(rls__algo_refund(p, &w, st, now, at, cost), 0);
 }
 
 static void assert_meta(algo_meta m, int ok, int64_t rem, int64_t reset,
@@ -103,8 +103,8 @@ static void expect_invalid(const algo_params *p, const algo_window *w,
     st0 = st;
     memset(&m, 0x5a, sizeof m);
     m0 = m;
-    assert_int_equal(algo_decide(p, w, &st, now, cost, 1, &m), -1);
-    assert_int_equal(algo_refund(p, w, &st, now, now, cost), -1);
+    assert_int_equal(rls__algo_decide(p, w, &st, now, cost, 1, &m), -1);
+    assert_int_equal(rls__algo_refund(p, w, &st, now, now, cost), -1);
     assert_memory_equal(&st, &st0, sizeof st);
     assert_memory_equal(&m, &m0, sizeof m);
 }
@@ -151,12 +151,12 @@ static void test_log_needs_room_to_charge(void **unused)
     algo_meta m;
     (void)unused;
     st.log_cap = ALGO_LOG_ENTRY - 1;
-    assert_int_equal(algo_decide(&p, NULL, &st, BASE, 1, 1, &m), -1);
+    assert_int_equal(rls__algo_decide(&p, NULL, &st, BASE, 1, 1, &m), -1);
     assert_int_equal(st.present, 0);
     /* a peek writes nothing, so it needs no room */
-    assert_int_equal(algo_decide(&p, NULL, &st, BASE, 1, 0, &m), 0);
+    assert_int_equal(rls__algo_decide(&p, NULL, &st, BASE, 1, 0, &m), 0);
     st.log_cap = ALGO_LOG_ENTRY;
-    assert_int_equal(algo_decide(&p, NULL, &st, BASE, 1, 1, &m), 0);
+    assert_int_equal(rls__algo_decide(&p, NULL, &st, BASE, 1, 1, &m), 0);
     assert_int_equal(st.log_len, ALGO_LOG_ENTRY);
 }
 
@@ -514,10 +514,10 @@ static void test_sliding_window_beyond_2_pow_62(void **unused)
     st.present = 1;
     st.a = -len;
     st.b = prev;
-    assert_int_equal(algo_decide(&p, &w, &st, 1, 1, 0, &m), 0);
+    assert_int_equal(rls__algo_decide(&p, &w, &st, 1, 1, 0, &m), 0);
     assert_int_equal(m.remaining, INT64_MAX - (int64_t)weighted);
     /* denied by 5 units: retry is the first ms the weight drops by 5 */
-    assert_int_equal(algo_decide(&p, &w, &st, 1, cost, 0, &m), 0);
+    assert_int_equal(rls__algo_decide(&p, &w, &st, 1, cost, 0, &m), 0);
     assert_false(m.allowed);
     {
         int64_t t = 1 + m.retry_after_ms;

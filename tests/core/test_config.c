@@ -58,7 +58,7 @@ static void test_minimal_defaults(void **state)
     assert_int_equal(rs->version, 1);
     assert_string_equal(rs->default_tier, "");
     assert_non_null(rs->default_tz);
-    assert_string_equal(tz_name(rs->default_tz), "UTC");
+    assert_string_equal(rls__tz_name(rs->default_tz), "UTC");
     assert_int_equal(rs->on_error, ONERR_INHERIT);
     assert_int_equal(rs->ntiers, 0);
     assert_int_equal(rs->nassignments, 0);
@@ -83,7 +83,7 @@ static void test_minimal_defaults(void **state)
     assert_int_equal(l->durability, DURA_NORMAL);
     assert_int_equal(l->line, 5);
     assert_int_equal(l->column, 9);
-    ruleset_free(rs);
+    rls__ruleset_free(rs);
 }
 
 static const char design_yaml[] =
@@ -110,19 +110,19 @@ static const char design_yaml[] =
 static void test_design_example(void **state)
 {
     ruleset *rs = TC_OK(design_yaml);
-    const rule_action *su = ruleset_action(rs, "signup");
-    const rule_action *api = ruleset_action(rs, "api");
+    const rule_action *su = rls__ruleset_action(rs, "signup");
+    const rule_action *api = rls__ruleset_action(rs, "api");
     const rule_limit *l;
 
     assert_string_equal(rs->default_tier, "free");
-    assert_string_equal(tz_name(rs->default_tz), "UTC");
+    assert_string_equal(rls__tz_name(rs->default_tz), "UTC");
     assert_int_equal(rs->on_error, ONERR_DENY);
     assert_int_equal(rs->ntiers, 4);
-    assert_int_equal(ruleset_tier(rs, "staff")->unlimited, 1);
-    assert_int_equal(ruleset_tier(rs, "staff")->blocked, 0);
-    assert_int_equal(ruleset_tier(rs, "banned")->blocked, 1);
-    assert_int_equal(ruleset_tier(rs, "free")->unlimited, 0);
-    assert_null(ruleset_tier(rs, "gold"));
+    assert_int_equal(rls__ruleset_tier(rs, "staff")->unlimited, 1);
+    assert_int_equal(rls__ruleset_tier(rs, "staff")->blocked, 0);
+    assert_int_equal(rls__ruleset_tier(rs, "banned")->blocked, 1);
+    assert_int_equal(rls__ruleset_tier(rs, "free")->unlimited, 0);
+    assert_null(rls__ruleset_tier(rs, "gold"));
 
     assert_non_null(su);
     assert_int_equal(su->key_kind, KEY_IP);
@@ -139,7 +139,7 @@ static void test_design_example(void **state)
     l = limit_of(su, "weekly");
     assert_int_equal(l->limit, 100);
     assert_int_equal(l->window.calendar, DUR_WEEK);
-    assert_string_equal(tz_name(l->tz), "Europe/Berlin");
+    assert_string_equal(rls__tz_name(l->tz), "Europe/Berlin");
     assert_int_equal(su->ntiers, 1);
     l = tier_limit(su, "pro", "daily");
     assert_non_null(l);
@@ -161,7 +161,7 @@ static void test_design_example(void **state)
     assert_string_equal(rs->assignments[1].key, "user:*");
     assert_string_equal(rs->assignments[1].action, "");
     assert_int_equal(rs->assignments[1].expires_ms, 1798761600000LL);
-    ruleset_free(rs);
+    rls__ruleset_free(rs);
 }
 
 static char *read_file(const char *path, size_t *len)
@@ -188,7 +188,7 @@ static void test_demo_yaml(void **state)
     size_t len;
     char *text = read_file("examples/demo.yaml", &len);
     ruleset *rs = NULL;
-    int rc = config_parse(text, len, &rs, &tc_errs);
+    int rc = rls__config_parse(text, len, &rs, &tc_errs);
     if (rc != 0)
         tc_dump(&tc_errs);
     assert_int_equal(rc, 0);
@@ -202,7 +202,7 @@ static void test_demo_yaml(void **state)
     assert_string_equal(rs->actions[2].name, "mail.send");
     assert_string_equal(rs->actions[3].name, "signup");
 
-    const rule_action *su = ruleset_action(rs, "signup");
+    const rule_action *su = rls__ruleset_action(rs, "signup");
     assert_int_equal(su->key_kind, KEY_IP);
     assert_int_equal(su->ipv6_prefix, 64);
     assert_int_equal(su->nlimits, 2);
@@ -212,10 +212,10 @@ static void test_demo_yaml(void **state)
     assert_int_equal(pd->window.calendar, DUR_DAY);  /* inherited */
     assert_int_equal(pd->nblock_for, 1);
     assert_int_equal(pd->block_for[0], 3600000);
-    assert_string_equal(tz_name(tier_limit(su, "pro", "weekly")->tz),
+    assert_string_equal(rls__tz_name(tier_limit(su, "pro", "weekly")->tz),
                         "Europe/Berlin");
 
-    const rule_action *lg = ruleset_action(rs, "login");
+    const rule_action *lg = rls__ruleset_action(rs, "login");
     const rule_limit *b = limit_of(lg, "burst");
     assert_int_equal(b->algorithm, ALGO_SLIDING_WINDOW);
     assert_int_equal(b->nblock_for, 3);
@@ -226,7 +226,7 @@ static void test_demo_yaml(void **state)
     assert_int_equal(limit_of(lg, "hourly")->count_denied, 1);
     assert_int_equal(limit_of(lg, "hourly")->nblock_for, 4);
 
-    const rule_action *api = ruleset_action(rs, "api");
+    const rule_action *api = rls__ruleset_action(rs, "api");
     assert_int_equal(api->nlimits, 2);
     assert_int_equal(api->ntiers, 2);
     assert_int_equal(limit_of(api, "rate")->algorithm, ALGO_GCRA);
@@ -240,11 +240,11 @@ static void test_demo_yaml(void **state)
     assert_int_equal(tier_limit(api, "pro", "daily")->overage_pct, 10);
     assert_int_equal(tier_of(api, "banned")->nlimits, 0);
 
-    const rule_action *ms = ruleset_action(rs, "mail.send");
+    const rule_action *ms = rls__ruleset_action(rs, "mail.send");
     assert_int_equal(ms->key_kind, KEY_EMAIL);
     assert_int_equal(ms->on_error, ONERR_DENY);
     assert_int_equal(ms->nlimits, 3);
-    assert_string_equal(tz_name(limit_of(ms, "weekly")->tz),
+    assert_string_equal(rls__tz_name(limit_of(ms, "weekly")->tz),
                         "America/New_York");
     assert_ptr_equal(limit_of(ms, "weekly")->tz, limit_of(ms, "daily")->tz);
     assert_int_equal(limit_of(ms, "burst")->mode, MODE_SHADOW);
@@ -255,15 +255,15 @@ static void test_demo_yaml(void **state)
     for (int i = 0; i < rs->nassignments; i++) {
         key_pattern p;
         const char *why = NULL;
-        assert_int_equal(key_pattern_parse(rs->assignments[i].key, &p, &why),
+        assert_int_equal(rls__key_pattern_parse(rs->assignments[i].key, &p, &why),
                          0);
         expiring += rs->assignments[i].expires_ms != 0;
         every += rs->assignments[i].action[0] == '\0';
-        assert_non_null(ruleset_tier(rs, rs->assignments[i].tier));
+        assert_non_null(rls__ruleset_tier(rs, rs->assignments[i].tier));
     }
     assert_int_equal(expiring, 1);
     assert_int_equal(every, 1);
-    ruleset_free(rs);
+    rls__ruleset_free(rs);
     free(text);
 }
 
@@ -285,7 +285,7 @@ static void test_algorithms(void **state)
         ruleset *rs = one_limit(f, &l);
         assert_int_equal(l->algorithm, t[i].kind);
         assert_int_equal(l->burst, t[i].extra[0] ? 5 : 0);
-        ruleset_free(rs);
+        rls__ruleset_free(rs);
     }
 }
 
@@ -300,7 +300,7 @@ static void test_all_limit_fields(void **state)
     assert_string_equal(l->name, "a.b:c-d_9");
     assert_int_equal(l->limit, 1000000000000LL);
     assert_int_equal(l->window.ms, 5400000);
-    assert_string_equal(tz_name(l->tz), "Asia/Tokyo");
+    assert_string_equal(rls__tz_name(l->tz), "Asia/Tokyo");
     assert_int_equal(l->anchor, ANCHOR_FIRST_HIT);
     assert_int_equal(l->nblock_for, 1);
     assert_int_equal(l->block_for[0], 90000);
@@ -308,7 +308,7 @@ static void test_all_limit_fields(void **state)
     assert_int_equal(l->mode, MODE_SHADOW);
     assert_int_equal(l->count_denied, 1);
     assert_int_equal(l->durability, DURA_MEMORY);
-    ruleset_free(rs);
+    rls__ruleset_free(rs);
 
     rs = one_limit("name: n, limit: 10000, window: 1mo, algorithm: "
                    "sliding_log, anchor: aligned, overage: 0, mode: enforce, "
@@ -318,7 +318,7 @@ static void test_all_limit_fields(void **state)
     assert_int_equal(l->anchor, ANCHOR_ALIGNED);
     assert_int_equal(l->count_denied, 0);
     assert_int_equal(l->durability, DURA_FULL);
-    ruleset_free(rs);
+    rls__ruleset_free(rs);
 }
 
 static void test_block_for_forms(void **state)
@@ -327,7 +327,7 @@ static void test_block_for_forms(void **state)
     ruleset *rs = one_limit("name: n, limit: 1, window: 1s, block_for: 1h", &l);
     assert_int_equal(l->nblock_for, 1);
     assert_int_equal(l->block_for[0], 3600000);
-    ruleset_free(rs);
+    rls__ruleset_free(rs);
 
     rs = one_limit("name: n, limit: 1, window: 1s, block_for: [1m, 10m, 1h]",
                    &l);
@@ -335,23 +335,23 @@ static void test_block_for_forms(void **state)
     assert_int_equal(l->block_for[0], 60000);
     assert_int_equal(l->block_for[1], 600000);
     assert_int_equal(l->block_for[2], 3600000);
-    ruleset_free(rs);
+    rls__ruleset_free(rs);
 
     rs = one_limit("name: n, limit: 1, window: 1s, block_for: [1d]", &l);
     assert_int_equal(l->nblock_for, 1);
     assert_int_equal(l->block_for[0], 86400000);
-    ruleset_free(rs);
+    rls__ruleset_free(rs);
 
     rs = one_limit("name: n, limit: 1, window: 1s, block_for: []", &l);
     assert_int_equal(l->nblock_for, 0);
-    ruleset_free(rs);
+    rls__ruleset_free(rs);
 
     rs = one_limit("name: n, limit: 1, window: 1s, block_for: [1s, 2s, 3s, "
                    "4s, 5s, 6s, 7s, 8s, 9s, 10s, 11s, 12s, 13s, 14s, 15s, 16s]",
                    &l);
     assert_int_equal(l->nblock_for, RULES_BLOCK_STEPS);
     assert_int_equal(l->block_for[15], 16000);
-    ruleset_free(rs);
+    rls__ruleset_free(rs);
 }
 
 static const char inherit_yaml[] =
@@ -377,10 +377,10 @@ static const char inherit_yaml[] =
 static void test_tier_inheritance(void **state)
 {
     ruleset *rs = TC_OK(inherit_yaml);
-    const rule_action *a = ruleset_action(rs, "a");
+    const rule_action *a = rls__ruleset_action(rs, "a");
     const rule_limit *d = limit_of(a, "daily"), *l;
 
-    assert_string_equal(tz_name(rs->default_tz), "Europe/Paris");
+    assert_string_equal(rls__tz_name(rs->default_tz), "Europe/Paris");
     assert_int_equal(a->ntiers, 2);
     /* pro.daily: only the limit given, everything else from the default */
     l = tier_limit(a, "pro", "daily");
@@ -391,7 +391,7 @@ static void test_tier_inheritance(void **state)
     assert_int_equal(l->nblock_for, 2);
     assert_int_equal(l->block_for[1], 3600000);
     assert_ptr_equal(l->tz, d->tz);
-    assert_string_equal(tz_name(l->tz), "Europe/Berlin");
+    assert_string_equal(rls__tz_name(l->tz), "Europe/Berlin");
     assert_int_equal(l->mode, MODE_SHADOW);
     assert_int_equal(l->overage_pct, 5);
     assert_int_equal(l->count_denied, 1);
@@ -407,7 +407,7 @@ static void test_tier_inheritance(void **state)
     l = tier_limit(a, "pro", "extra");
     assert_int_equal(l->limit, 5);
     assert_int_equal(l->window.calendar, DUR_WEEK);
-    assert_string_equal(tz_name(l->tz), "Europe/Paris");
+    assert_string_equal(rls__tz_name(l->tz), "Europe/Paris");
     /* gold.daily: empty block_for cancels, gcra drops first_hit */
     l = tier_limit(a, "gold", "daily");
     assert_int_equal(l->nblock_for, 0);
@@ -422,7 +422,7 @@ static void test_tier_inheritance(void **state)
     /* the defaults themselves are untouched */
     assert_int_equal(d->limit, 20);
     assert_int_equal(limit_of(a, "rate")->burst, 30);
-    ruleset_free(rs);
+    rls__ruleset_free(rs);
 }
 
 static void test_block_style_and_nulls(void **state)
@@ -452,7 +452,7 @@ static void test_block_style_and_nulls(void **state)
     assert_string_equal(rs->tiers[0].name, "free");
     assert_int_equal(rs->tiers[0].unlimited, 0);
     assert_string_equal(rs->tiers[1].name, "vip");
-    const rule_action *a = ruleset_action(rs, "mail.send");
+    const rule_action *a = rls__ruleset_action(rs, "mail.send");
     assert_non_null(a);
     assert_int_equal(a->on_error, ONERR_DENY);
     assert_int_equal(a->limits[0].line, 13);
@@ -461,7 +461,7 @@ static void test_block_style_and_nulls(void **state)
     assert_string_equal(a->tiers[0].tier, "vip");
     assert_int_equal(a->tiers[0].nlimits, 0);
     assert_int_equal(rs->nassignments, 0);
-    ruleset_free(rs);
+    rls__ruleset_free(rs);
 }
 
 static void test_ip_prefixes(void **state)
@@ -475,12 +475,12 @@ static void test_ip_prefixes(void **state)
         "  b: { key: ip, ipv4_prefix: 0, ipv6_prefix: 128,\n"
         "       limits: [ { name: n, limit: 1, window: 1s } ] }\n");
     assert_int_equal(rs->on_error, ONERR_ALLOW);
-    assert_int_equal(ruleset_action(rs, "a")->on_error, ONERR_INHERIT);
-    assert_int_equal(ruleset_action(rs, "a")->ipv4_prefix, 24);
-    assert_int_equal(ruleset_action(rs, "a")->ipv6_prefix, 48);
-    assert_int_equal(ruleset_action(rs, "b")->ipv4_prefix, 0);
-    assert_int_equal(ruleset_action(rs, "b")->ipv6_prefix, 128);
-    ruleset_free(rs);
+    assert_int_equal(rls__ruleset_action(rs, "a")->on_error, ONERR_INHERIT);
+    assert_int_equal(rls__ruleset_action(rs, "a")->ipv4_prefix, 24);
+    assert_int_equal(rls__ruleset_action(rs, "a")->ipv6_prefix, 48);
+    assert_int_equal(rls__ruleset_action(rs, "b")->ipv4_prefix, 0);
+    assert_int_equal(rls__ruleset_action(rs, "b")->ipv6_prefix, 128);
+    rls__ruleset_free(rs);
 }
 
 static void test_assignments_good(void **state)
@@ -510,7 +510,7 @@ static void test_assignments_good(void **state)
     assert_int_equal(rs->assignments[6].expires_ms, 1798761600000LL);
     assert_string_equal(rs->assignments[6].key, "Any Key!");
     assert_string_equal(rs->assignments[7].action, "");
-    ruleset_free(rs);
+    rls__ruleset_free(rs);
 }
 
 static void test_lookups(void **state)
@@ -533,7 +533,7 @@ static void test_lookups(void **state)
     for (int i = 0; i < 200; i++) {
         char name[16];
         snprintf(name, sizeof name, "act%03d", i);
-        const rule_action *a = ruleset_action(rs, name);
+        const rule_action *a = rls__ruleset_action(rs, name);
         assert_non_null(a);
         assert_string_equal(a->name, name);
         assert_int_equal(a->limits[0].limit, i + 1);
@@ -541,17 +541,17 @@ static void test_lookups(void **state)
     for (int i = 0; i < 40; i++) {
         char name[16];
         snprintf(name, sizeof name, "t%02d", i);
-        assert_non_null(ruleset_tier(rs, name));
+        assert_non_null(rls__ruleset_tier(rs, name));
     }
-    assert_null(ruleset_action(rs, "act200"));
-    assert_null(ruleset_action(rs, ""));
-    assert_null(ruleset_action(rs, NULL));
-    assert_null(ruleset_action(NULL, "act001"));
-    assert_null(ruleset_tier(rs, "t40"));
-    assert_null(ruleset_tier(rs, ""));
-    assert_null(ruleset_tier(NULL, "t01"));
-    ruleset_free(rs);
-    ruleset_free(NULL);
+    assert_null(rls__ruleset_action(rs, "act200"));
+    assert_null(rls__ruleset_action(rs, ""));
+    assert_null(rls__ruleset_action(rs, NULL));
+    assert_null(rls__ruleset_action(NULL, "act001"));
+    assert_null(rls__ruleset_tier(rs, "t40"));
+    assert_null(rls__ruleset_tier(rs, ""));
+    assert_null(rls__ruleset_tier(NULL, "t01"));
+    rls__ruleset_free(rs);
+    rls__ruleset_free(NULL);
     free(yaml);
 }
 
@@ -574,30 +574,30 @@ static void test_unsorted_lookup_fallback(void **state)
     rs.tiers = tiers;
     rs.ntiers = 2;
     for (int i = 0; i < 3; i++)
-        assert_ptr_equal(ruleset_action(&rs, acts[i].name), &acts[i]);
-    assert_ptr_equal(ruleset_tier(&rs, "a"), &tiers[1]);
-    assert_ptr_equal(ruleset_tier(&rs, "z"), &tiers[0]);
-    assert_null(ruleset_action(&rs, "beta"));
+        assert_ptr_equal(rls__ruleset_action(&rs, acts[i].name), &acts[i]);
+    assert_ptr_equal(rls__ruleset_tier(&rs, "a"), &tiers[1]);
+    assert_ptr_equal(rls__ruleset_tier(&rs, "z"), &tiers[0]);
+    assert_null(rls__ruleset_action(&rs, "beta"));
 }
 
 static void test_error_format(void **state)
 {
     config_error e = { 3, 7, "actions: boom" };
     char buf[64];
-    assert_int_equal(config_error_format(&e, "r.yaml", buf, sizeof buf),
+    assert_int_equal(rls__config_error_format(&e, "r.yaml", buf, sizeof buf),
                      (int)strlen("r.yaml:3:7: actions: boom"));
     assert_string_equal(buf, "r.yaml:3:7: actions: boom");
-    config_error_format(&e, NULL, buf, sizeof buf);
+    rls__config_error_format(&e, NULL, buf, sizeof buf);
     assert_string_equal(buf, "3:7: actions: boom");
     e.line = 0;
-    config_error_format(&e, "r.yaml", buf, sizeof buf);
+    rls__config_error_format(&e, "r.yaml", buf, sizeof buf);
     assert_string_equal(buf, "r.yaml: actions: boom");
-    config_error_format(&e, NULL, buf, sizeof buf);
+    rls__config_error_format(&e, NULL, buf, sizeof buf);
     assert_string_equal(buf, "actions: boom");
     /* snprintf-style: the full length even when cut */
-    assert_int_equal(config_error_format(&e, NULL, buf, 5), 13);
+    assert_int_equal(rls__config_error_format(&e, NULL, buf, 5), 13);
     assert_string_equal(buf, "acti");
-    assert_int_equal(config_error_format(NULL, NULL, buf, sizeof buf), -1);
+    assert_int_equal(rls__config_error_format(NULL, NULL, buf, sizeof buf), -1);
     assert_string_equal(buf, "");
 }
 
@@ -606,16 +606,16 @@ static void test_errs_may_be_null(void **state)
     static const char good[] =
         "version: 1\nactions: { a: { limits: [ { name: n, limit: 1, window: 1s } ] } }\n";
     ruleset *rs = NULL;
-    assert_int_equal(config_parse(good, strlen(good), &rs, NULL), 0);
+    assert_int_equal(rls__config_parse(good, strlen(good), &rs, NULL), 0);
     assert_non_null(rs);
-    ruleset_free(rs);
+    rls__ruleset_free(rs);
     rs = (ruleset *)1;
-    assert_int_equal(config_parse("version: 2\n", 11, &rs, NULL), -1);
+    assert_int_equal(rls__config_parse("version: 2\n", 11, &rs, NULL), -1);
     assert_null(rs);
-    assert_int_equal(config_parse(good, strlen(good), NULL, &tc_errs), -1);
-    assert_int_equal(config_parse(NULL, 5, &rs, &tc_errs), -1);
+    assert_int_equal(rls__config_parse(good, strlen(good), NULL, &tc_errs), -1);
+    assert_int_equal(rls__config_parse(NULL, 5, &rs, &tc_errs), -1);
     assert_null(rs);
-    assert_int_equal(config_parse(NULL, 0, &rs, &tc_errs), -1);
+    assert_int_equal(rls__config_parse(NULL, 0, &rs, &tc_errs), -1);
     assert_string_equal(tc_errs.e[0].msg, "empty configuration");
 }
 

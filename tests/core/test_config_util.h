@@ -14,7 +14,7 @@ static inline void tc_dump(const config_errors *e)
     char buf[400];
     print_message("%d error(s) stored, %d found:\n", e->n, e->total);
     for (int i = 0; i < e->n; i++) {
-        config_error_format(&e->e[i], "t.yaml", buf, sizeof buf);
+        rls__config_error_format(&e->e[i], "t.yaml", buf, sizeof buf);
         print_message("  %s\n", buf);
     }
 }
@@ -23,7 +23,7 @@ static inline void tc_dump(const config_errors *e)
 static inline ruleset *tc_ok_at(const char *yaml, const char *file, int line)
 {
     ruleset *rs = NULL;
-    int rc = config_parse(yaml, strlen(yaml), &rs, &tc_errs);
+    int rc = rls__config_parse(yaml, strlen(yaml), &rs, &tc_errs);
     if (rc != 0 || !rs) {
         tc_dump(&tc_errs);
         _fail(file, line);
@@ -37,9 +37,9 @@ static inline const config_errors *tc_bad_at(const char *yaml, size_t len,
                                       const char *file, int line)
 {
     ruleset *rs = (ruleset *)1;
-    int rc = config_parse(yaml, len, &rs, &tc_errs);
+    int rc = rls__config_parse(yaml, len, &rs, &tc_errs);
     if (rc != -1 || rs != NULL || tc_errs.n < 1 || tc_errs.total < tc_errs.n) {
-        print_message("config_parse returned %d\n", rc);
+        print_message("rls__config_parse returned %d\n", rc);
         tc_dump(&tc_errs);
         _fail(file, line);
     }

@@ -20,12 +20,12 @@ yaml_char_t *yaml_strdup(const yaml_char_t *str);
 
 void *yaml_malloc(size_t size)
 {
-    return config__fail_now() ? NULL : malloc(size ? size : 1);
+    return rls__config_fail_now() ? NULL : malloc(size ? size : 1);
 }
 
 void *yaml_realloc(void *ptr, size_t size)
 {
-    if (config__fail_now())
+    if (rls__config_fail_now())
         return NULL;
     return ptr ? realloc(ptr, size ? size : 1) : malloc(size ? size : 1);
 }
@@ -34,7 +34,7 @@ yaml_char_t *yaml_strdup(const yaml_char_t *str)
 {
     if (!str)
         return NULL;
-    return config__fail_now() ? NULL : (yaml_char_t *)strdup((const char *)str);
+    return rls__config_fail_now() ? NULL : (yaml_char_t *)strdup((const char *)str);
 }
 
 static const char good_tail[] =
@@ -147,8 +147,8 @@ static void test_oversized_input(void **state)
     memset(s + o, 'x', CONFIG_MAX_BYTES - o - 1);
     s[CONFIG_MAX_BYTES - 1] = '\n';
     ruleset *rs = NULL;
-    assert_int_equal(config_parse(s, CONFIG_MAX_BYTES, &rs, &tc_errs), 0);
-    ruleset_free(rs);
+    assert_int_equal(rls__config_parse(s, CONFIG_MAX_BYTES, &rs, &tc_errs), 0);
+    rls__ruleset_free(rs);
     free(s);
 }
 
@@ -181,8 +181,8 @@ static void test_byte_order_mark(void **state)
 {
     static const char rules[] = "\xEF\xBB\xBFversion: 1\n" "actions: { a: { limits: "
                                 "[ { name: n, limit: 1, window: 1s } ] } }\n";
-    ruleset_free(TC_OK(rules));
-    ruleset_free(TC_OK("\xEF\xBB\xBFversion: 1\r\nactions:\r\n  a:\r\n    limits:\r\n"
+    rls__ruleset_free(TC_OK(rules));
+    rls__ruleset_free(TC_OK("\xEF\xBB\xBFversion: 1\r\nactions:\r\n  a:\r\n    limits:\r\n"
           "      - { name: n, limit: 1, window: 1s }\r\n"));
     const config_errors *e = TC_BAD("\xEF\xBB\xBFversion: 1\nactions: 7\n");
     TC_EXPECT(e, 2, 10, "actions");
@@ -358,10 +358,10 @@ static void test_mutations(void **state)
         if (round % 7 == 0)
             n = x % len;  /* truncated */
         ruleset *rs = NULL;
-        int rc = config_parse(buf, n, &rs, &tc_errs);
+        int rc = rls__config_parse(buf, n, &rs, &tc_errs);
         if (rc == 0) {
             assert_non_null(rs);
-            ruleset_free(rs);
+            rls__ruleset_free(rs);
             continue;
         }
         assert_int_equal(rc, -1);
@@ -390,12 +390,12 @@ static void oom_loop(const char *text, size_t len, int want)
     int saw_oom = 0;
     for (n = 0; n < 200000; n++) {
         ruleset *rs = (ruleset *)1;
-        config__fail_after(n);
-        int rc = config_parse(text, len, &rs, &tc_errs);
-        config__fail_after(-1);
+        rls__config_fail_after(n);
+        int rc = rls__config_parse(text, len, &rs, &tc_errs);
+        rls__config_fail_after(-1);
         if (rc == want) {
             if (rs != (ruleset *)1)
-                ruleset_free(rs);
+                rls__ruleset_free(rs);
             break;
         }
         assert_int_equal(rc, -2);

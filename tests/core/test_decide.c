@@ -32,7 +32,7 @@ static rule_limit *add(fx *f, const char *name, int alg, int64_t limit, int64_t 
     d->limit = limit;
     d->window.ms = window_ms;
     d->window.calendar = DUR_FIXED;
-    d->tz = NULL;   /* UTC (window_at) */
+    d->tz = NULL;   /* UTC (rls__window_at) */
     memset(&f->st[f->n], 0, sizeof f->st[0]);
     f->n++;
     return d;
@@ -67,7 +67,7 @@ static int check(fx *f, int behaviour, int64_t now, int64_t cost, rls_result *re
                  decide_out *out)
 {
     link_items(f);
-    return decide_check(f->it, f->n, behaviour, now, 0, cost, 1, res, out);
+    return rls__decide_check(f->it, f->n, behaviour, now, 0, cost, 1, res, out);
 }
 
 static void test_all_or_nothing(void **state)
@@ -111,7 +111,7 @@ static void test_peek_changes_nothing(void **state)
     add(&f, "a", ALGO_FIXED_WINDOW, 5, MIN);
     fixed_state(&f.st[0], NOW, 2, NOW + 5);
     link_items(&f);
-    assert_int_equal(decide_check(f.it, f.n, TIER_NORMAL, NOW + 10, 0, 1, 0, &res, &out), 0);
+    assert_int_equal(rls__decide_check(f.it, f.n, TIER_NORMAL, NOW + 10, 0, 1, 0, &res, &out), 0);
     assert_true(res.allowed);
     assert_int_equal(res.remaining, 3);   /* what is admissible now */
     assert_int_equal(f.st[0].b, 2);
@@ -267,14 +267,14 @@ static void test_overage_reports_nominal(void **state)
     assert_int_equal(f.st[0].b, 15);
 
     /* c * (100 + pct) / 100, truncated, saturating */
-    assert_int_equal(decide_overage(10, 50), 15);
-    assert_int_equal(decide_overage(7, 0), 7);
-    assert_int_equal(decide_overage(7, -5), 7);
-    assert_int_equal(decide_overage(101, 50), 151);
-    assert_int_equal(decide_overage(150, 33), 199);
-    assert_int_equal(decide_overage(1000000000000LL, 1000), 11000000000000LL);
-    assert_int_equal(decide_overage(INT64_MAX, 1), INT64_MAX);
-    assert_int_equal(decide_overage(INT64_MAX / 2, 1000), INT64_MAX);
+    assert_int_equal(rls__decide_overage(10, 50), 15);
+    assert_int_equal(rls__decide_overage(7, 0), 7);
+    assert_int_equal(rls__decide_overage(7, -5), 7);
+    assert_int_equal(rls__decide_overage(101, 50), 151);
+    assert_int_equal(rls__decide_overage(150, 33), 199);
+    assert_int_equal(rls__decide_overage(1000000000000LL, 1000), 11000000000000LL);
+    assert_int_equal(rls__decide_overage(INT64_MAX, 1), INT64_MAX);
+    assert_int_equal(rls__decide_overage(INT64_MAX / 2, 1000), INT64_MAX);
 }
 
 static void test_unlimited_counts_past_capacity(void **state)
@@ -305,15 +305,15 @@ static void test_no_limits_and_blocked_tier(void **state)
     rls_result res;
     decide_out out;
     (void)state;
-    assert_int_equal(decide_check(NULL, 0, TIER_NORMAL, NOW, 0, 1, 1, &res, &out), 0);
+    assert_int_equal(rls__decide_check(NULL, 0, TIER_NORMAL, NOW, 0, 1, 1, &res, &out), 0);
     assert_true(res.allowed);
     assert_int_equal(res.reason, RLS_REASON_OK);
     assert_int_equal(out.deciding, -1);
-    assert_int_equal(decide_check(NULL, 0, TIER_BLOCKED, NOW, 0, 1, 1, &res, &out), 0);
+    assert_int_equal(rls__decide_check(NULL, 0, TIER_BLOCKED, NOW, 0, 1, 1, &res, &out), 0);
     assert_false(res.allowed);
     assert_int_equal(res.reason, RLS_REASON_BLOCKED);
     assert_int_equal(res.retry_after_ms, -1);
-    assert_int_equal(decide_check(NULL, 0, TIER_UNLIMITED, NOW, 0, 1, 1, &res, &out), 0);
+    assert_int_equal(rls__decide_check(NULL, 0, TIER_UNLIMITED, NOW, 0, 1, 1, &res, &out), 0);
     assert_true(res.allowed);
 }
 
@@ -321,17 +321,17 @@ static void test_fixed_results(void **state)
 {
     rls_result res;
     (void)state;
-    decide_blocked(&res, NOW, NOW + HOUR, "daily");
+    rls__decide_blocked(&res, NOW, NOW + HOUR, "daily");
     assert_false(res.allowed);
     assert_int_equal(res.reason, RLS_REASON_BLOCKED);
     assert_int_equal(res.retry_after_ms, HOUR);
     assert_int_equal(res.reset_ms, HOUR);
     assert_string_equal(res.rule, "daily");
-    decide_blocked(&res, NOW, 0, NULL);          /* forever */
+    rls__decide_blocked(&res, NOW, 0, NULL);          /* forever */
     assert_int_equal(res.retry_after_ms, -1);
     assert_int_equal(res.reset_ms, 0);
     assert_string_equal(res.rule, "");
-    decide_blocked(&res, NOW, NOW, "x");         /* ended: never 0 */
+    rls__decide_blocked(&res, NOW, NOW, "x");         /* ended: never 0 */
     assert_int_equal(res.retry_after_ms, -1);
 
     /* a peek of a blocked key keeps the deciding limit's figures */
@@ -341,7 +341,7 @@ static void test_fixed_results(void **state)
     res.remaining = 3;
     res.window_ms = MIN;
     res.delay_ms = 7;
-    decide_blocked_keep(&res, NOW, NOW + 5, "manual");
+    rls__decide_blocked_keep(&res, NOW, NOW + 5, "manual");
     assert_false(res.allowed);
     assert_int_equal(res.reason, RLS_REASON_BLOCKED);
     assert_int_equal(res.limit, 10);
@@ -351,13 +351,13 @@ static void test_fixed_results(void **state)
     assert_int_equal(res.retry_after_ms, 5);
     assert_string_equal(res.rule, "manual");
 
-    decide_degraded(&res, 1);
+    rls__decide_degraded(&res, 1);
     assert_true(res.allowed);
     assert_int_equal(res.reason, RLS_REASON_DEGRADED);
     assert_int_equal(res.retry_after_ms, 0);
-    decide_degraded(&res, 7);
+    rls__decide_degraded(&res, 7);
     assert_int_equal(res.allowed, 1);
-    decide_degraded(&res, 0);
+    rls__decide_degraded(&res, 0);
     assert_false(res.allowed);
     assert_int_equal(res.retry_after_ms, -1);
 }
@@ -373,7 +373,7 @@ static void test_clock_floor(void **state)
     add(&f, "m", ALGO_FIXED_WINDOW, 5, MIN);
     link_items(&f);
     /* the handle's floor: a minute and 10 s ahead of the caller */
-    assert_int_equal(decide_check(f.it, f.n, TIER_NORMAL, NOW + 10000, NOW + 70000, 1, 1,
+    assert_int_equal(rls__decide_check(f.it, f.n, TIER_NORMAL, NOW + 10000, NOW + 70000, 1, 1,
                                   &res, &out), 0);
     assert_int_equal(out.now, NOW + 70000);
     assert_int_equal(f.st[0].a, NOW + MIN);      /* charged in the floor's window */
@@ -386,7 +386,7 @@ static void test_clock_floor(void **state)
     fixed_state(&g.st[0], NOW, 1, NOW + 30000);
     link_items(&g);
     g.it[0].floor_ms = NOW + HOUR;
-    assert_int_equal(decide_check(g.it, g.n, TIER_NORMAL, NOW + 1000, 0, 1, 1, &res, &out), 0);
+    assert_int_equal(rls__decide_check(g.it, g.n, TIER_NORMAL, NOW + 1000, 0, 1, 1, &res, &out), 0);
     assert_int_equal(out.now, NOW + 30000);
     assert_int_equal(g.st[0].b, 2);
 
@@ -396,13 +396,13 @@ static void test_clock_floor(void **state)
     add(&h, "n", ALGO_FIXED_WINDOW, 5, MIN);
     link_items(&h);
     h.it[1].floor_ms = NOW + 5000;
-    assert_int_equal(decide_check(h.it, h.n, TIER_NORMAL, NOW, 0, 1, 1, &res, &out), 0);
+    assert_int_equal(rls__decide_check(h.it, h.n, TIER_NORMAL, NOW, 0, 1, 1, &res, &out), 0);
     assert_int_equal(out.now, NOW + 5000);
     assert_int_equal(h.st[0].last_ms, NOW + 5000);
     /* the caller ahead of everything: its own time */
     link_items(&h);
     h.it[1].floor_ms = NOW + 5000;
-    assert_int_equal(decide_check(h.it, h.n, TIER_NORMAL, NOW + 9000, 0, 1, 1, &res, &out), 0);
+    assert_int_equal(rls__decide_check(h.it, h.n, TIER_NORMAL, NOW + 9000, 0, 1, 1, &res, &out), 0);
     assert_int_equal(out.now, NOW + 9000);
 }
 
@@ -424,7 +424,7 @@ static void test_sibling_carry_over(void **state)
     fixed_state(&sib.st, NOW - HOUR + MIN, 4, NOW + 1000);
     f.it[0].sib = &sib;
     f.it[0].nsib = 1;
-    assert_int_equal(decide_check(f.it, f.n, TIER_NORMAL, NOW + 2000, 0, 1, 1, &res, &out), 0);
+    assert_int_equal(rls__decide_check(f.it, f.n, TIER_NORMAL, NOW + 2000, 0, 1, 1, &res, &out), 0);
     assert_true(res.allowed);
     assert_int_equal(res.remaining, 5);
     assert_int_equal(f.st[0].b, 5);
@@ -436,7 +436,7 @@ static void test_sibling_carry_over(void **state)
     link_items(&p);
     p.it[0].sib = &sib;
     p.it[0].nsib = 1;
-    assert_int_equal(decide_check(p.it, p.n, TIER_NORMAL, NOW + 2000, 0, 1, 0, &res, &out), 0);
+    assert_int_equal(rls__decide_check(p.it, p.n, TIER_NORMAL, NOW + 2000, 0, 1, 0, &res, &out), 0);
     assert_int_equal(res.remaining, 6);   /* admissible now: 10 - 4 */
 
     /* the sibling's usage before the window started does not count */
@@ -446,7 +446,7 @@ static void test_sibling_carry_over(void **state)
     sib.st.last_ms = NOW - 1;
     g.it[0].sib = &sib;
     g.it[0].nsib = 1;
-    assert_int_equal(decide_check(g.it, g.n, TIER_NORMAL, NOW + 2000, 0, 1, 1, &res, &out), 0);
+    assert_int_equal(rls__decide_check(g.it, g.n, TIER_NORMAL, NOW + 2000, 0, 1, 1, &res, &out), 0);
     assert_int_equal(res.remaining, 9);
 
     /* nor what the sibling recorded before the own state was written */
@@ -457,7 +457,7 @@ static void test_sibling_carry_over(void **state)
     sib.st.last_ms = NOW + 1000;
     h.it[0].sib = &sib;
     h.it[0].nsib = 1;
-    assert_int_equal(decide_check(h.it, h.n, TIER_NORMAL, NOW + 2000, 0, 1, 1, &res, &out), 0);
+    assert_int_equal(rls__decide_check(h.it, h.n, TIER_NORMAL, NOW + 2000, 0, 1, 1, &res, &out), 0);
     assert_int_equal(res.remaining, 7);
 
     /* capped at the capacity: the request is then denied */
@@ -468,7 +468,7 @@ static void test_sibling_carry_over(void **state)
     sib.st.last_ms = NOW + 1000;
     k.it[0].sib = &sib;
     k.it[0].nsib = 1;
-    assert_int_equal(decide_check(k.it, k.n, TIER_NORMAL, NOW + 2000, 0, 1, 1, &res, &out), 0);
+    assert_int_equal(rls__decide_check(k.it, k.n, TIER_NORMAL, NOW + 2000, 0, 1, 1, &res, &out), 0);
     assert_false(res.allowed);
     assert_int_equal(k.st[0].b, 10);
     assert_true(k.it[0].changed);   /* the carried usage is kept */
@@ -485,7 +485,7 @@ static void test_sibling_carry_over(void **state)
     sib.st.expires_ms = NOW + HOUR;
     b.it[0].sib = &sib;
     b.it[0].nsib = 1;
-    assert_int_equal(decide_check(b.it, b.n, TIER_NORMAL, NOW + 2000, 0, 1, 1, &res, &out), 0);
+    assert_int_equal(rls__decide_check(b.it, b.n, TIER_NORMAL, NOW + 2000, 0, 1, 1, &res, &out), 0);
     assert_false(res.allowed);
     assert_int_equal(out.now, NOW + 3000);
 }
@@ -563,7 +563,7 @@ static void test_refund(void **state)
     add(&f, "absent", ALGO_FIXED_WINDOW, 10, MIN);
     fixed_state(&f.st[0], NOW, 5, NOW + 10);
     link_items(&f);
-    assert_int_equal(decide_refund(f.it, f.n, NOW + 20, 0, NOW + 10, 3), 0);
+    assert_int_equal(rls__decide_refund(f.it, f.n, NOW + 20, 0, NOW + 10, 3), 0);
     assert_int_equal(f.st[0].b, 2);
     assert_true(f.it[0].changed);
     assert_false(f.it[1].changed);              /* nothing charged survives */
@@ -571,19 +571,19 @@ static void test_refund(void **state)
 
     /* never below zero; charged_at past the clock is taken as the clock */
     link_items(&f);
-    assert_int_equal(decide_refund(f.it, 1, NOW + 20, 0, NOW + 999, 7), 0);
+    assert_int_equal(rls__decide_refund(f.it, 1, NOW + 20, 0, NOW + 999, 7), 0);
     assert_int_equal(f.st[0].b, 0);
 
     /* charged in a window that has ended: nothing comes back */
     fixed_state(&f.st[0], NOW + MIN, 5, NOW + MIN);
     link_items(&f);
-    assert_int_equal(decide_refund(f.it, 1, NOW + MIN + 5, 0, NOW + 10, 3), 0);
+    assert_int_equal(rls__decide_refund(f.it, 1, NOW + MIN + 5, 0, NOW + 10, 3), 0);
     assert_int_equal(f.st[0].b, 5);
 
     /* the clock floor applies: refunded as of the floor's window */
     fixed_state(&f.st[0], NOW + MIN, 5, NOW + MIN);
     link_items(&f);
-    assert_int_equal(decide_refund(f.it, 1, NOW + 5, NOW + MIN + 1, NOW + MIN, 2), 0);
+    assert_int_equal(rls__decide_refund(f.it, 1, NOW + 5, NOW + MIN + 1, NOW + MIN, 2), 0);
     assert_int_equal(f.st[0].b, 3);
     (void)res;
     (void)out;
@@ -603,9 +603,9 @@ static void test_invalid_limits_refused(void **state)
     fx g = {0};
     add(&g, "zero", ALGO_FIXED_WINDOW, 0, MIN);
     link_items(&g);
-    assert_int_equal(decide_refund(g.it, g.n, NOW, 0, NOW, 1), 0);   /* absent: untouched */
+    assert_int_equal(rls__decide_refund(g.it, g.n, NOW, 0, NOW, 1), 0);   /* absent: untouched */
     fixed_state(&g.st[0], NOW, 1, NOW);
-    assert_int_equal(decide_refund(g.it, g.n, NOW, 0, NOW, 1), -1);
+    assert_int_equal(rls__decide_refund(g.it, g.n, NOW, 0, NOW, 1), -1);
     /* more items than an action may have */
     decide_item many[RESOLVE_MAX_LIMITS + 1];
     memset(many, 0, sizeof many);
@@ -614,7 +614,7 @@ static void test_invalid_limits_refused(void **state)
     link_items(&h);
     for (int i = 0; i <= RESOLVE_MAX_LIMITS; i++)
         many[i] = h.it[0];
-    assert_int_equal(decide_check(many, RESOLVE_MAX_LIMITS + 1, TIER_NORMAL, NOW, 0, 1, 0,
+    assert_int_equal(rls__decide_check(many, RESOLVE_MAX_LIMITS + 1, TIER_NORMAL, NOW, 0, 1, 0,
                                   &res, &out), -1);
 }
 

@@ -1,5 +1,5 @@
 /*
- * test_duration.c - duration_parse / duration_format: units, combinations,
+ * test_duration.c - rls__duration_parse / rls__duration_format: units, combinations,
  * calendar detection, every rejection reason, overflow, round trips.
  */
 #include "testutil.h"
@@ -11,7 +11,7 @@ static rls_duration parse_ok(const char *s)
 {
     rls_duration d = { -1, -1 };
     const char *why = NULL;
-    int rc = duration_parse(s, (size_t)-1, &d, &why);
+    int rc = rls__duration_parse(s, (size_t)-1, &d, &why);
     if (rc != 0)
         fail_msg("'%s' rejected: %s", s, why ? why : "(null)");
     return d;
@@ -21,7 +21,7 @@ static const char *parse_bad(const char *s)
 {
     rls_duration d = { 12345, 7 };
     const char *why = NULL;
-    int rc = duration_parse(s, (size_t)-1, &d, &why);
+    int rc = rls__duration_parse(s, (size_t)-1, &d, &why);
     if (rc != -1)
         fail_msg("'%s' accepted as %lld ms", s, (long long)d.ms);
     assert_non_null(why);
@@ -100,18 +100,18 @@ static void test_length_argument(void **state)
     const char *why = NULL;
     (void)state;
     /* only the first len bytes count */
-    assert_int_equal(duration_parse("10s garbage", 3, &d, &why), 0);
+    assert_int_equal(rls__duration_parse("10s garbage", 3, &d, &why), 0);
     assert_int_equal(d.ms, 10000);
-    assert_int_equal(duration_parse("1h30m", 2, &d, &why), 0);
+    assert_int_equal(rls__duration_parse("1h30m", 2, &d, &why), 0);
     assert_int_equal(d.ms, 3600000);
-    assert_int_equal(duration_parse("1h30m", 4, &d, &why), -1); /* "1h30" */
-    assert_int_equal(duration_parse("1h", 0, &d, &why), -1);
+    assert_int_equal(rls__duration_parse("1h30m", 4, &d, &why), -1); /* "1h30" */
+    assert_int_equal(rls__duration_parse("1h", 0, &d, &why), -1);
     /* an embedded NUL inside len is garbage */
-    assert_int_equal(duration_parse("1h\0" "5m", 5, &d, &why), -1);
+    assert_int_equal(rls__duration_parse("1h\0" "5m", 5, &d, &why), -1);
     /* why may be NULL */
-    assert_int_equal(duration_parse("", (size_t)-1, &d, NULL), -1);
-    assert_int_equal(duration_parse(NULL, 3, &d, &why), -1);
-    assert_int_equal(duration_parse("1s", 2, NULL, &why), -1);
+    assert_int_equal(rls__duration_parse("", (size_t)-1, &d, NULL), -1);
+    assert_int_equal(rls__duration_parse(NULL, 3, &d, &why), -1);
+    assert_int_equal(rls__duration_parse("1s", 2, NULL, &why), -1);
 }
 
 static void test_rejections(void **state)
@@ -168,7 +168,7 @@ static void check_format(int64_t ms, int cal, const char *want)
 {
     rls_duration d = { ms, cal };
     char buf[64];
-    int n = duration_format(&d, buf, sizeof buf);
+    int n = rls__duration_format(&d, buf, sizeof buf);
     assert_string_equal(buf, want);
     assert_int_equal(n, (int)strlen(want));
 }
@@ -207,20 +207,20 @@ static void test_format_small_buffer(void **state)
     char buf[4];
     (void)state;
     memset(buf, 'x', sizeof buf);
-    assert_int_equal(duration_format(&d, buf, sizeof buf), 5);
+    assert_int_equal(rls__duration_format(&d, buf, sizeof buf), 5);
     assert_string_equal(buf, "1h3");
-    assert_int_equal(duration_format(&d, NULL, 0), 5);
+    assert_int_equal(rls__duration_format(&d, NULL, 0), 5);
     memset(buf, 'x', sizeof buf);
-    assert_int_equal(duration_format(&d, buf, 1), 5);
+    assert_int_equal(rls__duration_format(&d, buf, 1), 5);
     assert_int_equal(buf[0], '\0');
     assert_int_equal(buf[1], 'x');
     d.ms = -1;
-    assert_int_equal(duration_format(&d, buf, 1), 4);
+    assert_int_equal(rls__duration_format(&d, buf, 1), 4);
     assert_int_equal(buf[0], '\0');
     d.calendar = DUR_MONTH;
-    assert_int_equal(duration_format(&d, buf, 2), 3);
+    assert_int_equal(rls__duration_format(&d, buf, 2), 3);
     assert_string_equal(buf, "1");
-    assert_int_equal(duration_format(NULL, buf, sizeof buf), -1);
+    assert_int_equal(rls__duration_format(NULL, buf, sizeof buf), -1);
 }
 
 static void test_round_trip(void **state)
@@ -235,7 +235,7 @@ static void test_round_trip(void **state)
     for (i = 0; i < sizeof texts / sizeof texts[0]; i++) {
         rls_duration a = parse_ok(texts[i]), b;
         char buf[64];
-        duration_format(&a, buf, sizeof buf);
+        rls__duration_format(&a, buf, sizeof buf);
         b = parse_ok(buf);
         assert_int_equal(a.ms, b.ms);
         assert_int_equal(a.calendar, b.calendar);
@@ -244,7 +244,7 @@ static void test_round_trip(void **state)
     for (i = 1; i < 100000; i += 7) {
         rls_duration a = { (int64_t)i * 1237, DUR_FIXED }, b;
         char buf[64];
-        duration_format(&a, buf, sizeof buf);
+        rls__duration_format(&a, buf, sizeof buf);
         b = parse_ok(buf);
         assert_int_equal(a.ms, b.ms);
         assert_int_equal(b.calendar, DUR_FIXED);

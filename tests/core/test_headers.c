@@ -25,7 +25,7 @@ static hdr_input base(void)
 
 static const char *fmt(const hdr_input *in)
 {
-    int n = headers_format(in, buf, sizeof buf);
+    int n = rls__headers_format(in, buf, sizeof buf);
     assert_true(n >= 0);
     assert_int_equal(n, (int)strlen(buf));
     return buf;
@@ -142,17 +142,17 @@ static void test_invalid(void **state)
     hdr_input in = base();
     char big[5000];
     (void)state;
-    assert_int_equal(headers_format(NULL, buf, sizeof buf), -1);
-    assert_int_equal(headers_format(&in, NULL, 10), -1);
+    assert_int_equal(rls__headers_format(NULL, buf, sizeof buf), -1);
+    assert_int_equal(rls__headers_format(&in, NULL, 10), -1);
     in.limit = -1;
-    assert_int_equal(headers_format(&in, buf, sizeof buf), -1);
+    assert_int_equal(rls__headers_format(&in, buf, sizeof buf), -1);
     in = base();
     in.policy = NULL;
-    assert_int_equal(headers_format(&in, buf, sizeof buf), -1);
+    assert_int_equal(rls__headers_format(&in, buf, sizeof buf), -1);
     memset(big, 'a', sizeof big - 1);
     big[sizeof big - 1] = '\0';
     in.policy = big;
-    assert_int_equal(headers_format(&in, buf, sizeof buf), -1);
+    assert_int_equal(rls__headers_format(&in, buf, sizeof buf), -1);
 }
 
 static void test_small_buffer(void **state)
@@ -164,22 +164,22 @@ static void test_small_buffer(void **state)
     char small[16];
     (void)state;
     /* size 0 with NULL: just the length */
-    assert_int_equal(headers_format(&in, NULL, 0), len);
+    assert_int_equal(rls__headers_format(&in, NULL, 0), len);
     memset(small, 'x', sizeof small);
-    assert_int_equal(headers_format(&in, small, sizeof small), len);
+    assert_int_equal(rls__headers_format(&in, small, sizeof small), len);
     assert_int_equal(small[15], '\0');
     assert_memory_equal(small, full, 15);
     memset(small, 'x', sizeof small);
-    assert_int_equal(headers_format(&in, small, 1), len);
+    assert_int_equal(rls__headers_format(&in, small, 1), len);
     assert_int_equal(small[0], '\0');
     assert_int_equal(small[1], 'x');
     /* exactly fitting: len + 1 */
     {
         char exact[128];
         assert_true((size_t)len + 1 <= sizeof exact);
-        assert_int_equal(headers_format(&in, exact, (size_t)len + 1), len);
+        assert_int_equal(rls__headers_format(&in, exact, (size_t)len + 1), len);
         assert_string_equal(exact, full);
-        assert_int_equal(headers_format(&in, exact, (size_t)len), len);
+        assert_int_equal(rls__headers_format(&in, exact, (size_t)len), len);
         assert_int_equal(strlen(exact), (size_t)len - 1);
     }
 }

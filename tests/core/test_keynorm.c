@@ -10,7 +10,7 @@ static char out[128];
 static const char *norm(int kind, int p4, int p6, const char *key)
 {
     const char *why = NULL;
-    int n = key_normalize(kind, p4, p6, key, strlen(key), out, sizeof out, &why);
+    int n = rls__key_normalize(kind, p4, p6, key, strlen(key), out, sizeof out, &why);
     if (n < 0)
         fail_msg("'%s' rejected (%d): %s", key, n, why ? why : "(null)");
     assert_int_equal(n, (int)strlen(out));
@@ -22,7 +22,7 @@ static const char *ip(const char *key) { return norm(KEY_IP, 32, 128, key); }
 static const char *bad(int kind, const char *key, size_t len)
 {
     const char *why = NULL;
-    assert_int_equal(key_normalize(kind, 32, 64, key, len, out, sizeof out, &why), -1);
+    assert_int_equal(rls__key_normalize(kind, 32, 64, key, len, out, sizeof out, &why), -1);
     assert_non_null(why);
     return why;
 }
@@ -30,17 +30,17 @@ static const char *bad(int kind, const char *key, size_t len)
 static void test_kinds(void **state)
 {
     (void)state;
-    assert_string_equal(key_kind_name(KEY_STRING), "string");
-    assert_string_equal(key_kind_name(KEY_IP), "ip");
-    assert_string_equal(key_kind_name(KEY_EMAIL), "email");
-    assert_null(key_kind_name(3));
-    assert_null(key_kind_name(-1));
-    assert_int_equal(key_kind_from_name("string"), KEY_STRING);
-    assert_int_equal(key_kind_from_name("ip"), KEY_IP);
-    assert_int_equal(key_kind_from_name("email"), KEY_EMAIL);
-    assert_int_equal(key_kind_from_name("IP"), -1);
-    assert_int_equal(key_kind_from_name(""), -1);
-    assert_int_equal(key_kind_from_name(NULL), -1);
+    assert_string_equal(rls__key_kind_name(KEY_STRING), "string");
+    assert_string_equal(rls__key_kind_name(KEY_IP), "ip");
+    assert_string_equal(rls__key_kind_name(KEY_EMAIL), "email");
+    assert_null(rls__key_kind_name(3));
+    assert_null(rls__key_kind_name(-1));
+    assert_int_equal(rls__key_kind_from_name("string"), KEY_STRING);
+    assert_int_equal(rls__key_kind_from_name("ip"), KEY_IP);
+    assert_int_equal(rls__key_kind_from_name("email"), KEY_EMAIL);
+    assert_int_equal(rls__key_kind_from_name("IP"), -1);
+    assert_int_equal(rls__key_kind_from_name(""), -1);
+    assert_int_equal(rls__key_kind_from_name(NULL), -1);
 }
 
 static void test_ipv4(void **state)
@@ -110,7 +110,7 @@ static void test_ip_invalid(void **state)
     const char *why = NULL;
     (void)state;
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        if (key_normalize(KEY_IP, 32, 64, cases[i], strlen(cases[i]), out,
+        if (rls__key_normalize(KEY_IP, 32, 64, cases[i], strlen(cases[i]), out,
                           sizeof out, &why) != -1)
             fail_msg("'%s' accepted as '%s'", cases[i], out);
     }
@@ -122,15 +122,15 @@ static void test_ip_invalid(void **state)
     assert_string_equal(bad(KEY_IP, "", 0), "empty key");
     assert_string_equal(bad(KEY_IP, "1.2.3.4\0x", 9), "key contains a NUL byte");
     /* prefixes out of range */
-    assert_int_equal(key_normalize(KEY_IP, 33, 64, "1.2.3.4", 7, out, sizeof out, &why), -1);
+    assert_int_equal(rls__key_normalize(KEY_IP, 33, 64, "1.2.3.4", 7, out, sizeof out, &why), -1);
     assert_string_equal(why, "invalid IP prefix length");
-    assert_int_equal(key_normalize(KEY_IP, 32, 129, "1.2.3.4", 7, out, sizeof out, &why), -1);
-    assert_int_equal(key_normalize(KEY_IP, -1, 64, "1.2.3.4", 7, out, sizeof out, &why), -1);
+    assert_int_equal(rls__key_normalize(KEY_IP, 32, 129, "1.2.3.4", 7, out, sizeof out, &why), -1);
+    assert_int_equal(rls__key_normalize(KEY_IP, -1, 64, "1.2.3.4", 7, out, sizeof out, &why), -1);
     /* a long string never reaches the parser's buffers */
     {
         char longkey[300];
         memset(longkey, '1', sizeof longkey);
-        assert_int_equal(key_normalize(KEY_IP, 32, 64, longkey, sizeof longkey,
+        assert_int_equal(rls__key_normalize(KEY_IP, 32, 64, longkey, sizeof longkey,
                                        out, sizeof out, &why), -1);
     }
 }
@@ -169,25 +169,25 @@ static void test_string_and_buffers(void **state)
     assert_string_equal(norm(KEY_STRING, 32, 64, "  Mixed CASE \xff"), "  Mixed CASE \xff");
     assert_string_equal(bad(KEY_STRING, "", 0), "empty key");
     assert_string_equal(bad(KEY_STRING, "a\0b", 3), "key contains a NUL byte");
-    assert_int_equal(key_normalize(KEY_STRING, 32, 64, NULL, 3, out, sizeof out, &why), -1);
-    assert_int_equal(key_normalize(9, 32, 64, "x", 1, out, sizeof out, &why), -1);
+    assert_int_equal(rls__key_normalize(KEY_STRING, 32, 64, NULL, 3, out, sizeof out, &why), -1);
+    assert_int_equal(rls__key_normalize(9, 32, 64, "x", 1, out, sizeof out, &why), -1);
     assert_string_equal(why, "unknown key kind");
     /* out too small: -2 (room for the NUL is needed) */
-    assert_int_equal(key_normalize(KEY_STRING, 32, 64, "1234567", 7, small, 8, &why), 7);
-    assert_int_equal(key_normalize(KEY_STRING, 32, 64, "12345678", 8, small, 8, &why), -2);
-    assert_int_equal(key_normalize(KEY_IP, 32, 64, "2001:db8::1", 11, small, 8, &why), -2);
-    assert_int_equal(key_normalize(KEY_IP, 32, 64, "1.2.3.4", 7, small, 8, &why), 7);
-    assert_int_equal(key_normalize(KEY_EMAIL, 32, 64, "ab+x@c.d", 8, small, 8, &why), 6);
+    assert_int_equal(rls__key_normalize(KEY_STRING, 32, 64, "1234567", 7, small, 8, &why), 7);
+    assert_int_equal(rls__key_normalize(KEY_STRING, 32, 64, "12345678", 8, small, 8, &why), -2);
+    assert_int_equal(rls__key_normalize(KEY_IP, 32, 64, "2001:db8::1", 11, small, 8, &why), -2);
+    assert_int_equal(rls__key_normalize(KEY_IP, 32, 64, "1.2.3.4", 7, small, 8, &why), 7);
+    assert_int_equal(rls__key_normalize(KEY_EMAIL, 32, 64, "ab+x@c.d", 8, small, 8, &why), 6);
     assert_string_equal(small, "ab@c.d");
-    assert_int_equal(key_normalize(KEY_EMAIL, 32, 64, "abcd@ef.gh", 10, small, 8, &why), -2);
-    assert_int_equal(key_normalize(KEY_STRING, 32, 64, "x", 1, NULL, 0, NULL), -2);
+    assert_int_equal(rls__key_normalize(KEY_EMAIL, 32, 64, "abcd@ef.gh", 10, small, 8, &why), -2);
+    assert_int_equal(rls__key_normalize(KEY_STRING, 32, 64, "x", 1, NULL, 0, NULL), -2);
 }
 
 static key_pattern pat(const char *text, int kind)
 {
     key_pattern p;
     const char *why = NULL;
-    if (key_pattern_parse(text, &p, &why) != 0)
+    if (rls__key_pattern_parse(text, &p, &why) != 0)
         fail_msg("pattern '%s': %s", text, why ? why : "(null)");
     assert_int_equal(p.kind, kind);
     return p;
@@ -197,7 +197,7 @@ static const char *pat_err(const char *text)
 {
     key_pattern p;
     const char *why = NULL;
-    assert_int_equal(key_pattern_parse(text, &p, &why), -1);
+    assert_int_equal(rls__key_pattern_parse(text, &p, &why), -1);
     assert_non_null(why);
     return why;
 }
@@ -206,8 +206,8 @@ static int match(const char *ptext, const char *key)
 {
     key_pattern p;
     const char *why;
-    assert_int_equal(key_pattern_parse(ptext, &p, &why), 0);
-    return key_pattern_match(&p, ptext, key, strlen(key));
+    assert_int_equal(rls__key_pattern_parse(ptext, &p, &why), 0);
+    return rls__key_pattern_match(&p, ptext, key, strlen(key));
 }
 
 static void test_pattern_parse(void **state)
@@ -288,11 +288,11 @@ static void test_pattern_match(void **state)
     assert_true(match("::/0", "2001:db8::1"));
     assert_false(match("::/0", "10.0.0.1"));
     /* defensive */
-    assert_int_equal(key_pattern_match(NULL, "x", "x", 1), 0);
+    assert_int_equal(rls__key_pattern_match(NULL, "x", "x", 1), 0);
     {
         key_pattern p = pat("x", PAT_EXACT);
-        assert_int_equal(key_pattern_match(&p, NULL, "x", 1), 0);
-        assert_int_equal(key_pattern_match(&p, "x", NULL, 0), 0);
+        assert_int_equal(rls__key_pattern_match(&p, NULL, "x", 1), 0);
+        assert_int_equal(rls__key_pattern_match(&p, "x", NULL, 0), 0);
     }
 }
 
@@ -304,20 +304,20 @@ static void test_pattern_rank(void **state)
     key_pattern p_long = pat("user:4*", PAT_PREFIX), p_short = pat("user:*", PAT_PREFIX);
     key_pattern any = pat("*", PAT_PREFIX);
     (void)state;
-    assert_true(key_pattern_rank(&ex) > key_pattern_rank(&c32));
-    assert_true(key_pattern_rank(&c32) > key_pattern_rank(&c24));
-    assert_true(key_pattern_rank(&c24) > key_pattern_rank(&c8));
-    assert_true(key_pattern_rank(&c8) > key_pattern_rank(&c0));
-    assert_true(key_pattern_rank(&v6) > key_pattern_rank(&p_long));
-    assert_true(key_pattern_rank(&c0) > key_pattern_rank(&p_long));
-    assert_true(key_pattern_rank(&p_long) > key_pattern_rank(&p_short));
-    assert_true(key_pattern_rank(&p_short) > key_pattern_rank(&any));
-    assert_true(key_pattern_rank(&any) > key_pattern_rank(NULL));
+    assert_true(rls__key_pattern_rank(&ex) > rls__key_pattern_rank(&c32));
+    assert_true(rls__key_pattern_rank(&c32) > rls__key_pattern_rank(&c24));
+    assert_true(rls__key_pattern_rank(&c24) > rls__key_pattern_rank(&c8));
+    assert_true(rls__key_pattern_rank(&c8) > rls__key_pattern_rank(&c0));
+    assert_true(rls__key_pattern_rank(&v6) > rls__key_pattern_rank(&p_long));
+    assert_true(rls__key_pattern_rank(&c0) > rls__key_pattern_rank(&p_long));
+    assert_true(rls__key_pattern_rank(&p_long) > rls__key_pattern_rank(&p_short));
+    assert_true(rls__key_pattern_rank(&p_short) > rls__key_pattern_rank(&any));
+    assert_true(rls__key_pattern_rank(&any) > rls__key_pattern_rank(NULL));
 }
 
 static const char *esc(const char *key, size_t len)
 {
-    int n = key_escape(key, len, out, sizeof out);
+    int n = rls__key_escape(key, len, out, sizeof out);
     assert_int_equal(n, (int)strlen(out));
     return out;
 }
@@ -369,22 +369,22 @@ static void test_escape(void **state)
     assert_string_equal(esc("\xe2\x80\x90\xe2\x80\xaf\xd8\x9b\xef\xbb\xbe", 11),
                         "\xe2\x80\x90\xe2\x80\xaf\xd8\x9b\xef\xbb\xbe");
     /* snprintf-style length; a unit that does not fit is left out whole */
-    assert_int_equal(key_escape("ab\x01", 3, small, sizeof small), 6);
+    assert_int_equal(rls__key_escape("ab\x01", 3, small, sizeof small), 6);
     assert_string_equal(small, "ab");
-    assert_int_equal(key_escape("a\x01", 2, small, sizeof small), 5);
+    assert_int_equal(rls__key_escape("a\x01", 2, small, sizeof small), 5);
     assert_string_equal(small, "a\\x01");
-    assert_int_equal(key_escape("ab\x01", 3, NULL, 0), 6);
-    assert_int_equal(key_escape("abc", 3, small, 1), 3);
+    assert_int_equal(rls__key_escape("ab\x01", 3, NULL, 0), 6);
+    assert_int_equal(rls__key_escape("abc", 3, small, 1), 3);
     assert_string_equal(small, "");
     /* a multi-byte character is never cut in half */
-    assert_int_equal(key_escape("ab\xe2\x82\xac", 5, small, sizeof small), 5);
+    assert_int_equal(rls__key_escape("ab\xe2\x82\xac", 5, small, sizeof small), 5);
     assert_string_equal(small, "ab\xe2\x82\xac");
-    assert_int_equal(key_escape("abc\xe2\x82\xac", 6, small, sizeof small), 6);
+    assert_int_equal(rls__key_escape("abc\xe2\x82\xac", 6, small, sizeof small), 6);
     assert_string_equal(small, "abc");
-    assert_int_equal(key_escape("abc\xe2\x82\xac" "d", 7, small, sizeof small), 7);
+    assert_int_equal(rls__key_escape("abc\xe2\x82\xac" "d", 7, small, sizeof small), 7);
     assert_string_equal(small, "abc");
-    assert_int_equal(key_escape(NULL, 1, small, sizeof small), -1);
-    assert_int_equal(key_escape(NULL, 0, small, sizeof small), 0);
+    assert_int_equal(rls__key_escape(NULL, 1, small, sizeof small), -1);
+    assert_int_equal(rls__key_escape(NULL, 0, small, sizeof small), 0);
 }
 
 /* The form of a key of every action (rls_policy(3)): one per address or
@@ -404,29 +404,29 @@ static void test_canonical(void **state)
     };
     char buf[64];
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
-        int n = key_canonical(pairs[i][0], strlen(pairs[i][0]), buf, sizeof buf);
+        int n = rls__key_canonical(pairs[i][0], strlen(pairs[i][0]), buf, sizeof buf);
         assert_int_equal(n, (int)strlen(pairs[i][1]));
         assert_string_equal(buf, pairs[i][1]);
     }
-    assert_int_equal(key_canonical("user:Bob", 8, buf, 8), -2);
+    assert_int_equal(rls__key_canonical("user:Bob", 8, buf, 8), -2);
 }
 
 static void test_ip_net(void **state)
 {
     unsigned char net[16], a[16];
     int bits, abits;
-    assert_int_equal(key_ip_net("1.2.3.0/24", 10, net, &bits), 0);
+    assert_int_equal(rls__key_ip_net("1.2.3.0/24", 10, net, &bits), 0);
     assert_int_equal(bits, 96 + 24);
-    assert_int_equal(key_ip_net("1.2.3.77", 8, a, &abits), 0);
+    assert_int_equal(rls__key_ip_net("1.2.3.77", 8, a, &abits), 0);
     assert_int_equal(abits, 128);
-    assert_true(key_net_contains(net, bits, a));
-    assert_int_equal(key_ip_net("::FFFF:1.2.4.1", 14, a, &abits), 0);
-    assert_false(key_net_contains(net, bits, a));
-    assert_int_equal(key_ip_net("2001:db8:5::/64", 15, net, &bits), 0);
-    assert_int_equal(key_ip_net("2001:DB8:5:0:FFFF::1", 20, a, &abits), 0);
-    assert_true(key_net_contains(net, bits, a));
-    assert_int_equal(key_ip_net("fe80::1%eth0", 12, a, &abits), -1);
-    assert_int_equal(key_ip_net("bob@example.com", 15, a, &abits), -1);
+    assert_true(rls__key_net_contains(net, bits, a));
+    assert_int_equal(rls__key_ip_net("::FFFF:1.2.4.1", 14, a, &abits), 0);
+    assert_false(rls__key_net_contains(net, bits, a));
+    assert_int_equal(rls__key_ip_net("2001:db8:5::/64", 15, net, &bits), 0);
+    assert_int_equal(rls__key_ip_net("2001:DB8:5:0:FFFF::1", 20, a, &abits), 0);
+    assert_true(rls__key_net_contains(net, bits, a));
+    assert_int_equal(rls__key_ip_net("fe80::1%eth0", 12, a, &abits), -1);
+    assert_int_equal(rls__key_ip_net("bob@example.com", 15, a, &abits), -1);
 }
 
 int main(void)

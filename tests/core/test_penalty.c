@@ -34,20 +34,20 @@ static void test_first_offence(void **state)
     penalty_step s;
     penalty_prev none = {0, 0, 0, 0};
     (void)state;
-    penalty_next(&l, &none, NOW, &s);
+    rls__penalty_next(&l, &none, NOW, &s);
     assert_int_equal(s.level, 0);
     assert_int_equal(s.dur_ms, H);
     assert_int_equal(s.until_ms, NOW + H);
     assert_int_equal(s.forget_ms, NOW + H + D);   /* the end plus the last step */
-    penalty_next(&l, NULL, NOW, &s);
+    rls__penalty_next(&l, NULL, NOW, &s);
     assert_int_equal(s.level, 0);
     /* an operator's block (kind manual) is not a step of the list */
     penalty_prev manual = prev_of(BLOCK_MANUAL, 2, NOW + D);
-    penalty_next(&l, &manual, NOW, &s);
+    rls__penalty_next(&l, &manual, NOW, &s);
     assert_int_equal(s.level, 0);
     /* a row that was not found says nothing, whatever its fields */
     penalty_prev gone = {0, BLOCK_PENALTY, 1, NOW + D};
-    penalty_next(&l, &gone, NOW, &s);
+    rls__penalty_next(&l, &gone, NOW, &s);
     assert_int_equal(s.level, 0);
 }
 
@@ -58,23 +58,23 @@ static void test_escalation_and_last_step(void **state)
     penalty_step s;
     (void)state;
     penalty_prev p = prev_of(BLOCK_PENALTY, 0, NOW + 1);
-    penalty_next(&l, &p, NOW, &s);
+    rls__penalty_next(&l, &p, NOW, &s);
     assert_int_equal(s.level, 1);
     assert_int_equal(s.dur_ms, 6 * H);
     assert_int_equal(s.until_ms, NOW + 6 * H);
     assert_int_equal(s.forget_ms, NOW + 6 * H + D);
     p.level = 1;
-    penalty_next(&l, &p, NOW, &s);
+    rls__penalty_next(&l, &p, NOW, &s);
     assert_int_equal(s.level, 2);
     assert_int_equal(s.dur_ms, D);
     p.level = 2;                       /* the last step repeats */
-    penalty_next(&l, &p, NOW, &s);
+    rls__penalty_next(&l, &p, NOW, &s);
     assert_int_equal(s.level, 2);
     assert_int_equal(s.dur_ms, D);
     assert_int_equal(s.forget_ms, NOW + 2 * D);
     /* one step: always it */
     rule_limit one = steps(1, ms);
-    penalty_next(&one, &p, NOW, &s);
+    rls__penalty_next(&one, &p, NOW, &s);
     assert_int_equal(s.level, 0);
     assert_int_equal(s.forget_ms, NOW + 2 * H);
 }
@@ -87,11 +87,11 @@ static void test_forget_time(void **state)
     penalty_step s;
     (void)state;
     penalty_prev p = prev_of(BLOCK_PENALTY, 1, NOW + D);
-    penalty_next(&l, &p, NOW + D - 1, &s);
+    rls__penalty_next(&l, &p, NOW + D - 1, &s);
     assert_int_equal(s.level, 2);
-    penalty_next(&l, &p, NOW + D, &s);
+    rls__penalty_next(&l, &p, NOW + D, &s);
     assert_int_equal(s.level, 0);
-    penalty_next(&l, &p, NOW + D + 1, &s);
+    rls__penalty_next(&l, &p, NOW + D + 1, &s);
     assert_int_equal(s.level, 0);
 }
 
@@ -103,29 +103,29 @@ static void test_time_range_ends(void **state)
     rule_limit l = steps(2, ms);
     penalty_step s;
     (void)state;
-    penalty_next(&l, NULL, RLS_TIME_MAX - 1000, &s);
+    rls__penalty_next(&l, NULL, RLS_TIME_MAX - 1000, &s);
     assert_int_equal(s.until_ms, RLS_TIME_MAX);
     assert_int_equal(s.forget_ms, RLS_TIME_MAX);
     assert_int_equal(s.dur_ms, H);              /* the wait is still the step's */
-    penalty_next(&l, NULL, RLS_TIME_MAX - H - 1, &s);
+    rls__penalty_next(&l, NULL, RLS_TIME_MAX - H - 1, &s);
     assert_int_equal(s.until_ms, RLS_TIME_MAX - 1);
     assert_int_equal(s.forget_ms, RLS_TIME_MAX);
-    penalty_next(&l, NULL, RLS_TIME_MAX - H - D - 1, &s);
+    rls__penalty_next(&l, NULL, RLS_TIME_MAX - H - D - 1, &s);
     assert_int_equal(s.until_ms, RLS_TIME_MAX - D - 1);
     assert_int_equal(s.forget_ms, RLS_TIME_MAX - 1);
-    penalty_next(&l, NULL, RLS_TIME_MAX, &s);
+    rls__penalty_next(&l, NULL, RLS_TIME_MAX, &s);
     assert_int_equal(s.until_ms, RLS_TIME_MAX);
-    penalty_next(&l, NULL, RLS_TIME_MIN, &s);
+    rls__penalty_next(&l, NULL, RLS_TIME_MIN, &s);
     assert_int_equal(s.until_ms, H);
     assert_int_equal(s.forget_ms, H + D);
 
-    assert_int_equal(time_end(0, 0), 0);
-    assert_int_equal(time_end(NOW, 5), NOW + 5);
-    assert_int_equal(time_end(RLS_TIME_MAX - 5, 4), RLS_TIME_MAX - 1);
-    assert_int_equal(time_end(RLS_TIME_MAX - 5, 5), RLS_TIME_MAX);
-    assert_int_equal(time_end(RLS_TIME_MAX - 5, 6), RLS_TIME_MAX);
-    assert_int_equal(time_end(RLS_TIME_MAX, 0), RLS_TIME_MAX);
-    assert_int_equal(time_end(NOW, INT64_MAX), RLS_TIME_MAX);
+    assert_int_equal(rls__time_end(0, 0), 0);
+    assert_int_equal(rls__time_end(NOW, 5), NOW + 5);
+    assert_int_equal(rls__time_end(RLS_TIME_MAX - 5, 4), RLS_TIME_MAX - 1);
+    assert_int_equal(rls__time_end(RLS_TIME_MAX - 5, 5), RLS_TIME_MAX);
+    assert_int_equal(rls__time_end(RLS_TIME_MAX - 5, 6), RLS_TIME_MAX);
+    assert_int_equal(rls__time_end(RLS_TIME_MAX, 0), RLS_TIME_MAX);
+    assert_int_equal(rls__time_end(NOW, INT64_MAX), RLS_TIME_MAX);
 }
 
 /* A level stored outside the list (written by hand) is never an index. */
@@ -136,16 +136,16 @@ static void test_stored_level_out_of_list(void **state)
     penalty_step s;
     (void)state;
     penalty_prev p = prev_of(BLOCK_PENALTY, 99, NOW + 1);
-    penalty_next(&l, &p, NOW, &s);
+    rls__penalty_next(&l, &p, NOW, &s);
     assert_int_equal(s.level, 2);
     p.level = 2147483647;
-    penalty_next(&l, &p, NOW, &s);
+    rls__penalty_next(&l, &p, NOW, &s);
     assert_int_equal(s.level, 2);
     p.level = -1;
-    penalty_next(&l, &p, NOW, &s);
+    rls__penalty_next(&l, &p, NOW, &s);
     assert_int_equal(s.level, 0);
     p.level = -7;
-    penalty_next(&l, &p, NOW, &s);
+    rls__penalty_next(&l, &p, NOW, &s);
     assert_int_equal(s.level, 0);
 }
 
@@ -156,21 +156,21 @@ static void test_raise(void **state)
     memset(&r, 0, sizeof r);
     r.retry_after_ms = 500;
     r.reset_ms = 800;
-    penalty_raise(&r, H);
+    rls__penalty_raise(&r, H);
     assert_int_equal(r.retry_after_ms, H);
     assert_int_equal(r.reset_ms, H);
     r.retry_after_ms = 2 * H;                   /* a longer wait stays */
     r.reset_ms = 3 * H;
-    penalty_raise(&r, H);
+    rls__penalty_raise(&r, H);
     assert_int_equal(r.retry_after_ms, 2 * H);
     assert_int_equal(r.reset_ms, 3 * H);
     r.retry_after_ms = -1;                      /* never stays never */
     r.reset_ms = 0;
-    penalty_raise(&r, H);
+    rls__penalty_raise(&r, H);
     assert_int_equal(r.retry_after_ms, -1);
     assert_int_equal(r.reset_ms, H);
     r.retry_after_ms = 0;
-    penalty_raise(&r, 1);
+    rls__penalty_raise(&r, 1);
     assert_int_equal(r.retry_after_ms, 1);
 }
 

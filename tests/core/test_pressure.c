@@ -23,41 +23,41 @@ static void test_used(void **state)
     algo_meta m;
     (void)state;
     memset(&m, 0, sizeof m);
-    assert_int_equal(pressure_used(&r, NULL), 6);
+    assert_int_equal(rls__pressure_used(&r, NULL), 6);
     m.used = 7;                      /* 7 of 2 under an unlimited tier */
     r = result(1, RLS_REASON_OK, 2, 0);
-    assert_int_equal(pressure_used(&r, &m), 7);
-    assert_int_equal(pressure_used(&r, NULL), 2);
+    assert_int_equal(rls__pressure_used(&r, &m), 7);
+    assert_int_equal(rls__pressure_used(&r, NULL), 2);
     r = result(1, RLS_REASON_OK, 5, 9);   /* never below 0 */
-    assert_int_equal(pressure_used(&r, NULL), 0);
+    assert_int_equal(rls__pressure_used(&r, NULL), 0);
     r = result(1, RLS_REASON_OK, 5, 5);
-    assert_int_equal(pressure_used(&r, NULL), 0);
+    assert_int_equal(rls__pressure_used(&r, NULL), 0);
 }
 
 static void test_ppm(void **state)
 {
     (void)state;
-    assert_int_equal(pressure_ppm(1, 2), 500000);
-    assert_int_equal(pressure_ppm(7, 2), 3500000);      /* past the capacity */
-    assert_int_equal(pressure_ppm(1, 3), 333333);       /* truncated */
-    assert_int_equal(pressure_ppm(2, 3), 666666);
-    assert_int_equal(pressure_ppm(0, 3), 0);
-    assert_int_equal(pressure_ppm(10, 10), PRESSURE_PPM);
-    assert_int_equal(pressure_ppm(5, 0), 0);
-    assert_int_equal(pressure_ppm(5, -1), 0);
-    assert_int_equal(pressure_ppm(999999999999LL, 1000000000000LL), 999999);
-    assert_int_equal(pressure_ppm(INT64_MAX, 1), INT64_MAX);   /* kept in range */
-    assert_int_equal(pressure_ppm(INT64_MIN, 1), INT64_MIN);
-    assert_int_equal(pressure_ppm(-1, 2), -500000);
+    assert_int_equal(rls__pressure_ppm(1, 2), 500000);
+    assert_int_equal(rls__pressure_ppm(7, 2), 3500000);      /* past the capacity */
+    assert_int_equal(rls__pressure_ppm(1, 3), 333333);       /* truncated */
+    assert_int_equal(rls__pressure_ppm(2, 3), 666666);
+    assert_int_equal(rls__pressure_ppm(0, 3), 0);
+    assert_int_equal(rls__pressure_ppm(10, 10), PRESSURE_PPM);
+    assert_int_equal(rls__pressure_ppm(5, 0), 0);
+    assert_int_equal(rls__pressure_ppm(5, -1), 0);
+    assert_int_equal(rls__pressure_ppm(999999999999LL, 1000000000000LL), 999999);
+    assert_int_equal(rls__pressure_ppm(INT64_MAX, 1), INT64_MAX);   /* kept in range */
+    assert_int_equal(rls__pressure_ppm(INT64_MIN, 1), INT64_MIN);
+    assert_int_equal(rls__pressure_ppm(-1, 2), -500000);
 }
 
 static void test_hot(void **state)
 {
     (void)state;
-    assert_false(pressure_hot(PRESSURE_HOT_PPM - 1));
-    assert_true(pressure_hot(PRESSURE_HOT_PPM));
-    assert_true(pressure_hot(PRESSURE_PPM));
-    assert_false(pressure_hot(0));
+    assert_false(rls__pressure_hot(PRESSURE_HOT_PPM - 1));
+    assert_true(rls__pressure_hot(PRESSURE_HOT_PPM));
+    assert_true(rls__pressure_hot(PRESSURE_PPM));
+    assert_false(rls__pressure_hot(0));
     assert_int_equal(PRESSURE_HOT_PPM, 500000);
 }
 
@@ -67,13 +67,13 @@ static void test_state(void **state)
     rls_result denied = result(0, RLS_REASON_LIMIT, 10, 0);
     rls_result shadow = result(1, RLS_REASON_SHADOW, 10, 5);
     (void)state;
-    assert_string_equal(pressure_state(1, &ok, 0), "blocked");
-    assert_string_equal(pressure_state(1, &denied, PRESSURE_PPM), "blocked");
-    assert_string_equal(pressure_state(0, &denied, 0), "limited");
-    assert_string_equal(pressure_state(0, &shadow, PRESSURE_PPM), "shadow");
-    assert_string_equal(pressure_state(0, &ok, PRESSURE_NEAR_PPM - 1), "ok");
-    assert_string_equal(pressure_state(0, &ok, PRESSURE_NEAR_PPM), "near");
-    assert_string_equal(pressure_state(0, &ok, 3500000), "near");
+    assert_string_equal(rls__pressure_state(1, &ok, 0), "blocked");
+    assert_string_equal(rls__pressure_state(1, &denied, PRESSURE_PPM), "blocked");
+    assert_string_equal(rls__pressure_state(0, &denied, 0), "limited");
+    assert_string_equal(rls__pressure_state(0, &shadow, PRESSURE_PPM), "shadow");
+    assert_string_equal(rls__pressure_state(0, &ok, PRESSURE_NEAR_PPM - 1), "ok");
+    assert_string_equal(rls__pressure_state(0, &ok, PRESSURE_NEAR_PPM), "near");
+    assert_string_equal(rls__pressure_state(0, &ok, 3500000), "near");
     assert_int_equal(PRESSURE_NEAR_PPM, 800000);
 }
 

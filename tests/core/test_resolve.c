@@ -35,7 +35,7 @@ static ruleset *rules(void)
 {
     ruleset *rs = NULL;
     config_errors errs;
-    assert_int_equal(config_parse(RULES, strlen(RULES), &rs, &errs), 0);
+    assert_int_equal(rls__config_parse(RULES, strlen(RULES), &rs, &errs), 0);
     return rs;
 }
 
@@ -45,7 +45,7 @@ static assign_cand cand(const char *text, const char *action, const char *tier,
     assign_cand c;
     const char *why = NULL;
     memset(&c, 0, sizeof c);
-    assert_int_equal(key_pattern_parse(text, &c.pat, &why), 0);
+    assert_int_equal(rls__key_pattern_parse(text, &c.pat, &why), 0);
     c.text = text;
     c.action = action;
     c.tier = tier;
@@ -61,7 +61,7 @@ static tier_choice tier_of(const ruleset *rs, const char *action, const char *ke
     tier_choice t;
     const assign_cand *const lists[1] = {c};
     const int counts[1] = {n};
-    resolve_tier(rs, action, key, strlen(key), lists, counts, 1, NOW, &t);
+    rls__resolve_tier(rs, action, key, strlen(key), lists, counts, 1, NOW, &t);
     return t;
 }
 
@@ -95,7 +95,7 @@ static void test_specificity_ranking(void **state)
     assert_ptr_equal(t.by, &c[1]);
     t = tier_of(rs, "api", "192.0.2.1", c, 6);     /* "*" matches every key */
     assert_ptr_equal(t.by, &c[0]);
-    ruleset_free(rs);
+    rls__ruleset_free(rs);
 }
 
 /* At one specificity: one action over every action, then an operator's
@@ -127,9 +127,9 @@ static void test_action_then_dynamic(void **state)
     assign_cand e2 = cand("10.0.0.0/8", "", "gold", 0, 0);
     const assign_cand *const lists[2] = {&e1, &e2};
     const int counts[2] = {1, 1};
-    resolve_tier(rs, "api", "10.0.0.1", 8, lists, counts, 2, NOW, &t);
+    rls__resolve_tier(rs, "api", "10.0.0.1", 8, lists, counts, 2, NOW, &t);
     assert_ptr_equal(t.by, &e1);
-    ruleset_free(rs);
+    rls__ruleset_free(rs);
 }
 
 static void test_expired_foreign_inert(void **state)
@@ -152,18 +152,18 @@ static void test_expired_foreign_inert(void **state)
     assert_non_null(t.def);
     t = tier_of(rs, "login", "10.0.0.1", c, 2);        /* login's own */
     assert_string_equal(t.tier, "staff");
-    ruleset_free(rs);
+    rls__ruleset_free(rs);
 
     /* without a default tier: "" and no definition */
     static const char bare[] = "version: 1\nactions: { a: { limits: [ { name: n, limit: 1, "
                                "window: 1s } ] } }\n";
     ruleset *b = NULL;
-    assert_int_equal(config_parse(bare, strlen(bare), &b, NULL), 0);
+    assert_int_equal(rls__config_parse(bare, strlen(bare), &b, NULL), 0);
     t = tier_of(b, "a", "k", NULL, 0);
     assert_string_equal(t.tier, "");
     assert_null(t.def);
     assert_int_equal(t.source, TIER_FROM_DEFAULT);
-    ruleset_free(b);
+    rls__ruleset_free(b);
 }
 
 static const resolved_limit *named(const resolved_limit *r, int n, const char *name)
@@ -177,22 +177,22 @@ static const resolved_limit *named(const resolved_limit *r, int n, const char *n
 static void test_limits_and_tier_replacements(void **state)
 {
     ruleset *rs = rules();
-    const rule_action *api = ruleset_action(rs, "api");
+    const rule_action *api = rls__ruleset_action(rs, "api");
     resolved_limit out[RESOLVE_MAX_LIMITS];
     (void)state;
-    assert_int_equal(resolve_limits(api, "", NULL, 0, NOW, out, RESOLVE_MAX_LIMITS), 2);
+    assert_int_equal(rls__resolve_limits(api, "", NULL, 0, NOW, out, RESOLVE_MAX_LIMITS), 2);
     assert_string_equal(out[0].def->name, "minute");
     assert_int_equal(out[0].limit, 10);
     assert_int_equal(out[0].burst, 10);          /* burst not given: the limit */
     assert_int_equal(out[1].limit, 5);
     assert_int_equal(out[1].burst, 20);
     assert_false(out[0].overridden);
-    assert_int_equal(resolve_limits(api, NULL, NULL, 0, NOW, out, RESOLVE_MAX_LIMITS), 2);
-    assert_int_equal(resolve_limits(api, "free", NULL, 0, NOW, out, RESOLVE_MAX_LIMITS), 2);
+    assert_int_equal(rls__resolve_limits(api, NULL, NULL, 0, NOW, out, RESOLVE_MAX_LIMITS), 2);
+    assert_int_equal(rls__resolve_limits(api, "free", NULL, 0, NOW, out, RESOLVE_MAX_LIMITS), 2);
     assert_int_equal(out[0].limit, 10);
 
     /* pro replaces minute by name (its window inherited) and adds daily */
-    int n = resolve_limits(api, "pro", NULL, 0, NOW, out, RESOLVE_MAX_LIMITS);
+    int n = rls__resolve_limits(api, "pro", NULL, 0, NOW, out, RESOLVE_MAX_LIMITS);
     assert_int_equal(n, 3);
     assert_int_equal(named(out, n, "minute")->limit, 100);
     assert_int_equal(named(out, n, "minute")->def->window.ms, 60000);
@@ -202,22 +202,22 @@ static void test_limits_and_tier_replacements(void **state)
     assert_string_equal(out[2].def->name, "daily");    /* added at the end */
 
     /* gold's bucket keeps the default's burst (inherited by the loader) */
-    n = resolve_limits(api, "gold", NULL, 0, NOW, out, RESOLVE_MAX_LIMITS);
+    n = rls__resolve_limits(api, "gold", NULL, 0, NOW, out, RESOLVE_MAX_LIMITS);
     assert_int_equal(n, 2);
     assert_int_equal(named(out, n, "bucket")->limit, 50);
     assert_int_equal(named(out, n, "bucket")->burst, 20);
 
     /* not enough room */
-    assert_int_equal(resolve_limits(api, "", NULL, 0, NOW, out, 1), -1);
-    assert_int_equal(resolve_limits(api, "pro", NULL, 0, NOW, out, 2), -1);
-    assert_int_equal(resolve_limits(api, "pro", NULL, 0, NOW, out, 3), 3);
-    ruleset_free(rs);
+    assert_int_equal(rls__resolve_limits(api, "", NULL, 0, NOW, out, 1), -1);
+    assert_int_equal(rls__resolve_limits(api, "pro", NULL, 0, NOW, out, 2), -1);
+    assert_int_equal(rls__resolve_limits(api, "pro", NULL, 0, NOW, out, 3), 3);
+    rls__ruleset_free(rs);
 }
 
 static void test_overrides(void **state)
 {
     ruleset *rs = rules();
-    const rule_action *api = ruleset_action(rs, "api");
+    const rule_action *api = rls__ruleset_action(rs, "api");
     resolved_limit out[RESOLVE_MAX_LIMITS];
     (void)state;
     override_in ov[] = {
@@ -226,7 +226,7 @@ static void test_overrides(void **state)
         {"daily", 3, 0},             /* only under pro */
         {"nosuch", 1, 0},            /* no such limit: ignored */
     };
-    int n = resolve_limits(api, "", ov, 4, NOW, out, RESOLVE_MAX_LIMITS);
+    int n = rls__resolve_limits(api, "", ov, 4, NOW, out, RESOLVE_MAX_LIMITS);
     assert_int_equal(n, 2);
     assert_int_equal(out[0].limit, 7);
     assert_int_equal(out[0].burst, 7);           /* a burst not given follows */
@@ -235,16 +235,16 @@ static void test_overrides(void **state)
     assert_int_equal(out[1].burst, 20);
     assert_true(out[1].overridden);
 
-    n = resolve_limits(api, "pro", ov, 4, NOW, out, RESOLVE_MAX_LIMITS);
+    n = rls__resolve_limits(api, "pro", ov, 4, NOW, out, RESOLVE_MAX_LIMITS);
     assert_int_equal(named(out, n, "minute")->limit, 7);   /* after the tier */
     assert_int_equal(named(out, n, "daily")->limit, 3);
 
     /* expired at now: the tier's or the file's figure */
-    n = resolve_limits(api, "", ov, 4, NOW + 1, out, RESOLVE_MAX_LIMITS);
+    n = rls__resolve_limits(api, "", ov, 4, NOW + 1, out, RESOLVE_MAX_LIMITS);
     assert_int_equal(out[1].limit, 5);
     assert_false(out[1].overridden);
     assert_int_equal(out[0].limit, 7);
-    ruleset_free(rs);
+    rls__ruleset_free(rs);
 }
 
 int main(void)

@@ -18,8 +18,8 @@ static rls_tz *load(const char *name)
 {
     rls_tz *tz = NULL;
     const char *why = NULL;
-    if (tz_load(name, &tz, &why) != 0)
-        fail_msg("tz_load(%s): %s", name, why ? why : "(null)");
+    if (rls__tz_load(name, &tz, &why) != 0)
+        fail_msg("rls__tz_load(%s): %s", name, why ? why : "(null)");
     return tz;
 }
 
@@ -27,7 +27,7 @@ static const char *load_err(const char *name)
 {
     rls_tz *tz = (rls_tz *)1;
     const char *why = NULL;
-    assert_int_equal(tz_load(name, &tz, &why), -1);
+    assert_int_equal(rls__tz_load(name, &tz, &why), -1);
     assert_null(tz);
     assert_non_null(why);
     return why;
@@ -40,46 +40,46 @@ static void test_civil(void **state)
     int64_t y, d;
     int m, dd;
     (void)state;
-    assert_int_equal(civil_days_from(1970, 1, 1), 0);
-    assert_int_equal(civil_days_from(1969, 12, 31), -1);
-    assert_int_equal(civil_days_from(2000, 3, 1), 11017);
-    assert_int_equal(civil_days_from(2026, 3, 29), 20541);
-    assert_int_equal(civil_days_from(2028, 2, 29), 21243);
-    assert_int_equal(civil_days_from(1900, 3, 1), -25508);
-    assert_int_equal(civil_days_from(2100, 3, 1), 47541);
-    assert_int_equal(civil_days_from(1, 1, 1), -719162);
-    assert_int_equal(civil_days_from(9999, 12, 31), 2932896);
+    assert_int_equal(rls__civil_days_from(1970, 1, 1), 0);
+    assert_int_equal(rls__civil_days_from(1969, 12, 31), -1);
+    assert_int_equal(rls__civil_days_from(2000, 3, 1), 11017);
+    assert_int_equal(rls__civil_days_from(2026, 3, 29), 20541);
+    assert_int_equal(rls__civil_days_from(2028, 2, 29), 21243);
+    assert_int_equal(rls__civil_days_from(1900, 3, 1), -25508);
+    assert_int_equal(rls__civil_days_from(2100, 3, 1), 47541);
+    assert_int_equal(rls__civil_days_from(1, 1, 1), -719162);
+    assert_int_equal(rls__civil_days_from(9999, 12, 31), 2932896);
     /* 1900 and 2100 are not leap years, 2000 is */
-    assert_int_equal(civil_days_from(1900, 3, 1) - civil_days_from(1900, 2, 28), 1);
-    assert_int_equal(civil_days_from(2000, 3, 1) - civil_days_from(2000, 2, 28), 2);
-    assert_int_equal(civil_days_from(2100, 3, 1) - civil_days_from(2100, 2, 28), 1);
-    civil_from_days(21243, &y, &m, &dd);
+    assert_int_equal(rls__civil_days_from(1900, 3, 1) - rls__civil_days_from(1900, 2, 28), 1);
+    assert_int_equal(rls__civil_days_from(2000, 3, 1) - rls__civil_days_from(2000, 2, 28), 2);
+    assert_int_equal(rls__civil_days_from(2100, 3, 1) - rls__civil_days_from(2100, 2, 28), 1);
+    rls__civil_from_days(21243, &y, &m, &dd);
     assert_int_equal(y, 2028);
     assert_int_equal(m, 2);
     assert_int_equal(dd, 29);
-    civil_from_days(-719162, &y, &m, &dd);
+    rls__civil_from_days(-719162, &y, &m, &dd);
     assert_int_equal(y, 1);
     assert_int_equal(m, 1);
     assert_int_equal(dd, 1);
-    civil_from_days(-1, &y, &m, &dd);
+    rls__civil_from_days(-1, &y, &m, &dd);
     assert_int_equal(y, 1969);
     assert_int_equal(m, 12);
     assert_int_equal(dd, 31);
     /* round trip over 1600..2400 */
-    for (d = civil_days_from(1600, 1, 1); d < civil_days_from(2400, 1, 1); d++) {
-        civil_from_days(d, &y, &m, &dd);
-        assert_int_equal(civil_days_from(y, m, dd), d);
+    for (d = rls__civil_days_from(1600, 1, 1); d < rls__civil_days_from(2400, 1, 1); d++) {
+        rls__civil_from_days(d, &y, &m, &dd);
+        assert_int_equal(rls__civil_days_from(y, m, dd), d);
         assert_true(m >= 1 && m <= 12 && dd >= 1 && dd <= 31);
     }
     /* weekday: 0 = Monday; 1970-01-01 Thursday, 2026-03-29 Sunday,
      * 2026-01-01 Thursday, 2027-01-01 Friday, 2000-01-01 Saturday */
-    assert_int_equal(civil_weekday(0), 3);
-    assert_int_equal(civil_weekday(20541), 6);
-    assert_int_equal(civil_weekday(civil_days_from(2026, 1, 1)), 3);
-    assert_int_equal(civil_weekday(civil_days_from(2027, 1, 1)), 4);
-    assert_int_equal(civil_weekday(civil_days_from(2000, 1, 1)), 5);
-    assert_int_equal(civil_weekday(-1), 2);
-    assert_int_equal(civil_weekday(-7), 3);
+    assert_int_equal(rls__civil_weekday(0), 3);
+    assert_int_equal(rls__civil_weekday(20541), 6);
+    assert_int_equal(rls__civil_weekday(rls__civil_days_from(2026, 1, 1)), 3);
+    assert_int_equal(rls__civil_weekday(rls__civil_days_from(2027, 1, 1)), 4);
+    assert_int_equal(rls__civil_weekday(rls__civil_days_from(2000, 1, 1)), 5);
+    assert_int_equal(rls__civil_weekday(-1), 2);
+    assert_int_equal(rls__civil_weekday(-7), 3);
 }
 
 /* ---- built-in UTC ------------------------------------------------------- */
@@ -93,22 +93,22 @@ static void test_utc_builtin(void **state)
     setenv("TZDIR", dir, 1);
     a = load("UTC");
     b = load("Etc/UTC");
-    assert_string_equal(tz_name(a), "UTC");
-    assert_string_equal(tz_name(b), "Etc/UTC");
-    assert_int_equal(tz_offset_at(a, 1774738800000LL), 0);
-    assert_int_equal(tz_local_day(b, 86400000LL - 1), 0);
-    assert_int_equal(tz_local_day(b, -1), -1);
-    assert_int_equal(tz_local_midnight(a, 20541), 20541 * 86400000LL);
+    assert_string_equal(rls__tz_name(a), "UTC");
+    assert_string_equal(rls__tz_name(b), "Etc/UTC");
+    assert_int_equal(rls__tz_offset_at(a, 1774738800000LL), 0);
+    assert_int_equal(rls__tz_local_day(b, 86400000LL - 1), 0);
+    assert_int_equal(rls__tz_local_day(b, -1), -1);
+    assert_int_equal(rls__tz_local_midnight(a, 20541), 20541 * 86400000LL);
     assert_string_equal(load_err("Europe/Berlin"), "unknown time zone");
-    tz_free(a);
-    tz_free(b);
-    tz_free(NULL);
+    rls__tz_free(a);
+    rls__tz_free(b);
+    rls__tz_free(NULL);
     unsetenv("TZDIR");
     tu_rmdir(dir);
     /* NULL means UTC */
-    assert_int_equal(tz_offset_at(NULL, 123), 0);
-    assert_string_equal(tz_name(NULL), "UTC");
-    assert_int_equal(tz_local_to_utc(NULL, 5), 5);
+    assert_int_equal(rls__tz_offset_at(NULL, 123), 0);
+    assert_string_equal(rls__tz_name(NULL), "UTC");
+    assert_int_equal(rls__tz_local_to_utc(NULL, 5), 5);
 }
 
 /* ---- system zones ------------------------------------------------------- */
@@ -117,55 +117,55 @@ static void test_berlin(void **state)
 {
     rls_tz *tz = load("Europe/Berlin");
     (void)state;
-    assert_string_equal(tz_name(tz), "Europe/Berlin");
+    assert_string_equal(rls__tz_name(tz), "Europe/Berlin");
     /* 2026-03-29 01:00Z CET -> CEST; 2026-10-25 01:00Z CEST -> CET */
-    assert_int_equal(tz_offset_at(tz, 1774746000000LL - 1), 3600);
-    assert_int_equal(tz_offset_at(tz, 1774746000000LL), 7200);
-    assert_int_equal(tz_offset_at(tz, 1792890000000LL - 1), 7200);
-    assert_int_equal(tz_offset_at(tz, 1792890000000LL), 3600);
+    assert_int_equal(rls__tz_offset_at(tz, 1774746000000LL - 1), 3600);
+    assert_int_equal(rls__tz_offset_at(tz, 1774746000000LL), 7200);
+    assert_int_equal(rls__tz_offset_at(tz, 1792890000000LL - 1), 7200);
+    assert_int_equal(rls__tz_offset_at(tz, 1792890000000LL), 3600);
     /* before the first transition: LMT +0:53:28 (1893) */
-    assert_int_equal(tz_offset_at(tz, -4000000000000LL), 3208);
+    assert_int_equal(rls__tz_offset_at(tz, -4000000000000LL), 3208);
     /* local midnights: 2026-03-29 00:00 CET = 03-28 23:00Z,
      * 2026-03-30 00:00 CEST = 03-29 22:00Z (a 23-hour day),
      * 2026-10-25 00:00 CEST = 10-24 22:00Z, 10-26 00:00 CET = 10-25 23:00Z */
-    assert_int_equal(tz_local_midnight(tz, 20541), 1774738800000LL);
-    assert_int_equal(tz_local_midnight(tz, 20542), 1774821600000LL);
-    assert_int_equal(tz_local_midnight(tz, 20541 + 210), 1792879200000LL);
-    assert_int_equal(tz_local_midnight(tz, 20541 + 211), 1792969200000LL);
-    assert_int_equal(tz_local_day(tz, 1774738800000LL), 20541);
-    assert_int_equal(tz_local_day(tz, 1774738800000LL - 1), 20540);
-    assert_int_equal(tz_local_day(tz, 1774821600000LL - 1), 20541);
+    assert_int_equal(rls__tz_local_midnight(tz, 20541), 1774738800000LL);
+    assert_int_equal(rls__tz_local_midnight(tz, 20542), 1774821600000LL);
+    assert_int_equal(rls__tz_local_midnight(tz, 20541 + 210), 1792879200000LL);
+    assert_int_equal(rls__tz_local_midnight(tz, 20541 + 211), 1792969200000LL);
+    assert_int_equal(rls__tz_local_day(tz, 1774738800000LL), 20541);
+    assert_int_equal(rls__tz_local_day(tz, 1774738800000LL - 1), 20540);
+    assert_int_equal(rls__tz_local_day(tz, 1774821600000LL - 1), 20541);
     /* gap: 2026-03-29 02:30 local does not exist -> 01:00Z (03:00 CEST) */
-    assert_int_equal(tz_local_to_utc(tz, (20541 * 24 + 2) * H + H / 2),
+    assert_int_equal(rls__tz_local_to_utc(tz, (20541 * 24 + 2) * H + H / 2),
                      1774746000000LL);
     /* fold: 2026-10-25 02:30 local occurs at 00:30Z and 01:30Z -> earlier */
-    assert_int_equal(tz_local_to_utc(tz, ((20541 + 210) * 24 + 2) * H + H / 2),
+    assert_int_equal(rls__tz_local_to_utc(tz, ((20541 + 210) * 24 + 2) * H + H / 2),
                      1792888200000LL);
     /* ordinary: 2026-07-01 12:00 CEST = 10:00Z */
-    assert_int_equal(tz_local_to_utc(tz, (civil_days_from(2026, 7, 1) * 24 + 12) * H),
-                     civil_days_from(2026, 7, 1) * 24 * H + 10 * H);
-    tz_free(tz);
+    assert_int_equal(rls__tz_local_to_utc(tz, (rls__civil_days_from(2026, 7, 1) * 24 + 12) * H),
+                     rls__civil_days_from(2026, 7, 1) * 24 * H + 10 * H);
+    rls__tz_free(tz);
 }
 
 static void test_new_york(void **state)
 {
     rls_tz *tz = load("America/New_York");
-    int64_t mar8 = civil_days_from(2026, 3, 8), nov1 = civil_days_from(2026, 11, 1);
+    int64_t mar8 = rls__civil_days_from(2026, 3, 8), nov1 = rls__civil_days_from(2026, 11, 1);
     (void)state;
     /* 2026-03-08 07:00Z EST -> EDT, 2026-11-01 06:00Z EDT -> EST */
-    assert_int_equal(tz_offset_at(tz, 1772953200000LL - 1), -18000);
-    assert_int_equal(tz_offset_at(tz, 1772953200000LL), -14400);
-    assert_int_equal(tz_offset_at(tz, 1793512800000LL - 1), -14400);
-    assert_int_equal(tz_offset_at(tz, 1793512800000LL), -18000);
+    assert_int_equal(rls__tz_offset_at(tz, 1772953200000LL - 1), -18000);
+    assert_int_equal(rls__tz_offset_at(tz, 1772953200000LL), -14400);
+    assert_int_equal(rls__tz_offset_at(tz, 1793512800000LL - 1), -14400);
+    assert_int_equal(rls__tz_offset_at(tz, 1793512800000LL), -18000);
     /* midnights 03-08 05:00Z, 03-09 04:00Z, 11-01 04:00Z, 11-02 05:00Z */
-    assert_int_equal(tz_local_midnight(tz, mar8), 1772946000000LL);
-    assert_int_equal(tz_local_midnight(tz, mar8 + 1), 1773028800000LL);
-    assert_int_equal(tz_local_midnight(tz, nov1), 1793505600000LL);
-    assert_int_equal(tz_local_midnight(tz, nov1 + 1), 1793595600000LL);
+    assert_int_equal(rls__tz_local_midnight(tz, mar8), 1772946000000LL);
+    assert_int_equal(rls__tz_local_midnight(tz, mar8 + 1), 1773028800000LL);
+    assert_int_equal(rls__tz_local_midnight(tz, nov1), 1793505600000LL);
+    assert_int_equal(rls__tz_local_midnight(tz, nov1 + 1), 1793595600000LL);
     /* before the first transition (1883-11-18 17:00Z): LMT -4:56:02 */
-    assert_int_equal(tz_offset_at(tz, -2717650800000LL - 1), -17762);
-    assert_int_equal(tz_offset_at(tz, -2717650800000LL), -18000);
-    tz_free(tz);
+    assert_int_equal(rls__tz_offset_at(tz, -2717650800000LL - 1), -17762);
+    assert_int_equal(rls__tz_offset_at(tz, -2717650800000LL), -18000);
+    rls__tz_free(tz);
 }
 
 /* Year 2100 is beyond the TZif tables (which end in 2037): the footer rule
@@ -176,27 +176,27 @@ static void test_footer_2100(void **state)
     rls_tz *syd = load("Australia/Sydney");
     (void)state;
     /* Berlin 2100-03-28 01:00Z +1 -> +2, 2100-10-31 01:00Z +2 -> +1 */
-    assert_int_equal(tz_offset_at(b, 4109878800000LL - 1), 3600);
-    assert_int_equal(tz_offset_at(b, 4109878800000LL), 7200);
-    assert_int_equal(tz_offset_at(b, 4128627600000LL - 1), 7200);
-    assert_int_equal(tz_offset_at(b, 4128627600000LL), 3600);
+    assert_int_equal(rls__tz_offset_at(b, 4109878800000LL - 1), 3600);
+    assert_int_equal(rls__tz_offset_at(b, 4109878800000LL), 7200);
+    assert_int_equal(rls__tz_offset_at(b, 4128627600000LL - 1), 7200);
+    assert_int_equal(rls__tz_offset_at(b, 4128627600000LL), 3600);
     /* New York 2100-03-14 07:00Z, 2100-11-07 06:00Z */
-    assert_int_equal(tz_offset_at(ny, 4108690800000LL - 1), -18000);
-    assert_int_equal(tz_offset_at(ny, 4108690800000LL), -14400);
-    assert_int_equal(tz_offset_at(ny, 4129250400000LL - 1), -14400);
-    assert_int_equal(tz_offset_at(ny, 4129250400000LL), -18000);
+    assert_int_equal(rls__tz_offset_at(ny, 4108690800000LL - 1), -18000);
+    assert_int_equal(rls__tz_offset_at(ny, 4108690800000LL), -14400);
+    assert_int_equal(rls__tz_offset_at(ny, 4129250400000LL - 1), -14400);
+    assert_int_equal(rls__tz_offset_at(ny, 4129250400000LL), -18000);
     /* Sydney (southern): 2100-04-03 16:00Z +11 -> +10, 2100-10-02 16:00Z +10 -> +11 */
-    assert_int_equal(tz_offset_at(syd, 4110451200000LL - 1), 39600);
-    assert_int_equal(tz_offset_at(syd, 4110451200000LL), 36000);
-    assert_int_equal(tz_offset_at(syd, 4126176000000LL - 1), 36000);
-    assert_int_equal(tz_offset_at(syd, 4126176000000LL), 39600);
-    assert_int_equal(tz_offset_at(syd, 4102444800000LL), 39600); /* 2100-01-01 */
+    assert_int_equal(rls__tz_offset_at(syd, 4110451200000LL - 1), 39600);
+    assert_int_equal(rls__tz_offset_at(syd, 4110451200000LL), 36000);
+    assert_int_equal(rls__tz_offset_at(syd, 4126176000000LL - 1), 36000);
+    assert_int_equal(rls__tz_offset_at(syd, 4126176000000LL), 39600);
+    assert_int_equal(rls__tz_offset_at(syd, 4102444800000LL), 39600); /* 2100-01-01 */
     /* local midnight 2100-03-29 (Berlin, the day after the change): 22:00Z */
-    assert_int_equal(tz_local_midnight(b, civil_days_from(2100, 3, 29)),
-                     civil_days_from(2100, 3, 29) * 24 * H - 2 * H);
-    tz_free(b);
-    tz_free(ny);
-    tz_free(syd);
+    assert_int_equal(rls__tz_local_midnight(b, rls__civil_days_from(2100, 3, 29)),
+                     rls__civil_days_from(2100, 3, 29) * 24 * H - 2 * H);
+    rls__tz_free(b);
+    rls__tz_free(ny);
+    rls__tz_free(syd);
 }
 
 static void test_tokyo_no_dst(void **state)
@@ -204,12 +204,12 @@ static void test_tokyo_no_dst(void **state)
     rls_tz *tz = load("Asia/Tokyo");
     int64_t d;
     (void)state;
-    for (d = civil_days_from(2026, 1, 1); d < civil_days_from(2027, 1, 1); d += 5) {
-        assert_int_equal(tz_offset_at(tz, d * 24 * H), 32400);
-        assert_int_equal(tz_local_midnight(tz, d), d * 24 * H - 9 * H);
+    for (d = rls__civil_days_from(2026, 1, 1); d < rls__civil_days_from(2027, 1, 1); d += 5) {
+        assert_int_equal(rls__tz_offset_at(tz, d * 24 * H), 32400);
+        assert_int_equal(rls__tz_local_midnight(tz, d), d * 24 * H - 9 * H);
     }
-    assert_int_equal(tz_offset_at(tz, 4109878800000LL), 32400);   /* 2100 */
-    tz_free(tz);
+    assert_int_equal(rls__tz_offset_at(tz, 4109878800000LL), 32400);   /* 2100 */
+    rls__tz_free(tz);
 }
 
 /* Midnight itself in a gap or fold: America/Havana. */
@@ -219,15 +219,15 @@ static void test_midnight_gap_fold(void **state)
     (void)state;
     /* 2026-03-08: 00:00 CST jumps to 01:00 CDT at 05:00Z: the day starts
      * at the gap end */
-    assert_int_equal(tz_local_midnight(tz, civil_days_from(2026, 3, 8)),
+    assert_int_equal(rls__tz_local_midnight(tz, rls__civil_days_from(2026, 3, 8)),
                      1772946000000LL);
-    assert_int_equal(tz_offset_at(tz, 1772946000000LL), -14400);
+    assert_int_equal(rls__tz_offset_at(tz, 1772946000000LL), -14400);
     /* 2025-11-02: 01:00 CDT falls back to 00:00 CST: midnight happens at
      * 04:00Z and at 05:00Z; the day starts at the first */
-    assert_int_equal(tz_local_midnight(tz, civil_days_from(2025, 11, 2)),
+    assert_int_equal(rls__tz_local_midnight(tz, rls__civil_days_from(2025, 11, 2)),
                      1762056000000LL);
-    assert_int_equal(tz_local_day(tz, 1762056000000LL), civil_days_from(2025, 11, 2));
-    tz_free(tz);
+    assert_int_equal(rls__tz_local_day(tz, 1762056000000LL), rls__civil_days_from(2025, 11, 2));
+    rls__tz_free(tz);
 }
 
 /* ---- hand-built TZif files ---------------------------------------------- */
@@ -331,12 +331,12 @@ static void test_built_v1_and_v2(void **state)
     build(&t, 0, 2, times, idx, 2, offs, dst, NULL);
     write_zone(dir, "Test/V1", t.b, t.n);
     tz = load("Test/V1");
-    assert_int_equal(tz_offset_at(tz, 999999999999LL), 3600);   /* type 0 */
-    assert_int_equal(tz_offset_at(tz, 1000000000000LL), 7200);
-    assert_int_equal(tz_offset_at(tz, 1100000000000LL - 1), 7200);
-    assert_int_equal(tz_offset_at(tz, 1100000000000LL), 3600);
-    assert_int_equal(tz_offset_at(tz, 4109878800000LL), 3600);
-    tz_free(tz);
+    assert_int_equal(rls__tz_offset_at(tz, 999999999999LL), 3600);   /* type 0 */
+    assert_int_equal(rls__tz_offset_at(tz, 1000000000000LL), 7200);
+    assert_int_equal(rls__tz_offset_at(tz, 1100000000000LL - 1), 7200);
+    assert_int_equal(rls__tz_offset_at(tz, 1100000000000LL), 3600);
+    assert_int_equal(rls__tz_offset_at(tz, 4109878800000LL), 3600);
+    rls__tz_free(tz);
 
     /* v3, no transitions, footer only: Lord Howe style half-hour DST in the
      * southern hemisphere.  2026: DST (+11) from 10-04 02:00 local (+10:30)
@@ -345,12 +345,12 @@ static void test_built_v1_and_v2(void **state)
           "<+1030>-10:30<+11>-11,M10.1.0,M4.1.0");
     write_zone(dir, "Test/LH", t.b, t.n);
     tz = load("Test/LH");
-    assert_int_equal(tz_offset_at(tz, 1775314800000LL - 1), 39600);  /* 2026-04-04 15:00Z */
-    assert_int_equal(tz_offset_at(tz, 1775314800000LL), 37800);
-    assert_int_equal(tz_offset_at(tz, 1791041400000LL - 1), 37800);  /* 2026-10-03 15:30Z */
-    assert_int_equal(tz_offset_at(tz, 1791041400000LL), 39600);
-    assert_int_equal(tz_offset_at(tz, 1767225600000LL), 39600);      /* 2026-01-01 */
-    tz_free(tz);
+    assert_int_equal(rls__tz_offset_at(tz, 1775314800000LL - 1), 39600);  /* 2026-04-04 15:00Z */
+    assert_int_equal(rls__tz_offset_at(tz, 1775314800000LL), 37800);
+    assert_int_equal(rls__tz_offset_at(tz, 1791041400000LL - 1), 37800);  /* 2026-10-03 15:30Z */
+    assert_int_equal(rls__tz_offset_at(tz, 1791041400000LL), 39600);
+    assert_int_equal(rls__tz_offset_at(tz, 1767225600000LL), 39600);      /* 2026-01-01 */
+    rls__tz_free(tz);
 
     /* v4, negative rule times (as in America/Nuuk): -02 / -01 DST from
      * the last Sunday of March at -1:00 to the last Sunday of October at
@@ -359,24 +359,24 @@ static void test_built_v1_and_v2(void **state)
     build(&t, '4', 0, NULL, NULL, 1, offs, dst, "<-02>2<-01>,M3.5.0/-1,M10.5.0/0");
     write_zone(dir, "Test/Neg", t.b, t.n);
     tz = load("Test/Neg");
-    assert_int_equal(tz_offset_at(tz, 1774746000000LL - 1), -7200);
-    assert_int_equal(tz_offset_at(tz, 1774746000000LL), -3600);
-    assert_int_equal(tz_offset_at(tz, 1792890000000LL - 1), -3600);
-    assert_int_equal(tz_offset_at(tz, 1792890000000LL), -7200);
-    tz_free(tz);
+    assert_int_equal(rls__tz_offset_at(tz, 1774746000000LL - 1), -7200);
+    assert_int_equal(rls__tz_offset_at(tz, 1774746000000LL), -3600);
+    assert_int_equal(rls__tz_offset_at(tz, 1792890000000LL - 1), -3600);
+    assert_int_equal(rls__tz_offset_at(tz, 1792890000000LL), -7200);
+    rls__tz_free(tz);
 
     /* Julian forms and DST all year: "J1/0 .. J365/25" covers the year */
     build(&t, '2', 0, NULL, NULL, 1, offs, dst, "EST5EDT,0/0,J365/25");
     write_zone(dir, "Test/AllDst", t.b, t.n);
     tz = load("Test/AllDst");
-    assert_int_equal(tz_offset_at(tz, 1767225600000LL), -14400);    /* 2026-01-01 00:00Z */
+    assert_int_equal(rls__tz_offset_at(tz, 1767225600000LL), -14400);    /* 2026-01-01 00:00Z */
     /* 2025's end (12-31 25:00 EDT) and 2026's start (01-01 00:00 EST) are
      * both 2026-01-01 05:00Z: the start wins, DST continues */
-    assert_int_equal(tz_offset_at(tz, 1767243600000LL - 1), -14400);
-    assert_int_equal(tz_offset_at(tz, 1767243600000LL), -14400);
-    assert_int_equal(tz_offset_at(tz, 1782864000000LL), -14400);    /* 2026-07-01 */
-    assert_int_equal(tz_offset_at(tz, 1798761599000LL), -14400);    /* 2026-12-31 23:59:59Z */
-    tz_free(tz);
+    assert_int_equal(rls__tz_offset_at(tz, 1767243600000LL - 1), -14400);
+    assert_int_equal(rls__tz_offset_at(tz, 1767243600000LL), -14400);
+    assert_int_equal(rls__tz_offset_at(tz, 1782864000000LL), -14400);    /* 2026-07-01 */
+    assert_int_equal(rls__tz_offset_at(tz, 1798761599000LL), -14400);    /* 2026-12-31 23:59:59Z */
+    rls__tz_free(tz);
 
     /* Jn skips Feb 29, n counts it: in 2028 (leap) J60 is March 1 and 59 is
      * Feb 29.  DST from J60/0 to 300/0, std +0 ("AAA0BBB"). */
@@ -386,11 +386,11 @@ static void test_built_v1_and_v2(void **state)
     /* start 2028-03-01 00:00Z; end day 59 = 2028-02-29 00:00 local (+1) =
      * 02-28 23:00Z.  2027 (not leap): J60 = 59 = March 1, so DST runs from
      * 2027-03-01 00:00Z to 2028-02-28 23:00Z, then again from 2028-03-01. */
-    assert_int_equal(tz_offset_at(tz, civil_days_from(2028, 3, 1) * 24 * H - 1), 0);
-    assert_int_equal(tz_offset_at(tz, civil_days_from(2028, 3, 1) * 24 * H), 3600);
-    assert_int_equal(tz_offset_at(tz, civil_days_from(2028, 2, 28) * 24 * H + 23 * H - 1), 3600);
-    assert_int_equal(tz_offset_at(tz, civil_days_from(2028, 2, 28) * 24 * H + 23 * H), 0);
-    tz_free(tz);
+    assert_int_equal(rls__tz_offset_at(tz, rls__civil_days_from(2028, 3, 1) * 24 * H - 1), 0);
+    assert_int_equal(rls__tz_offset_at(tz, rls__civil_days_from(2028, 3, 1) * 24 * H), 3600);
+    assert_int_equal(rls__tz_offset_at(tz, rls__civil_days_from(2028, 2, 28) * 24 * H + 23 * H - 1), 3600);
+    assert_int_equal(rls__tz_offset_at(tz, rls__civil_days_from(2028, 2, 28) * 24 * H + 23 * H), 0);
+    rls__tz_free(tz);
 }
 
 static void test_hostile(void **state)
@@ -470,8 +470,8 @@ static void test_hostile(void **state)
     build(&t, '2', 0, NULL, NULL, 1, offs, dst, "");
     write_zone(dir, "Test/NoFoot", t.b, t.n);
     tz = load("Test/NoFoot");
-    assert_int_equal(tz_offset_at(tz, 0), 3600);
-    tz_free(tz);
+    assert_int_equal(rls__tz_offset_at(tz, 0), 3600);
+    rls__tz_free(tz);
     /* too large */
     {
         char *big = calloc(1, 600 * 1024);
@@ -501,16 +501,16 @@ static void test_truncated_and_flipped(void **state)
     fclose(f);
     assert_true(n > 100);
     write_zone(dir, "Test/Real", real, n);
-    tz_free(load("Test/Real"));
+    rls__tz_free(load("Test/Real"));
     for (cut = 0; cut < n; cut++) {
         rls_tz *tz = NULL;
         const char *why = NULL;
         write_zone(dir, "Test/Cut", real, cut);
-        if (tz_load("Test/Cut", &tz, &why) == 0) {
+        if (rls__tz_load("Test/Cut", &tz, &why) == 0) {
             /* only a cut exactly before the footer can still be valid */
             ok++;
-            tz_offset_at(tz, 4109878800000LL);
-            tz_free(tz);
+            rls__tz_offset_at(tz, 4109878800000LL);
+            rls__tz_free(tz);
         } else {
             assert_non_null(why);
         }
@@ -527,14 +527,14 @@ static void test_truncated_and_flipped(void **state)
             copy[(seed >> 8) % n] ^= (unsigned char)(1u << ((seed >> 4) % 8));
         }
         write_zone(dir, "Test/Flip", copy, n);
-        if (tz_load("Test/Flip", &tz, &why) == 0) {
+        if (rls__tz_load("Test/Flip", &tz, &why) == 0) {
             int64_t t;
             for (t = -4000000000000LL; t < 8000000000000LL; t += 99999999999LL) {
-                int32_t off = tz_offset_at(tz, t);
+                int32_t off = rls__tz_offset_at(tz, t);
                 assert_true(off >= -89999 && off <= 93599);
-                tz_local_to_utc(tz, t);
+                rls__tz_local_to_utc(tz, t);
             }
-            tz_free(tz);
+            rls__tz_free(tz);
         }
     }
     free(real);
@@ -562,15 +562,15 @@ static void test_bad_names(void **state)
     /* allowed characters: Etc/GMT+5 (offset -5), America/Port-au-Prince */
     {
         rls_tz *tz = load("Etc/GMT+5");
-        assert_int_equal(tz_offset_at(tz, 0), -18000);
-        tz_free(tz);
+        assert_int_equal(rls__tz_offset_at(tz, 0), -18000);
+        rls__tz_free(tz);
         tz = load("America/Port-au-Prince");
-        tz_free(tz);
+        rls__tz_free(tz);
     }
     {
         const char *why = NULL;
-        assert_int_equal(tz_load("UTC", NULL, &why), -1);
-        assert_int_equal(tz_load("", NULL, NULL), -1);
+        assert_int_equal(rls__tz_load("UTC", NULL, &why), -1);
+        assert_int_equal(rls__tz_load("", NULL, NULL), -1);
     }
 }
 

@@ -22,9 +22,9 @@ static int setup(void **state)
     const char *why;
     (void)state;
     unsetenv("TZDIR");
-    if (tz_load("Europe/Berlin", &berlin, &why) || tz_load("America/New_York", &newyork, &why) ||
-        tz_load("Asia/Tokyo", &tokyo, &why) || tz_load("Asia/Kolkata", &kolkata, &why) ||
-        tz_load("America/Havana", &havana, &why))
+    if (rls__tz_load("Europe/Berlin", &berlin, &why) || rls__tz_load("America/New_York", &newyork, &why) ||
+        rls__tz_load("Asia/Tokyo", &tokyo, &why) || rls__tz_load("Asia/Kolkata", &kolkata, &why) ||
+        rls__tz_load("America/Havana", &havana, &why))
         return -1;
     return 0;
 }
@@ -32,11 +32,11 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    tz_free(berlin);
-    tz_free(newyork);
-    tz_free(tokyo);
-    tz_free(kolkata);
-    tz_free(havana);
+    rls__tz_free(berlin);
+    rls__tz_free(newyork);
+    rls__tz_free(tokyo);
+    rls__tz_free(kolkata);
+    rls__tz_free(havana);
     return 0;
 }
 
@@ -44,7 +44,7 @@ static rls_duration dur(const char *text)
 {
     rls_duration d;
     const char *why = NULL;
-    if (duration_parse(text, (size_t)-1, &d, &why) != 0)
+    if (rls__duration_parse(text, (size_t)-1, &d, &why) != 0)
         fail_msg("%s: %s", text, why);
     return d;
 }
@@ -55,10 +55,10 @@ static void check(const char *text, const rls_tz *tz, int64_t t, int64_t want_pr
 {
     rls_duration d = dur(text);
     int64_t p = -1, s = -1, e = -1;
-    window_at(&d, tz, t, &p, &s, &e);
+    rls__window_at(&d, tz, t, &p, &s, &e);
     if (p != want_prev || s != want_start || e != want_end)
         fail_msg("%s at %lld in %s: got [%lld) %lld..%lld, want [%lld) %lld..%lld",
-                 text, (long long)t, tz_name(tz), (long long)p, (long long)s,
+                 text, (long long)t, rls__tz_name(tz), (long long)p, (long long)s,
                  (long long)e, (long long)want_prev, (long long)want_start,
                  (long long)want_end);
 }
@@ -271,16 +271,16 @@ static void test_invariants(void **state)
                 seed ^= seed << 17;
                 /* 1950 .. 2150 */
                 t = -631152000000LL + (int64_t)(seed % 6311520000000ULL);
-                window_at(&d, zones[z], t, &p, &s, &e);
+                rls__window_at(&d, zones[z], t, &p, &s, &e);
                 assert_true(p < s && s <= t && t < e);
                 if (d.calendar == DUR_FIXED && d.ms < DAYMS)
                     assert_true(e - s <= d.ms);
-                window_at(&d, zones[z], s - 1, &p2, &s2, &e2);
+                rls__window_at(&d, zones[z], s - 1, &p2, &s2, &e2);
                 assert_int_equal(s2, p);
                 assert_int_equal(e2, s);
-                window_at(&d, zones[z], e, &p2, &s2, &e2);
+                rls__window_at(&d, zones[z], e, &p2, &s2, &e2);
                 assert_int_equal(p2, s);
-                window_at(&d, zones[z], e - 1, NULL, &s2, &e2);
+                rls__window_at(&d, zones[z], e - 1, NULL, &s2, &e2);
                 assert_int_equal(s2, s);
                 assert_int_equal(e2, e);
             }
@@ -294,26 +294,26 @@ static void test_defensive(void **state)
     rls_duration zero = { 0, DUR_FIXED };
     rls_duration day = { DAYMS, DUR_DAY };
     (void)state;
-    window_at(NULL, NULL, 100, &p, &s, &e);
+    rls__window_at(NULL, NULL, 100, &p, &s, &e);
     assert_int_equal(s, 100);
     assert_int_equal(e, 101);
-    window_at(&zero, berlin, 100, &p, &s, &e);
+    rls__window_at(&zero, berlin, 100, &p, &s, &e);
     assert_int_equal(s, 100);
-    window_at(&day, berlin, 100, NULL, NULL, NULL);
+    rls__window_at(&day, berlin, 100, NULL, NULL, NULL);
     /* extreme instants are clamped, never overflow */
-    window_at(&day, berlin, INT64_MAX, &p, &s, &e);
+    rls__window_at(&day, berlin, INT64_MAX, &p, &s, &e);
     assert_true(p < s && s < e);
-    window_at(&day, berlin, INT64_MIN, &p, &s, &e);
+    rls__window_at(&day, berlin, INT64_MIN, &p, &s, &e);
     assert_true(p < s && s < e);
     {
         rls_duration big = dur("36600d");
         rls_duration huge = { INT64_MAX, DUR_FIXED };
-        window_at(&big, berlin, INT64_MAX, &p, &s, &e);
+        rls__window_at(&big, berlin, INT64_MAX, &p, &s, &e);
         assert_true(p < s && s < e);
-        window_at(&big, berlin, INT64_MIN, &p, &s, &e);
+        rls__window_at(&big, berlin, INT64_MIN, &p, &s, &e);
         assert_true(p < s && s < e);
         /* a hand-made length beyond DUR_MS_MAX is treated as DUR_MS_MAX */
-        window_at(&huge, NULL, 0, &p, &s, &e);
+        rls__window_at(&huge, NULL, 0, &p, &s, &e);
         assert_true(p < s && s <= 0 && 0 < e);
         assert_int_equal(e - s, DUR_MS_MAX);
     }

@@ -346,10 +346,10 @@ static void test_out_of_memory(void **state)
     int line, rc = -2, n = 0;
     yedit_value *l = NULL;
     for (long k = 0; rc == -2; k++) {
-        config__fail_after(k);
+        rls__config_fail_after(k);
         rc = rls__yedit_set(demo, demo_len, "api", "pro", "daily", "limit", 9, &out, &len, &line,
                             err, sizeof err);
-        config__fail_after(-1);
+        rls__config_fail_after(-1);
         if (rc == -2)
             assert_null(out);
     }
@@ -357,9 +357,9 @@ static void test_out_of_memory(void **state)
     free(out);
     rc = -2;
     for (long k = 0; rc == -2; k++) {
-        config__fail_after(k);
+        rls__config_fail_after(k);
         rc = rls__yedit_list(demo, demo_len, &l, &n, err, sizeof err);
-        config__fail_after(-1);
+        rls__config_fail_after(-1);
         if (rc == -2)
             assert_null(l);
     }

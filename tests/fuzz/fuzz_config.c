@@ -1,5 +1,5 @@
 /*
- * fuzz_config.c - libFuzzer target for the YAML rule loader, config_parse()
+ * fuzz_config.c - libFuzzer target for the YAML rule loader, rls__config_parse()
  * (core/config*.c, core/rules.c, libyaml).
  *
  * The input is a rule file (any bytes).  Each input is parsed twice:
@@ -7,7 +7,7 @@
  * 1. Normally.  The result must be 0 with a ruleset or -1 with errors
  *    (never -2: nothing fails to allocate here).  On success the ruleset
  *    must be consistent: version 1; at least one action; tiers and actions
- *    sorted, unique, with valid names, found by ruleset_tier/_action; the
+ *    sorted, unique, with valid names, found by rls__ruleset_tier/_action; the
  *    default tier defined; every field of every limit (default and per
  *    tier) within the ranges the loader promises, burst only for bucket
  *    algorithms, first_hit only for window algorithms, no duplicate limit
@@ -18,7 +18,7 @@
  *    CONFIG_MAX_ERRORS errors stored (total >= stored), sorted by place,
  *    each with a line and column inside the input (or 0:0), a non-empty
  *    message that is valid UTF-8 without control characters, and
- *    config_error_format with snprintf semantics.
+ *    rls__config_error_format with snprintf semantics.
  *
  * 2. With allocation failure injected at an input-derived point, in the
  *    loader's allocator and in libyaml's (yaml_malloc & co are defined here,
@@ -26,7 +26,7 @@
  *    ruleset and exactly the error "out of memory", or, if the failure was
  *    never reached, the same result as the normal parse.
  *
- * ruleset_free releases everything; LeakSanitizer reports anything left.
+ * rls__ruleset_free releases everything; LeakSanitizer reports anything left.
  */
 #include "fuzz_util.h"
 
@@ -51,13 +51,13 @@ yaml_char_t *yaml_strdup(const yaml_char_t *str);
 void *yaml_malloc(size_t size)
 {
     yaml_allocs++;
-    return config__fail_now() ? NULL : malloc(size ? size : 1);
+    return rls__config_fail_now() ? NULL : malloc(size ? size : 1);
 }
 
 void *yaml_realloc(void *ptr, size_t size)
 {
     yaml_allocs++;
-    if (config__fail_now())
+    if (rls__config_fail_now())
         return NULL;
     return ptr ? realloc(ptr, size ? size : 1) : malloc(size ? size : 1);
 }
@@ -67,7 +67,7 @@ yaml_char_t *yaml_strdup(const yaml_char_t *str)
     if (!str)
         return NULL;
     yaml_allocs++;
-    return config__fail_now() ? NULL : (yaml_char_t *)strdup((const char *)str);
+    return rls__config_fail_now() ? NULL : (yaml_char_t *)strdup((const char *)str);
 }
 
 /* ---- places in the input ---------------------------------------------- */
@@ -109,7 +109,7 @@ static void check_place(int line, int col, const char *what)
 static int name_ok(const char *s)
 {
     size_t n = strnlen(s, RULES_NAME_MAX + 1);
-    return n <= RULES_NAME_MAX && config__name_ok(s, n);
+    return n <= RULES_NAME_MAX && rls__config_name_ok(s, n);
 }
 
 static void check_limit(const ruleset *rs, const rule_action *a, const rule_limit *l,
@@ -130,7 +130,7 @@ static void check_limit(const ruleset *rs, const rule_action *a, const rule_limi
                "%s/%s: calendar %d with %lld ms", an, l->name, l->window.calendar,
                (long long)l->window.ms);
     FUZZ_CHECK(l->burst >= 0 && l->burst <= CFG_LIMIT_MAX &&
-                   (l->burst == 0 || algo_is_bucket(l->algorithm)),
+                   (l->burst == 0 || rls__algo_is_bucket(l->algorithm)),
                "%s/%s: burst %lld with algorithm %d", an, l->name, (long long)l->burst,
                l->algorithm);
     FUZZ_CHECK(l->tz != NULL, "%s/%s: no time zone", an, l->name);
@@ -186,12 +186,12 @@ static void check_ruleset(const ruleset *rs)
         FUZZ_CHECK(name_ok(t->name), "tier name '%.70s'", t->name);
         FUZZ_CHECK(i == 0 || strcmp(rs->tiers[i - 1].name, t->name) < 0,
                    "tiers not sorted or repeated at '%s'", t->name);
-        FUZZ_CHECK(ruleset_tier(rs, t->name) == t, "tier '%s' not found", t->name);
+        FUZZ_CHECK(rls__ruleset_tier(rs, t->name) == t, "tier '%s' not found", t->name);
         FUZZ_CHECK((t->unlimited == 0 || t->unlimited == 1) &&
                        (t->blocked == 0 || t->blocked == 1) && !(t->unlimited && t->blocked),
                    "tier '%s': unlimited %d blocked %d", t->name, t->unlimited, t->blocked);
     }
-    FUZZ_CHECK(rs->default_tier[0] == '\0' || ruleset_tier(rs, rs->default_tier),
+    FUZZ_CHECK(rs->default_tier[0] == '\0' || rls__ruleset_tier(rs, rs->default_tier),
                "default tier '%s' not defined", rs->default_tier);
     FUZZ_CHECK(rs->nactions >= 1 && rs->nactions <= CFG_MAX_ACTIONS, "%d actions",
                rs->nactions);
@@ -201,7 +201,7 @@ static void check_ruleset(const ruleset *rs)
         FUZZ_CHECK(name_ok(a->name), "action name '%.70s'", a->name);
         FUZZ_CHECK(i == 0 || strcmp(rs->actions[i - 1].name, a->name) < 0,
                    "actions not sorted or repeated at '%s'", a->name);
-        FUZZ_CHECK(ruleset_action(rs, a->name) == a, "action '%s' not found", a->name);
+        FUZZ_CHECK(rls__ruleset_action(rs, a->name) == a, "action '%s' not found", a->name);
         FUZZ_CHECK(a->key_kind >= KEY_STRING && a->key_kind <= KEY_EMAIL,
                    "%s: key kind %d", a->name, a->key_kind);
         FUZZ_CHECK(a->ipv4_prefix >= 0 && a->ipv4_prefix <= 32 && a->ipv6_prefix >= 0 &&
@@ -223,7 +223,7 @@ static void check_ruleset(const ruleset *rs)
         for (int j = 0; j < a->ntiers; j++) {
             const rule_tier_limits *tl = &a->tiers[j];
             int distinct = a->nlimits;
-            FUZZ_CHECK(ruleset_tier(rs, tl->tier) != NULL, "%s: tier list for undefined "
+            FUZZ_CHECK(rls__ruleset_tier(rs, tl->tier) != NULL, "%s: tier list for undefined "
                        "tier '%.70s'", a->name, tl->tier);
             for (int k = 0; k < j; k++)
                 FUZZ_CHECK(strcmp(a->tiers[k].tier, tl->tier) != 0,
@@ -253,21 +253,21 @@ static void check_ruleset(const ruleset *rs)
         len = strlen(s->key);
         FUZZ_CHECK(len >= 1 && len <= RLS_KEY_MAX_LIMIT, "assignment %d: key of %zu bytes",
                    i, len);
-        FUZZ_CHECK(key_pattern_parse(s->key, &p, NULL) == 0, "assignment %d: pattern "
+        FUZZ_CHECK(rls__key_pattern_parse(s->key, &p, NULL) == 0, "assignment %d: pattern "
                    "refused", i);
-        FUZZ_CHECK(ruleset_tier(rs, s->tier) != NULL, "assignment %d: tier '%.70s'", i,
+        FUZZ_CHECK(rls__ruleset_tier(rs, s->tier) != NULL, "assignment %d: tier '%.70s'", i,
                    s->tier);
-        FUZZ_CHECK(s->action[0] == '\0' || ruleset_action(rs, s->action) != NULL,
+        FUZZ_CHECK(s->action[0] == '\0' || rls__ruleset_action(rs, s->action) != NULL,
                    "assignment %d: action '%.70s'", i, s->action);
         FUZZ_CHECK(s->expires_ms >= 0 && s->expires_ms <= RLS_TIME_MAX,
                    "assignment %d: expires %lld", i, (long long)s->expires_ms);
         if (s->action[0]) {
-            const rule_action *a = ruleset_action(rs, s->action);
+            const rule_action *a = rls__ruleset_action(rs, s->action);
             FUZZ_CHECK(p.kind != PAT_CIDR || a->key_kind == KEY_IP,
                        "assignment %d: CIDR for a non-IP action", i);
             if (p.kind == PAT_EXACT && a->key_kind != KEY_STRING) {
                 char norm[RLS_KEY_MAX_LIMIT + 64];
-                int n = key_normalize(a->key_kind, a->ipv4_prefix, a->ipv6_prefix,
+                int n = rls__key_normalize(a->key_kind, a->ipv4_prefix, a->ipv6_prefix,
                                       s->key, len, norm, sizeof norm, NULL);
                 FUZZ_CHECK(n == (int)len && memcmp(norm, s->key, len) == 0,
                            "assignment %d: key '%.60s' is not normalised for '%s'", i,
@@ -307,18 +307,18 @@ static void check_errors(const config_errors *e)
                            (e->e[i - 1].line == x->line && e->e[i - 1].column <= x->column),
                        "errors not sorted at %d", i);
     }
-    /* config_error_format: snprintf semantics, with and without a file */
+    /* rls__config_error_format: snprintf semantics, with and without a file */
     for (int f = 0; f < 2; f++) {
         const char *file = f ? "rules.yaml" : NULL;
         char full[400];
-        int n = config_error_format(&e->e[0], file, full, sizeof full);
+        int n = rls__config_error_format(&e->e[0], file, full, sizeof full);
         FUZZ_CHECK(n > 0 && (size_t)n < sizeof full && strlen(full) == (size_t)n,
-                   "config_error_format: %d", n);
-        FUZZ_CHECK(config_error_format(&e->e[0], file, NULL, 0) == n, "length");
+                   "rls__config_error_format: %d", n);
+        FUZZ_CHECK(rls__config_error_format(&e->e[0], file, NULL, 0) == n, "length");
         for (size_t size = 1; size <= (size_t)n + 1; size += 1 + size / 8) {
             char *b = fuzz_buf(size);
             size_t w = size - 1 < (size_t)n ? size - 1 : (size_t)n;
-            FUZZ_CHECK(config_error_format(&e->e[0], file, b, size) == n, "size %zu", size);
+            FUZZ_CHECK(rls__config_error_format(&e->e[0], file, b, size) == n, "size %zu", size);
             FUZZ_CHECK(memchr(b, '\0', size) == b + w && memcmp(b, full, w) == 0,
                        "size %zu: not a NUL-terminated prefix", size);
             free(b);
@@ -339,10 +339,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     long k;
 
     measure(data, size);
-    config__fail_after(-1);
+    rls__config_fail_after(-1);
     yaml_allocs = 0;
-    rc = config_parse(text, size, &rs, &errs);
-    FUZZ_CHECK(rc == 0 || rc == -1, "config_parse returned %d", rc);
+    rc = rls__config_parse(text, size, &rs, &errs);
+    FUZZ_CHECK(rc == 0 || rc == -1, "rls__config_parse returned %d", rc);
     if (rc == 0) {
         FUZZ_CHECK(rs != NULL && rs != (ruleset *)1, "success without a ruleset");
         FUZZ_CHECK(errs.n == 0 && errs.total == 0, "success with %d errors", errs.total);
@@ -354,11 +354,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     /* the same input with the k-th allocation failing (and all after it) */
     k = (long)(fuzz_hash(data, size) % (unsigned long)(2 * yaml_allocs + 16));
-    config__fail_after(k);
-    rc2 = config_parse(text, size, &rs2, &errs2);
+    rls__config_fail_after(k);
+    rc2 = rls__config_parse(text, size, &rs2, &errs2);
     {
-        int exhausted = config__fail_now();
-        config__fail_after(-1);
+        int exhausted = rls__config_fail_now();
+        rls__config_fail_after(-1);
         if (rc2 == -2) {
             FUZZ_CHECK(exhausted, "-2 without an allocation failure");
             FUZZ_CHECK(rs2 == NULL, "out of memory with a ruleset");
@@ -377,8 +377,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     if (rc2 == 0)
-        ruleset_free(rs2);
+        rls__ruleset_free(rs2);
     if (rc == 0)
-        ruleset_free(rs);
+        rls__ruleset_free(rs);
     return 0;
 }

@@ -2,16 +2,16 @@
  * fuzz_duration.c - libFuzzer target for core/duration.c.
  *
  * The input is duration text ("250ms", "1h30m", "1mo", garbage).  Checked:
- *   - duration_parse agrees with an independent reference parser of the
+ *   - rls__duration_parse agrees with an independent reference parser of the
  *     grammar in duration.h (terms <digits><unit>, units ms s m h d w mo,
  *     sum in 1..DUR_MS_MAX, calendar only for a single term "1d"/"1w"/"1mo")
  *     on acceptance, value and calendar kind; a refusal has a reason;
- *   - round trip: duration_parse(duration_format(d)) == d, for parsed
+ *   - round trip: rls__duration_parse(rls__duration_format(d)) == d, for parsed
  *     durations and for arbitrary FIXED ones made from the input's bytes;
- *   - duration_format has snprintf semantics for every buffer size (exact
+ *   - rls__duration_format has snprintf semantics for every buffer size (exact
  *     heap buffers, so ASan sees a one-byte overrun), never crashes on any
  *     (ms, calendar) pair, and prints only [0-9a-z-];
- *   - rls_duration_parse (public, NUL-terminated) agrees with duration_parse.
+ *   - rls_duration_parse (public, NUL-terminated) agrees with rls__duration_parse.
  */
 #include "fuzz_util.h"
 
@@ -89,10 +89,10 @@ static int ref_parse(const uint8_t *s, size_t n, int64_t *ms, int *cal)
 static const char *check_format(const rls_duration *d)
 {
     static char full[128];
-    int n = duration_format(d, NULL, 0);
+    int n = rls__duration_format(d, NULL, 0);
     FUZZ_CHECK(n > 0 && n < (int)sizeof full, "format length %d for ms=%lld cal=%d",
                n, (long long)d->ms, d->calendar);
-    FUZZ_CHECK(duration_format(d, full, sizeof full) == n, "length changed");
+    FUZZ_CHECK(rls__duration_format(d, full, sizeof full) == n, "length changed");
     FUZZ_CHECK(strlen(full) == (size_t)n, "strlen %zu != %d", strlen(full), n);
     for (int i = 0; i < n; i++)
         FUZZ_CHECK((full[i] >= '0' && full[i] <= '9') ||
@@ -100,7 +100,7 @@ static const char *check_format(const rls_duration *d)
                    "unexpected byte 0x%02x in '%s'", (unsigned char)full[i], full);
     for (size_t size = 1; size <= (size_t)n + 1; size++) {
         char *b = fuzz_buf(size);
-        int k = duration_format(d, b, size);
+        int k = rls__duration_format(d, b, size);
         size_t want = size - 1 < (size_t)n ? size - 1 : (size_t)n;
         FUZZ_CHECK(k == n, "size %zu: returned %d, want %d", size, k, n);
         FUZZ_CHECK(memchr(b, '\0', size) == b + want,
@@ -108,7 +108,7 @@ static const char *check_format(const rls_duration *d)
         FUZZ_CHECK(memcmp(b, full, want) == 0, "size %zu: not a prefix", size);
         free(b);
     }
-    FUZZ_CHECK(duration_format(d, NULL, 1) == -1, "NULL buffer with size 1");
+    FUZZ_CHECK(rls__duration_format(d, NULL, 1) == -1, "NULL buffer with size 1");
     return full;
 }
 
@@ -117,7 +117,7 @@ static void round_trip(const rls_duration *d)
     const char *text = check_format(d);
     rls_duration back;
     const char *why = NULL;
-    FUZZ_CHECK(duration_parse(text, strlen(text), &back, &why) == 0,
+    FUZZ_CHECK(rls__duration_parse(text, strlen(text), &back, &why) == 0,
                "'%s' (ms=%lld cal=%d) does not parse back: %s", text,
                (long long)d->ms, d->calendar, why ? why : "?");
     FUZZ_CHECK(back.ms == d->ms && back.calendar == d->calendar,
@@ -132,7 +132,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *why = NULL;
     int64_t ref_ms = 0;
     int ref_cal = -1;
-    int rc = duration_parse((const char *)data, size, &d, &why);
+    int rc = rls__duration_parse((const char *)data, size, &d, &why);
     int ref = ref_parse(data, size, &ref_ms, &ref_cal);
 
     FUZZ_CHECK(rc == 0 || rc == -1, "rc %d", rc);
@@ -154,12 +154,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         char *s = fuzz_strndup(data, size);
         rls_duration d2;
         int64_t ms = -1;
-        int rc2 = duration_parse(s, strlen(s), &d2, NULL);
+        int rc2 = rls__duration_parse(s, strlen(s), &d2, NULL);
         int prc = rls_duration_parse(s, &ms);
         FUZZ_CHECK(prc == (rc2 == 0 ? RLS_OK : RLS_EINVAL), "public rc %d", prc);
         FUZZ_CHECK(prc != RLS_OK || ms == d2.ms, "public ms %lld != %lld",
                    (long long)ms, (long long)d2.ms);
-        FUZZ_CHECK(duration_parse(s, (size_t)-1, &d2, NULL) == rc2,
+        FUZZ_CHECK(rls__duration_parse(s, (size_t)-1, &d2, NULL) == rc2,
                    "len -1 (NUL-terminated) disagrees");
         free(s);
     }

@@ -114,7 +114,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     plen = strlen(policy);
     in.policy = policy;
 
-    n = headers_format(&in, NULL, 0);
+    n = rls__headers_format(&in, NULL, 0);
     if (in.limit < 0 || plen > 4096) {
         FUZZ_CHECK(n == -1, "limit %lld, policy %zu bytes: accepted", (long long)in.limit,
                    plen);
@@ -123,7 +123,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     FUZZ_CHECK(n > 0, "rc %d", n);
     full = fuzz_buf((size_t)n + 1);
-    FUZZ_CHECK(headers_format(&in, full, (size_t)n + 1) == n, "length changed");
+    FUZZ_CHECK(rls__headers_format(&in, full, (size_t)n + 1) == n, "length changed");
     FUZZ_CHECK(strlen(full) == (size_t)n, "strlen %zu != %d", strlen(full), n);
     check_lines(full, (size_t)n);
     want = expected(&in);
@@ -148,13 +148,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 continue;
             b = fuzz_buf(sz);
             w = sz - 1 < (size_t)n ? sz - 1 : (size_t)n;
-            FUZZ_CHECK(headers_format(&in, b, sz) == n, "size %zu: length", sz);
+            FUZZ_CHECK(rls__headers_format(&in, b, sz) == n, "size %zu: length", sz);
             FUZZ_CHECK(memchr(b, '\0', sz) == b + w, "size %zu: NUL not at %zu", sz, w);
             FUZZ_CHECK(memcmp(b, full, w) == 0, "size %zu: not a prefix", sz);
             free(b);
         }
-        FUZZ_CHECK(headers_format(&in, NULL, 1) == -1, "NULL buffer, size 1");
-        FUZZ_CHECK(headers_format(NULL, full, (size_t)n + 1) == -1, "NULL input");
+        FUZZ_CHECK(rls__headers_format(&in, NULL, 1) == -1, "NULL buffer, size 1");
+        FUZZ_CHECK(rls__headers_format(NULL, full, (size_t)n + 1) == -1, "NULL input");
     }
 
     /* the public function, with an explicit policy and with the rule name */
@@ -173,7 +173,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         free(b);
         snprintf(r.rule, sizeof r.rule, "%s", policy);
         in.policy = r.rule;
-        n = headers_format(&in, NULL, 0);
+        n = rls__headers_format(&in, NULL, 0);
         b = fuzz_buf((size_t)n + 1);
         FUZZ_CHECK(rls_format_headers(&r, NULL, b, (size_t)n + 1) == n,
                    "rls_format_headers with the rule name: length");

@@ -5,7 +5,7 @@
  * normalised as every kind, IP with the default prefixes (32, 128), with
  * (24, 64) and with prefixes derived from the input; it is also parsed as an
  * assignment pattern and escaped for display.  Checked:
- *   - key_normalize returns -1 (with a reason), -2 or the length of a
+ *   - rls__key_normalize returns -1 (with a reason), -2 or the length of a
  *     NUL-terminated output, and honours outsize exactly (exact heap
  *     buffers: size n gives -2, n + 1 the result);
  *   - string: the key unchanged;  email: equal to a reference (ASCII lower
@@ -19,11 +19,11 @@
  *     the output's address part again gives the same output (idempotence;
  *     an output with "/N" is a network, which keys refuse by design); the
  *     CIDR pattern made from the output matches the output;
- *   - key_pattern_parse: kinds and fields consistent, ranks ordered exact >
+ *   - rls__key_pattern_parse: kinds and fields consistent, ranks ordered exact >
  *     CIDR > prefix, CIDR without host bits; matching: an exact pattern
  *     matches exactly its text, a prefix pattern exactly the keys starting
  *     with it, a CIDR pattern its own network address (normalised);
- *   - key_escape / rls_key_escape: output is valid UTF-8 without C0/C1
+ *   - rls__key_escape / rls_key_escape: output is valid UTF-8 without C0/C1
  *     control bytes, DEL or format characters (unicode.h), decodes back to the key, and a too-small buffer
  *     holds the longest run of whole units that fits (never half an escape
  *     or half a character), always NUL-terminated.
@@ -41,12 +41,12 @@
 
 /* ---- normalisation -------------------------------------------------- */
 
-/* key_normalize with exact-size buffers around the result length. */
+/* rls__key_normalize with exact-size buffers around the result length. */
 static int norm_checked(int kind, int p4, int p6, const char *key, size_t len,
                         char *out, size_t outsize)
 {
     const char *why = NULL;
-    int n = key_normalize(kind, p4, p6, key, len, out, outsize, &why);
+    int n = rls__key_normalize(kind, p4, p6, key, len, out, outsize, &why);
     FUZZ_CHECK(n >= -2, "kind %d: rc %d", kind, n);
     if (n == -1) {
         FUZZ_CHECK(why && *why, "kind %d: refusal without reason", kind);
@@ -58,11 +58,11 @@ static int norm_checked(int kind, int p4, int p6, const char *key, size_t len,
     /* size n: too small; size n + 1: fits exactly. */
     {
         char *b = fuzz_buf((size_t)n);
-        FUZZ_CHECK(key_normalize(kind, p4, p6, key, len, b, (size_t)n, NULL) == -2,
+        FUZZ_CHECK(rls__key_normalize(kind, p4, p6, key, len, b, (size_t)n, NULL) == -2,
                    "kind %d: outsize %d (= length) not refused", kind, n);
         free(b);
         b = fuzz_buf((size_t)n + 1);
-        FUZZ_CHECK(key_normalize(kind, p4, p6, key, len, b, (size_t)n + 1, NULL) == n &&
+        FUZZ_CHECK(rls__key_normalize(kind, p4, p6, key, len, b, (size_t)n + 1, NULL) == n &&
                        memcmp(b, out, (size_t)n + 1) == 0,
                    "kind %d: outsize %d + 1 gives another result", kind, n);
         free(b);
@@ -206,7 +206,7 @@ static void check_ip(const char *key, size_t len, int p4, int p6)
                "ip: '%s' renormalises to '%s'", text, again);
     /* an output with /N is refused as a key (a network) */
     if (slash)
-        FUZZ_CHECK(key_normalize(KEY_IP, p4, p6, out, (size_t)n, again, sizeof again,
+        FUZZ_CHECK(rls__key_normalize(KEY_IP, p4, p6, out, (size_t)n, again, sizeof again,
                                  NULL) == -1, "ip: network '%s' accepted as a key", out);
     /* the CIDR pattern of the output (or of the address at full length)
      * matches the output */
@@ -218,20 +218,20 @@ static void check_ip(const char *key, size_t len, int p4, int p6)
             snprintf(pat, sizeof pat, "%s", out);
         else
             snprintf(pat, sizeof pat, "%s/%d", out, is_v4 ? 32 : 128);
-        FUZZ_CHECK(key_pattern_parse(pat, &p, &why) == 0 && p.kind == PAT_CIDR,
+        FUZZ_CHECK(rls__key_pattern_parse(pat, &p, &why) == 0 && p.kind == PAT_CIDR,
                    "ip: pattern '%s' refused: %s", pat, why ? why : "?");
-        FUZZ_CHECK(key_pattern_match(&p, pat, out, (size_t)n) == 1,
+        FUZZ_CHECK(rls__key_pattern_match(&p, pat, out, (size_t)n) == 1,
                    "ip: pattern '%s' does not match key '%s'", pat, out);
         if (is_v4) {
-            FUZZ_CHECK(key_pattern_parse("0.0.0.0/0", &p, NULL) == 0 &&
-                           key_pattern_match(&p, "0.0.0.0/0", out, (size_t)n) == 1,
+            FUZZ_CHECK(rls__key_pattern_parse("0.0.0.0/0", &p, NULL) == 0 &&
+                           rls__key_pattern_match(&p, "0.0.0.0/0", out, (size_t)n) == 1,
                        "0.0.0.0/0 does not match '%s'", out);
-            FUZZ_CHECK(key_pattern_parse("::/0", &p, NULL) == 0 &&
-                           key_pattern_match(&p, "::/0", out, (size_t)n) == 0,
+            FUZZ_CHECK(rls__key_pattern_parse("::/0", &p, NULL) == 0 &&
+                           rls__key_pattern_match(&p, "::/0", out, (size_t)n) == 0,
                        "::/0 matches IPv4 key '%s'", out);
         } else {
-            FUZZ_CHECK(key_pattern_parse("::/0", &p, NULL) == 0 &&
-                           key_pattern_match(&p, "::/0", out, (size_t)n) == 1,
+            FUZZ_CHECK(rls__key_pattern_parse("::/0", &p, NULL) == 0 &&
+                           rls__key_pattern_match(&p, "::/0", out, (size_t)n) == 1,
                        "::/0 does not match '%s'", out);
         }
     }
@@ -244,7 +244,7 @@ static void check_pattern(const char *text, const char *key, size_t keylen)
     key_pattern p;
     const char *why = NULL;
     size_t len = strlen(text);
-    int rc = key_pattern_parse(text, &p, &why);
+    int rc = rls__key_pattern_parse(text, &p, &why);
 
     FUZZ_CHECK(rc == 0 || rc == -1, "pattern rc %d", rc);
     if (rc != 0) {
@@ -256,21 +256,21 @@ static void check_pattern(const char *text, const char *key, size_t keylen)
     switch (p.kind) {
     case PAT_PREFIX:
         FUZZ_CHECK(text[len - 1] == '*' && p.len == len - 1, "prefix len %zu", p.len);
-        FUZZ_CHECK(key_pattern_rank(&p) >= 1 && key_pattern_rank(&p) < 2000000,
-                   "prefix rank %d", key_pattern_rank(&p));
-        FUZZ_CHECK(key_pattern_match(&p, text, key, keylen) ==
+        FUZZ_CHECK(rls__key_pattern_rank(&p) >= 1 && rls__key_pattern_rank(&p) < 2000000,
+                   "prefix rank %d", rls__key_pattern_rank(&p));
+        FUZZ_CHECK(rls__key_pattern_match(&p, text, key, keylen) ==
                        (keylen >= p.len && memcmp(text, key, p.len) == 0),
                    "prefix match wrong");
-        FUZZ_CHECK(key_pattern_match(&p, text, text, p.len) == 1,
+        FUZZ_CHECK(rls__key_pattern_match(&p, text, text, p.len) == 1,
                    "prefix does not match itself");
         break;
     case PAT_EXACT:
         FUZZ_CHECK(text[len - 1] != '*' && p.len == len, "exact len %zu", p.len);
-        FUZZ_CHECK(key_pattern_rank(&p) == 3000000, "exact rank %d", key_pattern_rank(&p));
-        FUZZ_CHECK(key_pattern_match(&p, text, key, keylen) ==
+        FUZZ_CHECK(rls__key_pattern_rank(&p) == 3000000, "exact rank %d", rls__key_pattern_rank(&p));
+        FUZZ_CHECK(rls__key_pattern_match(&p, text, key, keylen) ==
                        (keylen == len && memcmp(text, key, len) == 0),
                    "exact match wrong");
-        FUZZ_CHECK(key_pattern_match(&p, text, text, len) == 1,
+        FUZZ_CHECK(rls__key_pattern_match(&p, text, text, len) == 1,
                    "exact does not match itself");
         break;
     case PAT_CIDR: {
@@ -282,18 +282,18 @@ static void check_pattern(const char *text, const char *key, size_t keylen)
         memcpy(m, p.addr, 16);
         mask(m, p.bits);
         FUZZ_CHECK(memcmp(m, p.addr, 16) == 0, "cidr '%s' keeps host bits", text);
-        FUZZ_CHECK(key_pattern_rank(&p) == 2000000 + p.bits, "cidr rank");
+        FUZZ_CHECK(rls__key_pattern_rank(&p) == 2000000 + p.bits, "cidr rank");
         /* its own network address, normalised as a key, is inside */
         FUZZ_CHECK(inet_ntop(AF_INET6, p.addr, ntop, sizeof ntop) != NULL, "ntop");
-        n = key_normalize(KEY_IP, 32, 128, ntop, strlen(ntop), norm, sizeof norm, NULL);
+        n = rls__key_normalize(KEY_IP, 32, 128, ntop, strlen(ntop), norm, sizeof norm, NULL);
         FUZZ_CHECK(n > 0, "network address '%s' of '%s' refused as a key", ntop, text);
         {
             int v4key = strchr(norm, ':') == NULL;
-            FUZZ_CHECK(key_pattern_match(&p, text, norm, (size_t)n) ==
+            FUZZ_CHECK(rls__key_pattern_match(&p, text, norm, (size_t)n) ==
                            (v4key && p.bits < 96 ? 0 : 1),
                        "cidr '%s' vs its network '%s'", text, norm);
         }
-        (void)key_pattern_match(&p, text, key, keylen);
+        (void)rls__key_pattern_match(&p, text, key, keylen);
         break;
     }
     default:
@@ -320,14 +320,14 @@ static int hexv(unsigned char c)
 
 static void check_escape(const uint8_t *key, size_t keylen, uint32_t h)
 {
-    int n = key_escape((const char *)key, keylen, NULL, 0);
+    int n = rls__key_escape((const char *)key, keylen, NULL, 0);
     char *full;
     size_t i, o = 0;
 
     FUZZ_CHECK(n >= 0 && (size_t)n >= keylen && (size_t)n <= 4 * keylen,
                "escape length %d for %zu bytes", n, keylen);
     full = fuzz_buf((size_t)n + 1);
-    FUZZ_CHECK(key_escape((const char *)key, keylen, full, (size_t)n + 1) == n &&
+    FUZZ_CHECK(rls__key_escape((const char *)key, keylen, full, (size_t)n + 1) == n &&
                    strlen(full) == (size_t)n, "escape into exact buffer");
     FUZZ_CHECK(fuzz_utf8_valid((const unsigned char *)full, (size_t)n),
                "escaped key is not valid UTF-8");
@@ -354,7 +354,7 @@ static void check_escape(const uint8_t *key, size_t keylen, uint32_t h)
                 uint32_t cp = s[0] & (u == 2 ? 0x1f : u == 3 ? 0x0f : 0x07);
                 for (size_t j = 1; j < u; j++)
                     cp = cp << 6 | (s[j] & 0x3f);
-                FUZZ_CHECK(!uni_is_invisible(cp), "format character U+%04X in output",
+                FUZZ_CHECK(!rls__uni_is_invisible(cp), "format character U+%04X in output",
                            (unsigned)cp);
             }
             o += u;
@@ -369,7 +369,7 @@ static void check_escape(const uint8_t *key, size_t keylen, uint32_t h)
         for (int k = 0; k < 6; k++) {
             size_t size = sizes[k], want = 0, u;
             char *b = fuzz_buf(size);
-            FUZZ_CHECK(key_escape((const char *)key, keylen, b, size) == n,
+            FUZZ_CHECK(rls__key_escape((const char *)key, keylen, b, size) == n,
                        "size %zu: length changed", size);
             if (size == 0) {
                 free(b);
@@ -389,10 +389,10 @@ static void check_escape(const uint8_t *key, size_t keylen, uint32_t h)
     {
         char *s = fuzz_strndup(key, keylen);
         size_t sl = strlen(s);
-        int m = key_escape(s, sl, NULL, 0);
+        int m = rls__key_escape(s, sl, NULL, 0);
         char *b1 = fuzz_buf((size_t)m + 1), *b2 = fuzz_buf((size_t)m + 1);
         FUZZ_CHECK(rls_key_escape(s, b1, (size_t)m + 1) == m &&
-                       key_escape(s, sl, b2, (size_t)m + 1) == m && strcmp(b1, b2) == 0,
+                       rls__key_escape(s, sl, b2, (size_t)m + 1) == m && strcmp(b1, b2) == 0,
                    "rls_key_escape disagrees");
         FUZZ_CHECK(rls_key_escape(s, NULL, 1) == -1, "NULL buffer with size 1");
         free(b1);
@@ -418,10 +418,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check_ip(key, size, (int)(h % 33), (int)((h >> 8) % 129));
     {
         char out[16];
-        FUZZ_CHECK(key_normalize(3, 32, 128, key, size, out, sizeof out, NULL) == -1,
+        FUZZ_CHECK(rls__key_normalize(3, 32, 128, key, size, out, sizeof out, NULL) == -1,
                    "unknown kind accepted");
-        FUZZ_CHECK(key_normalize(KEY_IP, 33, 128, key, size, out, sizeof out, NULL) == -1 &&
-                       key_normalize(KEY_IP, 32, 129, key, size, out, sizeof out, NULL) == -1,
+        FUZZ_CHECK(rls__key_normalize(KEY_IP, 33, 128, key, size, out, sizeof out, NULL) == -1 &&
+                       rls__key_normalize(KEY_IP, 32, 129, key, size, out, sizeof out, NULL) == -1,
                    "prefix out of range accepted");
     }
     s = fuzz_strndup(data, size);

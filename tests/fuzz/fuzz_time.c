@@ -1,20 +1,20 @@
 /*
  * fuzz_time.c - libFuzzer target for the time parser behind rlctl --now
- * (timefmt_parse, rls_time_parse) and the formatter (timefmt_format,
+ * (rls__timefmt_parse, rls_time_parse) and the formatter (rls__timefmt_format,
  * rls_time_format), core/timefmt.c.
  *
  * The input is time text ("1767225600000", "2026-11-21T10:00:00.250Z",
  * "2026-11-21", garbage); its first 8 bytes also serve as an arbitrary
  * int64 for the formatter.  Checked:
- *   - timefmt_parse agrees with a reference on acceptance and value: up to
+ *   - rls__timefmt_parse agrees with a reference on acceptance and value: up to
  *     15 decimal digits of epoch ms, or exactly YYYY-MM-DD,
  *     YYYY-MM-DDTHH:MM:SSZ or ...SS.f/.ff/.fffZ with a real calendar date
  *     from 1970, hours <= 23, minutes and seconds <= 59, the value computed
  *     with glibc's timegm(), all within RLS_TIME_MIN..RLS_TIME_MAX;
- *   - rls_time_parse (NUL-terminated) agrees with timefmt_parse;
+ *   - rls_time_parse (NUL-terminated) agrees with rls__timefmt_parse;
  *   - round trip: parse(format(ms)) == ms, format(parse(x)) == x for text
  *     already in the canonical 24-byte form;
- *   - timefmt_format: -1 for ms < 0, exactly 24 bytes for ms in range, no
+ *   - rls__timefmt_format: -1 for ms < 0, exactly 24 bytes for ms in range, no
  *     UB or crash for any int64, snprintf semantics for every buffer size.
  */
 #define _GNU_SOURCE 1   /* timegm */
@@ -104,7 +104,7 @@ static int check_format(int64_t ms, char out[64])
     }
     FUZZ_CHECK(n >= 24 && n < 64, "length %d for %lld", n, (long long)ms);
     FUZZ_CHECK(ms > RLS_TIME_MAX || n == 24, "length %d for %lld", n, (long long)ms);
-    FUZZ_CHECK(timefmt_format(ms, out, 64) == n && strlen(out) == (size_t)n,
+    FUZZ_CHECK(rls__timefmt_format(ms, out, 64) == n && strlen(out) == (size_t)n,
                "format into a large buffer");
     for (size_t size = 1; size <= (size_t)n + 1; size++) {
         char *b = fuzz_buf(size);
@@ -123,7 +123,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     int64_t ms = -5, ref_ms = -5, back = -5;
     char out[64];
-    int rc = timefmt_parse((const char *)data, size, &ms);
+    int rc = rls__timefmt_parse((const char *)data, size, &ms);
     int ref = ref_parse(data, size, &ref_ms);
 
     FUZZ_CHECK(rc == 0 || rc == -1, "rc %d", rc);
@@ -133,7 +133,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(ms == ref_ms, "got %lld, reference %lld", (long long)ms,
                    (long long)ref_ms);
         FUZZ_CHECK(check_format(ms, out) == 24, "format length");
-        FUZZ_CHECK(timefmt_parse(out, 24, &back) == 0 && back == ms,
+        FUZZ_CHECK(rls__timefmt_parse(out, 24, &back) == 0 && back == ms,
                    "'%s' parses back as %lld, not %lld", out, (long long)back,
                    (long long)ms);
         if (size == 24 && data[10] == 'T')
@@ -144,7 +144,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     {
         char *s = fuzz_strndup(data, size);
         int64_t a = -5, b = -5;
-        int r1 = timefmt_parse(s, strlen(s), &a);
+        int r1 = rls__timefmt_parse(s, strlen(s), &a);
         int r2 = rls_time_parse(s, &b);
         FUZZ_CHECK(r2 == (r1 == 0 ? RLS_OK : RLS_EINVAL) && (r1 != 0 || a == b),
                    "rls_time_parse disagrees");
@@ -157,13 +157,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t left = size;
         int64_t v = (int64_t)fuzz_take(&p, &left, 8);
         if (check_format(v, out) > 0 && v <= RLS_TIME_MAX)
-            FUZZ_CHECK(timefmt_parse(out, strlen(out), &back) == 0 && back == v,
+            FUZZ_CHECK(rls__timefmt_parse(out, strlen(out), &back) == 0 && back == v,
                        "'%s' parses back as %lld, not %lld", out, (long long)back,
                        (long long)v);
         /* the same for a value folded into the accepted range */
         v = (int64_t)((uint64_t)v % (uint64_t)(RLS_TIME_MAX + 1));
         FUZZ_CHECK(check_format(v, out) == 24, "in-range length");
-        FUZZ_CHECK(timefmt_parse(out, 24, &back) == 0 && back == v,
+        FUZZ_CHECK(rls__timefmt_parse(out, 24, &back) == 0 && back == v,
                    "'%s' parses back as %lld, not %lld", out, (long long)back,
                    (long long)v);
     }

@@ -6,15 +6,15 @@
  * binary parser of core: rule files name any zone under $TZDIR, and a
  * damaged or foreign zoneinfo tree must give an error, never a crash.  The
  * input is written to $TZDIR/Fuzz/Zone (TZDIR is a private temporary
- * directory) and loaded with tz_load().  Checked:
- *   - tz_load returns 0 with a zone or -1 with a reason and no zone;
+ * directory) and loaded with rls__tz_load().  Checked:
+ *   - rls__tz_load returns 0 with a zone or -1 with a reason and no zone;
  *   - for a loaded zone, at instants from the input and at fixed ones
  *     (1970, 2038, 9999, the int64 extremes): offsets within the range
- *     RFC 8536 allows (-89999..93599 s), tz_local_day consistent with the
- *     offset, tz_local_midnight(d) == tz_local_to_utc(d * 86400000), and
- *     tz_local_to_utc(L) never before the first instant whose local time
+ *     RFC 8536 allows (-89999..93599 s), rls__tz_local_day consistent with the
+ *     offset, rls__tz_local_midnight(d) == rls__tz_local_to_utc(d * 86400000), and
+ *     rls__tz_local_to_utc(L) never before the first instant whose local time
  *     reaches L for zones of realistic shape (see local_to_utc_ok);
- *   - no undefined behaviour (UBSan) and no leak (tz_free).
+ *   - no undefined behaviour (UBSan) and no leak (rls__tz_free).
  */
 #include "fuzz_util.h"
 
@@ -78,28 +78,28 @@ static int64_t floor_div(int64_t a, int64_t b)
 
 static int64_t local_of(const rls_tz *tz, int64_t u)
 {
-    return u + (int64_t)tz_offset_at(tz, u) * 1000;
+    return u + (int64_t)rls__tz_offset_at(tz, u) * 1000;
 }
 
 static void check_instant(const rls_tz *tz, int64_t ms)
 {
-    int32_t off = tz_offset_at(tz, ms);
+    int32_t off = rls__tz_offset_at(tz, ms);
     int64_t day, mid;
     FUZZ_CHECK(off >= -89999 && off <= 93599, "offset %d s at %lld", off, (long long)ms);
-    day = tz_local_day(tz, ms);
+    day = rls__tz_local_day(tz, ms);
     FUZZ_CHECK(day == floor_div(floor_div(ms, 1000) + off, 86400),
                "local day %lld at %lld (offset %d)", (long long)day, (long long)ms, off);
     if (ms < -8000000000000000LL || ms > 8000000000000000LL)
         return;
-    mid = tz_local_midnight(tz, day);
-    FUZZ_CHECK(mid == tz_local_to_utc(tz, day * 86400000LL),
-               "tz_local_midnight(%lld) != tz_local_to_utc", (long long)day);
+    mid = rls__tz_local_midnight(tz, day);
+    FUZZ_CHECK(mid == rls__tz_local_to_utc(tz, day * 86400000LL),
+               "rls__tz_local_midnight(%lld) != rls__tz_local_to_utc", (long long)day);
     /* Whatever the zone, the answer lies within L +- 26 h (offsets are
      * bounded); the exact "first instant" contract is left to the unit
      * tests with real zones, since a fuzzed zone may change its offset
      * every second. */
     {
-        int64_t L = local_of(tz, ms), u = tz_local_to_utc(tz, L);
+        int64_t L = local_of(tz, ms), u = rls__tz_local_to_utc(tz, L);
         int64_t d = u > L ? u - L : L - u;
         FUZZ_CHECK(d <= 93600000LL, "local %lld maps to %lld, %lld ms away",
                    (long long)L, (long long)u, (long long)d);
@@ -117,14 +117,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int rc;
 
     write_zone(data, size);
-    rc = tz_load("Fuzz/Zone", &tz, &why);
+    rc = rls__tz_load("Fuzz/Zone", &tz, &why);
     FUZZ_CHECK(rc == 0 || rc == -1, "rc %d", rc);
     if (rc != 0) {
         FUZZ_CHECK(tz == NULL && why && *why, "failure: zone %p, reason %s", (void *)tz,
                    why ? why : "(none)");
         return 0;
     }
-    FUZZ_CHECK(tz != NULL && strcmp(tz_name(tz), "Fuzz/Zone") == 0, "zone name");
+    FUZZ_CHECK(tz != NULL && strcmp(rls__tz_name(tz), "Fuzz/Zone") == 0, "zone name");
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         check_instant(tz, fixed[i]);
     /* instants from the tail of the input */
@@ -134,9 +134,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int64_t v = (int64_t)fuzz_take(&p, &left, 8);
         check_instant(tz, v);
         check_instant(tz, v % (RLS_TIME_MAX + 1));
-        (void)tz_local_to_utc(tz, v);
-        (void)tz_local_midnight(tz, v);
+        (void)rls__tz_local_to_utc(tz, v);
+        (void)rls__tz_local_midnight(tz, v);
     }
-    tz_free(tz);
+    rls__tz_free(tz);
     return 0;
 }

@@ -2,9 +2,9 @@
 # tests/meta/test_lint.sh - `make lint` (tests/lint.sh) on made-up trees,
 # so that the lint itself is tested: each house rule broken once is
 # reported as one line naming the file and line, and fails the lint; the
-# same tree without the fault passes; unprefixed non-static functions are
-# counted as a warning, never a failure; the allow-list of long files only
-# shrinks.  Last, the repository itself passes.
+# same tree without the fault passes; a non-static function of core/ or
+# storage/ without the prefix rls__ is a finding; the allow-list of long
+# files only shrinks.  Last, the repository itself passes.
 cd "$(dirname "$0")/../.." || exit 2
 lint=$(pwd)/tests/lint.sh
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/test_lint.XXXXXX") || exit 2
@@ -59,7 +59,7 @@ printf '#include "algo.h"\n#include <sqlite3.h>\n' >"$t/core/x.c"
 lint_run "$t"
 expect_fail "a core file including <sqlite3.h> is reported" 'core/x.c:2: SQLite in core/'
 tree sqlcall
-printf '/* x */\nint f(void);\nint f(void)\n{\n    return sqlite3_changes(0);\n}\n' >"$t/core/x.c"
+printf '/* x */\nint rls__f(void);\nint rls__f(void)\n{\n    return sqlite3_changes(0);\n}\n' >"$t/core/x.c"
 lint_run "$t"
 expect_fail "a core file calling sqlite3_* is reported" 'core/x.c:5: SQLite in core/'
 tree pqh
@@ -67,7 +67,7 @@ printf '#include <libpq-fe.h>\n' >"$t/core/x.h"
 lint_run "$t"
 expect_fail "a core header including <libpq-fe.h> is reported" 'core/x.h:1: libpq in core/'
 tree pqcall
-printf 'int f(void *c);\nint f(void *c)\n{\n    return PQstatus(c);\n}\n' >"$t/core/x.c"
+printf 'int rls__f(void *c);\nint rls__f(void *c)\n{\n    return PQstatus(c);\n}\n' >"$t/core/x.c"
 lint_run "$t"
 expect_fail "a core file calling PQstatus is reported" 'core/x.c:4: libpq in core/'
 tree pqword
@@ -139,7 +139,7 @@ lines 900 >"$t/build-san/gen.c"
 lint_run "$t"
 [ "$rc" = 0 ] && ok "the build directories are not linted" || bad "build dirs (exit $rc)" "$tmp/out"
 
-# 5. internal names: counted, listed on request, never a failure
+# 5. internal names: a non-static function without rls__ (or a public rls_ one not in rlstore.h) fails
 tree names
 cat >"$t/storage/names.c" <<'EOF'
 #include "algo.h"
@@ -187,19 +187,14 @@ int table[] =
 };
 EOF
 lint_run "$t"
-if [ "$rc" = 0 ] && grep -q '^lint: warning: 3 non-static functions' "$tmp/out" && grep -q '^lint: ok$' "$tmp/out"; then
-    ok "unprefixed non-static functions are counted as a warning, not a failure"
+if [ "$rc" = 1 ] && [ "$(grep -c '^lint: storage/names.c:' "$tmp/out")" = 3 ] &&
+    grep -q '^lint: storage/names.c:8: store_check is not static' "$tmp/out" &&
+    grep -q '^lint: storage/names.c:14: algo_name is not static' "$tmp/out" &&
+    grep -q '^lint: storage/names.c:30: rls_secret has the public prefix but is not in include/rlstore.h' "$tmp/out" &&
+    grep -q '^lint: 3 finding(s)$' "$tmp/out"; then
+    ok "unprefixed non-static functions are findings, each with its file and line"
 else
-    bad "warning count (exit $rc)" "$tmp/out"
-fi
-lint_run --warnings "$t"
-if [ "$rc" = 0 ] && [ "$(grep -c '^warning: ' "$tmp/out")" = 3 ] &&
-    grep -q '^warning: storage/names.c:8: store_check is not static' "$tmp/out" &&
-    grep -q '^warning: storage/names.c:14: algo_name is not static' "$tmp/out" &&
-    grep -q '^warning: storage/names.c:30: rls_secret has the public prefix but is not in include/rlstore.h' "$tmp/out"; then
-    ok "--warnings lists each of them with its file and line"
-else
-    bad "warning list (exit $rc)" "$tmp/out"
+    bad "unprefixed names (exit $rc)" "$tmp/out"
 fi
 
 # 6. several findings: one line each, all counted
