@@ -47,7 +47,7 @@ LIBFLAGS   = -fPIC -fvisibility=hidden -DRLS_BUILDING
 LDLIBS_ALL = $(PKG_LIBS) -lm -lpthread $(LDLIBS)
 
 CORE_SRCS    := $(sort $(wildcard core/*.c))
-STORAGE_SRCS := $(sort $(wildcard storage/*.c))
+STORAGE_SRCS := $(sort $(wildcard storage/*.c storage/sqlite/*.c storage/pg/*.c))
 SCHEMA_SQL   := $(sort $(wildcard schema/*.sql))
 SCHEMA_PG    := $(sort $(wildcard schema/pg/*.sql))
 LIB_OBJS     := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRCS) $(STORAGE_SRCS)) $(BUILD)/obj/schema_embed.o \

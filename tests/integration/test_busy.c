@@ -1,5 +1,5 @@
 /*
- * test_busy.c - the writers' turn (storage/busy.c): exactness when
+ * test_busy.c - the writers' turn (storage/sqlite/busy.c): exactness when
  * processes take turns, no lock-out by processes killed while holding or
  * waiting for the turn or holding the writers off for a checkpoint, the
  * busy timeout, fork, two handles in one thread, and SQLite's lock alone
@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include "itest.h"
-#include "busy.h"
+#include "sqlite/busy.h"
 
 static const char *RULES =
     "version: 1\n"

@@ -4,7 +4,7 @@
  * charging, peek, refund, clock safety, stats and live rule pick-up.
  */
 #include "itest.h"
-#include "pg.h"   /* to look at the connection's synchronous level (db.h too) */
+#include "pg/pg.h"   /* to look at the connection's synchronous level (db.h too) */
 
 static const char *RULES =
     "version: 1\n"

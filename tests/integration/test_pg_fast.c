@@ -1,6 +1,6 @@
 /*
  * test_pg_fast.c - the one-round-trip check on PostgreSQL
- * (storage/pg_fast.c): a handle that knows a key's states decides at once
+ * (storage/pg/pg_fast.c): a handle that knows a key's states decides at once
  * and writes only where the stored states still equal what it decided
  * from.  Every test has two handles on one schema, as two hosts: one whose
  * knowledge goes stale, one that changes what it knows behind its back

@@ -1,5 +1,5 @@
 /*
- * test_wal.c - the library's own checkpoints (storage/wal.c): the WAL stays
+ * test_wal.c - the library's own checkpoints (storage/sqlite/wal.c): the WAL stays
  * bounded, also while several connections keep writing; a checkpoint never
  * runs while another handle holds the "<db>-ckpt" lock; new files use 1 KiB
  * pages.

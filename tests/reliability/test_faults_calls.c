@@ -22,7 +22,7 @@
  * handle must check correctly.  Each loop runs with the library's
  * checkpoint thresholds and again with a checkpoint after every commit (the
  * handle's ckpt_soft set to one frame), so that the faults also hit the
- * checkpoints storage/wal.c runs.
+ * checkpoints storage/sqlite/wal.c runs.
  *
  * Also: every write while another connection holds the write lock
  * (RLS_EBUSY).

@@ -178,7 +178,7 @@ static void open_new_database_under_faults_fails_cleanly(void **state)
                     if (exists(path, "")) {
                         /* failed after the whole file was linked into place,
                          * where another process may use it: it stays
-                         * (storage/create.c), and it is whole */
+                         * (storage/sqlite/create.c), and it is whole */
                         sqlite3 *s = plain_open(path);
                         plain_intact(s);
                         sqlite3_close(s);
@@ -214,7 +214,7 @@ static void open_new_database_under_faults_fails_cleanly(void **state)
             }
             assert_true(n <= MAX_N);
             /* The new file is built in memory and written outside SQLite
-             * (storage/create.c); the open then reads it under the VFS */
+             * (storage/sqlite/create.c); the open then reads it under the VFS */
             if (kind == FV_READ && got == 0)
                 fail_msg("new open: no %s fault injected%s", fv_kind_name(kind),
                          sticky ? " (sticky)" : "");

@@ -1,6 +1,6 @@
 /*
  * test_pg_sql.c - the SQLite-to-PostgreSQL statement translation
- * (storage/pg_sql.c): each rewrite, string literals left alone, parameters
+ * (storage/pg/pg_sql.c): each rewrite, string literals left alone, parameters
  * counted, and the parameters a statement casts to bytes reported.
  */
 #include <stdarg.h>
