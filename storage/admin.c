@@ -11,17 +11,17 @@ static const char *const astmt_sql[ASTMT__COUNT] = {
 #undef RLS__ASTMT_SQL
 };
 
-_Static_assert(ASTMT__COUNT <= sizeof(((rls_db *)0)->astmt) / sizeof(rls_stmt *),
+_Static_assert(ASTMT__COUNT <= sizeof(((rls_db *)0)->conn.astmt) / sizeof(rls_stmt *),
                "rls_db.astmt is too small for the admin statement table");
 
 rls_stmt *rls__astmt(rls_db *db, int id)
 {
-    rls_stmt *st = db->astmt[id];
+    rls_stmt *st = db->conn.astmt[id];
     if (st)
         return st;
     if (rls__prepare(db, 1, id, astmt_sql[id], &st) != RLS_OK)
         return NULL;   /* in its split form in a split handle (stmt.c) */
-    db->astmt[id] = st;
+    db->conn.astmt[id] = st;
     return st;
 }
 

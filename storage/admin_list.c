@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "admin.h"
+#include "sqlite/lite.h"
 #include "keyctx.h"
 #include "keycount.h"
 #include "keynorm.h"
@@ -94,8 +95,8 @@ int rls_tier_list_at(rls_db *db, int64_t now_ms, rls_rows **out)
             goto oom;
     }
     /* the file's assignments, from the cache the listing just refreshed */
-    for (int i = 0; db->rules && i < db->rules->nassignments; i++) {
-        const rule_assignment *a = &db->rules->assignments[i];
+    for (int i = 0; db->rc.rules && i < db->rc.rules->nassignments; i++) {
+        const rule_assignment *a = &db->rc.rules->assignments[i];
         key_pattern pat;
         const char *why;
         if (a->expires_ms && a->expires_ms <= now_ms)
@@ -138,7 +139,7 @@ static int names_key(const rls_db *db, const char *stored, const char *action,
         return 1;
     if (!action || !*action)
         return rls__key_canonical(key, strlen(key), buf, sizeof buf) >= 0 && strcmp(buf, stored) == 0;
-    const rule_action *a = db->rules ? rls__ruleset_action(db->rules, action) : NULL;
+    const rule_action *a = db->rc.rules ? rls__ruleset_action(db->rc.rules, action) : NULL;
     return a && rls__key_normalize(a->key_kind, a->ipv4_prefix, a->ipv6_prefix, key, strlen(key),
                               buf, sizeof buf, &why) >= 0 && strcmp(buf, stored) == 0;
 }
@@ -242,8 +243,8 @@ static int key_forms(const rls_db *db, const char *key, char forms[][RLS_KEY_MAX
     snprintf(forms[n++], RLS_KEY_MAX_LIMIT + 64, "%s", key);
     if (rls__key_canonical(key, strlen(key), forms[n], RLS_KEY_MAX_LIMIT + 64) >= 0)
         n++;
-    for (int a = 0; db->rules && a < db->rules->nactions && n < AUDIT_FORMS; a++) {
-        const rule_action *act = &db->rules->actions[a];
+    for (int a = 0; db->rc.rules && a < db->rc.rules->nactions && n < AUDIT_FORMS; a++) {
+        const rule_action *act = &db->rc.rules->actions[a];
         if (rls__key_normalize(act->key_kind, act->ipv4_prefix, act->ipv6_prefix, key, strlen(key),
                           forms[n], RLS_KEY_MAX_LIMIT + 64, &why) < 0)
             continue;
@@ -453,7 +454,7 @@ static int reset_fn(rls_db *db, void *p)
     if (rc == RLS_OK && !(a->lids = action_lids(a->ctx->act, &a->nlids)))
         rc = rls__error(db, RLS_ENOMEM, "out of memory");
     if (rc == RLS_OK)
-        rc = key_rows(db, a->ctx, a->lids, a->nlids, !db->split, &a->n);
+        rc = key_rows(db, a->ctx, a->lids, a->nlids, !db->lite->split, &a->n);
     if (rc == RLS_OK && a->n == 0)
         rc = rls__error(db, RLS_ENOTFOUND, "key has no counters for action '%s'", a->action);
     if (rc == RLS_OK) {
@@ -486,11 +487,11 @@ int rls_reset_at(rls_db *db, const char *action, const char *key, int64_t now_ms
     rc = rls__write_tx(db, reset_fn, &a);
     lids = a.lids;
     nlids = a.nlids;
-    if (rc == RLS_OK && db->split) {
+    if (rc == RLS_OK && db->lite->split) {
         if ((rc = rls__begin(db, 1)) == RLS_OK &&
             (rc = key_rows(db, ctx, lids, nlids, 1, &n)) == RLS_OK)
             rc = rls__commit(db);
-        else if (db->in_tx)
+        else if (db->conn.in_tx)
             rls__rollback(db);
         if (rc != RLS_OK) {
             char why[sizeof db->errmsg];

@@ -49,7 +49,7 @@ int rls__rules_active(rls_db *db, int64_t *version)
     if (rc != SQL_ROW)
         return rls__sql_error(db, rc, "cannot read control row");
     if (*version == 0)
-        return rls__error(db, RLS_ENORULES, "no rules applied to '%s' yet", db->path);
+        return rls__error(db, RLS_ENORULES, "no rules applied to '%s' yet", db->ident.path);
     return RLS_OK;
 }
 
@@ -163,8 +163,8 @@ static int same_limit(const rule_limit *a, const rule_limit *b)
 
 static int64_t lookup_lid(rls_db *db, const char *action, const char *name)
 {
-    for (int i = 0; db->rules && i < db->rules->nactions; i++) {
-        const rule_action *a = &db->rules->actions[i];
+    for (int i = 0; db->rc.rules && i < db->rc.rules->nactions; i++) {
+        const rule_action *a = &db->rc.rules->actions[i];
         if (strcmp(a->name, action) != 0)
             continue;
         for (int j = 0; j < a->nlimits; j++)
@@ -274,14 +274,14 @@ int rls_rules_dry_run_at(rls_db *db, const char *yaml, size_t len, const char *n
         for (int i = 0; rc == RLS_OK && i < rs->nactions; i++) {
             const rule_action *a = &rs->actions[i];
             for (int j = 0; rc == RLS_OK && j < a->nlimits; j++) {
-                const rule_limit *was = old_limit(db->rules, a->name, NULL, a->limits[j].name);
+                const rule_limit *was = old_limit(db->rc.rules, a->name, NULL, a->limits[j].name);
                 if (!same_limit(was, &a->limits[j]))
                     rc = scan_limit(db, a->name, NULL, &a->limits[j], was, now_ms, out);
             }
             for (int t = 0; rc == RLS_OK && t < a->ntiers; t++)
                 for (int j = 0; rc == RLS_OK && j < a->tiers[t].nlimits; j++) {
                     const rule_limit *l = &a->tiers[t].limits[j];
-                    const rule_limit *was = old_limit(db->rules, a->name, a->tiers[t].tier,
+                    const rule_limit *was = old_limit(db->rc.rules, a->name, a->tiers[t].tier,
                                                       l->name);
                     if (!same_limit(was, l))
                         rc = scan_limit(db, a->name, a->tiers[t].tier, l, was, now_ms, out);

@@ -343,18 +343,18 @@ static int usage_begin(rls_db *db, const rls_usage_query *q, int64_t now_ms, usa
     u->kc->n = 0;
     if ((rc = rls__begin(db, 0)) || (rc = rls__cache_refresh(db)))
         return rc;
-    if (!db->rules)
-        return rls__error(db, RLS_ENORULES, "no rules applied to '%s' yet", db->path);
-    if (q->action && *q->action && !rls__ruleset_action(db->rules, q->action))
+    if (!db->rc.rules)
+        return rls__error(db, RLS_ENORULES, "no rules applied to '%s' yet", db->ident.path);
+    if (q->action && *q->action && !rls__ruleset_action(db->rc.rules, q->action))
         return rls__error(db, RLS_ENOACTION, "action '%s' is not defined", q->action);
-    if (!(u->src = calloc((size_t)db->rules->nactions + 1, sizeof *u->src)))
+    if (!(u->src = calloc((size_t)db->rc.rules->nactions + 1, sizeof *u->src)))
         return rls__error(db, RLS_ENOMEM, "out of memory");
     int64_t all = 0;
     if ((rc = rls__keycount_total(db, &all)))
         return rc;
     u->few_keys = all <= USAGE_EXACT_MAX;
-    for (int i = 0; rc == RLS_OK && i < db->rules->nactions; i++) {
-        const char *a = db->rules->actions[i].name;
+    for (int i = 0; rc == RLS_OK && i < db->rc.rules->nactions; i++) {
+        const char *a = db->rc.rules->actions[i].name;
         if (q->action && *q->action && strcmp(a, q->action) != 0)
             continue;
         u->src[u->nsrc].action = a;
@@ -370,7 +370,7 @@ static int usage_end(usage_ctx *u, rls_db *db, int rc)
     rls__usage_ctx_free(u);
     free(u->kc);
     u->kc = NULL;
-    if (db && db->in_tx) {
+    if (db && db->conn.in_tx) {
         if (rc == RLS_OK)
             rc = rls__commit(db);
         else

@@ -51,7 +51,7 @@ static const rule_limit *first_def(const ruleset *rs, const char *action, const 
 static int register_limit(rls_db *db, const char *action, const rule_limit *l)
 {
     char reg[RULES_NAME_MAX + RULES_SIG_MAX + 2];
-    const rule_limit *old = first_def(db->rules, action, l->name);
+    const rule_limit *old = first_def(db->rc.rules, action, l->name);
     int rc = RLS_OK;
     if (old) {
         /* the states of a row from before variants were counted under the
@@ -84,8 +84,8 @@ static int store_version(rls_db *db, const char *yaml, size_t len, const char *n
     if (!st)
         return rls__stmt_failed(db);
     sql_bind_int64(st, 1, now);
-    sql_bind_text(st, 2, db->os_user, -1, SQL_STATIC);
-    sql_bind_text(st, 3, db->tool, -1, SQL_STATIC);
+    sql_bind_text(st, 2, db->ident.os_user, -1, SQL_STATIC);
+    sql_bind_text(st, 3, db->ident.tool, -1, SQL_STATIC);
     sql_bind_text(st, 4, name ? name : "", -1, SQL_STATIC);
     sql_bind_text(st, 5, comment ? comment : "", -1, SQL_STATIC);
     sql_bind_text(st, 6, yaml, (int)len, SQL_STATIC);
@@ -153,11 +153,11 @@ int rls__rules_store_tx(rls_db *db, const char *yaml, size_t len, const ruleset 
 
     if ((rc = rls__exec_simple(db, STMT_META_LOCK)) == RLS_OK &&
         (rc = rls__cache_refresh(db)) == RLS_OK && expect >= 0 &&
-        db->active_version != expect)
+        db->rc.active_version != expect)
         rc = rls__error(db, RLS_ECONFLICT, "the active rules are version %lld, not %lld",
-                        (long long)db->active_version, (long long)expect);
+                        (long long)db->rc.active_version, (long long)expect);
     if (rc == RLS_OK && (rc = register_limits(db, rs)) == RLS_OK) {
-        snprintf(before, sizeof before, "version %lld", (long long)db->active_version);
+        snprintf(before, sizeof before, "version %lld", (long long)db->rc.active_version);
         rc = store_version(db, yaml, len, name, comment, now_ms, &v);
     }
     if (rc == RLS_OK) {

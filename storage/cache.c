@@ -11,18 +11,19 @@
 #include <string.h>
 #include "config.h"
 #include "db.h"
+#include "sqlite/lite.h"
 
 void rls__cache_free(rls_db *db)
 {
-    rls__ruleset_free(db->rules);
-    db->rules = NULL;
-    free(db->patterns);
-    db->patterns = NULL;
-    db->npatterns = 0;
-    free(db->pattern_text);
-    db->pattern_text = NULL;
+    rls__ruleset_free(db->rc.rules);
+    db->rc.rules = NULL;
+    free(db->rc.patterns);
+    db->rc.patterns = NULL;
+    db->rc.npatterns = 0;
+    free(db->rc.pattern_text);
+    db->rc.pattern_text = NULL;
     rls__every_ip_free(db);
-    db->rules_gen = -1;
+    db->rc.rules_gen = -1;
 }
 
 void rls__limit_regname(const rule_limit *l, char *buf, size_t size)
@@ -226,11 +227,11 @@ out_loop:
         c[i].tier = text + off[i * 3 + 2];
     }
     free(off);
-    free(db->patterns);
-    free(db->pattern_text);
-    db->patterns = c;
-    db->npatterns = n;
-    db->pattern_text = text;
+    free(db->rc.patterns);
+    free(db->rc.pattern_text);
+    db->rc.patterns = c;
+    db->rc.npatterns = n;
+    db->rc.pattern_text = text;
     return RLS_OK;
 fail:
     free(c);
@@ -297,21 +298,21 @@ static int load_rules(rls_db *db, int64_t version, ruleset **out)
 static int same_version(rls_db *db)
 {
     unsigned int dv, rdv;
-    return db->meta_dv_ok && db->rules_gen >= 0 &&
-           db->sql &&
-           sqlite3_file_control(db->sql, "main", SQLITE_FCNTL_DATA_VERSION, &dv) == SQLITE_OK &&
-           dv == db->meta_dv &&
+    return db->trust.meta_dv_ok && db->rc.rules_gen >= 0 &&
+           db->lite->sql &&
+           sqlite3_file_control(db->lite->sql, "main", SQLITE_FCNTL_DATA_VERSION, &dv) == SQLITE_OK &&
+           dv == db->trust.meta_dv &&
            /* split: an admin change commits to the rules file only */
-           (!db->split ||
-            (sqlite3_file_control(db->sql, "rules", SQLITE_FCNTL_DATA_VERSION, &rdv) ==
-                 SQLITE_OK && rdv == db->rules_meta_dv));
+           (!db->lite->split ||
+            (sqlite3_file_control(db->lite->sql, "rules", SQLITE_FCNTL_DATA_VERSION, &rdv) ==
+                 SQLITE_OK && rdv == db->lite->rules_meta_dv));
 }
 
 void rls__cache_validate(rls_db *db)
 {
-    db->meta_dv = db->commit_dv;
-    db->rules_meta_dv = db->rules_commit_dv;
-    db->meta_dv_ok = db->commit_dv_ok;
+    db->trust.meta_dv = db->trust.commit_dv;
+    db->lite->rules_meta_dv = db->lite->rules_commit_dv;
+    db->trust.meta_dv_ok = db->trust.commit_dv_ok;
 }
 
 /* Inside a trusted transaction: learns once per trust which tables are
@@ -320,16 +321,16 @@ void rls__cache_validate(rls_db *db)
  * for a probe that the next check could not use. */
 int rls__cache_empties(rls_db *db)
 {
-    if (!db->tx_trusted || db->empties_known)
+    if (!db->trust.tx_trusted || db->trust.empties_known)
         return RLS_OK;
     rls_stmt *st = rls__stmt(db, STMT_EMPTIES);
     if (!st)
         return rls__stmt_failed(db);
     int rc = sql_step(st);
     if (rc == SQL_ROW) {
-        db->policy_none = sql_column_int(st, 0);
-        db->res_none = sql_column_int(st, 1);
-        db->empties_known = 1;
+        db->trust.policy_none = sql_column_int(st, 0);
+        db->trust.res_none = sql_column_int(st, 1);
+        db->trust.empties_known = 1;
     }
     sql_reset(st);
     return rc == SQL_ROW ? RLS_OK : rls__sql_error(db, rc, "cannot read tables");
@@ -339,12 +340,12 @@ int rls__cache_empties(rls_db *db)
  * control row at the start of this transaction (rls__cache_refresh). */
 int rls__no_policy_rows(const rls_db *db)
 {
-    return (db->tx_trusted || db->pg) && db->empties_known && db->policy_none;
+    return (db->trust.tx_trusted || db->pg) && db->trust.empties_known && db->trust.policy_none;
 }
 
 int rls__no_reservations(const rls_db *db)
 {
-    return (db->tx_trusted || db->pg) && db->empties_known && db->res_none;
+    return (db->trust.tx_trusted || db->pg) && db->trust.empties_known && db->trust.res_none;
 }
 
 int rls__cache_refresh(rls_db *db)
@@ -359,13 +360,13 @@ int rls__cache_refresh(rls_db *db)
      * resolved (and the pointers into it) stays valid to its end, as
      * SQLite's snapshot gives.  A one-flight check (pg_fast.c) decides
      * with the rules as cached, and its guard fails if they changed. */
-    if (db->pg && ((db->in_tx && db->tx_refreshed) || db->fast_trust))
+    if (db->pg && ((db->conn.in_tx && db->trust.tx_refreshed) || db->trust.fast_trust))
         return RLS_OK;
     int same = same_version(db);
     if (!same)
-        db->empties_known = 0;
-    db->tx_trusted = same && db->tx_write && db->in_check;
-    if (db->tx_trusted)
+        db->trust.empties_known = 0;
+    db->trust.tx_trusted = same && db->conn.tx_write && db->trust.in_check;
+    if (db->trust.tx_trusted)
         return RLS_OK;
     st = rls__stmt(db, STMT_META_GET);
     if (!st)
@@ -377,24 +378,24 @@ int rls__cache_refresh(rls_db *db)
                               : rls__sql_error(db, rc, "cannot read control row");
     }
     gen = sql_column_int64(st, 0);
-    db->gc_horizon = sql_column_int64(st, 1);
+    db->trust.gc_horizon = sql_column_int64(st, 1);
     version = sql_column_int64(st, 2);
     if (db->pg) {   /* PostgreSQL: known for this transaction (db.h) */
-        db->policy_none = sql_column_int(st, 3);
-        db->res_none = sql_column_int(st, 4);
-        db->policy_gen = sql_column_int64(st, 5);
-        db->resv_never = sql_column_int(st, 6);
-        db->empties_known = 1;
-        db->tx_refreshed = 1;
+        db->trust.policy_none = sql_column_int(st, 3);
+        db->trust.res_none = sql_column_int(st, 4);
+        db->trust.policy_gen = sql_column_int64(st, 5);
+        db->trust.resv_never = sql_column_int(st, 6);
+        db->trust.empties_known = 1;
+        db->trust.tx_refreshed = 1;
     }
     sql_reset(st);
-    if (gen == db->rules_gen)
+    if (gen == db->rc.rules_gen)
         return RLS_OK;
 
     if (version == 0) {
         rls__cache_free(db);
-        db->active_version = 0;
-        db->rules_gen = gen;
+        db->rc.active_version = 0;
+        db->rc.rules_gen = gen;
         return RLS_OK;
     }
     if ((rc = load_rules(db, version, &rs)) || (rc = attach_ids(db, rs)) ||
@@ -402,9 +403,9 @@ int rls__cache_refresh(rls_db *db)
         rls__ruleset_free(rs);
         return rc;
     }
-    rls__ruleset_free(db->rules);
-    db->rules = rs;
-    db->active_version = version;
-    db->rules_gen = gen;
+    rls__ruleset_free(db->rc.rules);
+    db->rc.rules = rs;
+    db->rc.active_version = version;
+    db->rc.rules_gen = gen;
     return RLS_OK;
 }

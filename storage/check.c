@@ -30,12 +30,12 @@ static uint32_t gc_every(const rls_db *db)
  * the handle's. */
 static int policy_allows(rls_db *db, const char *action)
 {
-    const rule_action *a = db->rules && action ? rls__ruleset_action(db->rules, action) : NULL;
+    const rule_action *a = db->rc.rules && action ? rls__ruleset_action(db->rc.rules, action) : NULL;
     if (a && a->on_error != ONERR_INHERIT)
         return a->on_error == ONERR_ALLOW;
-    if (db->rules && db->rules->on_error != ONERR_INHERIT)
-        return db->rules->on_error == ONERR_ALLOW;
-    return db->opt.on_error == RLS_ON_ERROR_ALLOW;
+    if (db->rc.rules && db->rc.rules->on_error != ONERR_INHERIT)
+        return db->rc.rules->on_error == ONERR_ALLOW;
+    return db->ident.opt.on_error == RLS_ON_ERROR_ALLOW;
 }
 
 static int is_storage_failure(int rc)
@@ -67,7 +67,7 @@ static int impose_penalty(rls_db *db, key_ctx *ctx, int idx, int64_t now,
     rls_stmt *st = rls__stmt(db, STMT_PENALTY_PUT);
     if (!st)
         return rls__stmt_failed(db);
-    db->policy_none = 0;  /* no longer (cache.c) */
+    db->trust.policy_none = 0;  /* no longer (cache.c) */
     sql_bind_blob(st, 1, ctx->key, (int)ctx->keylen, SQL_STATIC);
     sql_bind_text(st, 2, ctx->act->name, -1, SQL_STATIC);
     sql_bind_int64(st, 3, pen.until_ms);
@@ -98,7 +98,7 @@ static int add_reservation(rls_db *db, key_ctx *ctx, int64_t cost, int64_t now,
     rls_stmt *st = rls__stmt(db, STMT_RES_ADD);
     if (!st)
         return rls__stmt_failed(db);
-    db->res_none = 0;  /* no longer (cache.c) */
+    db->trust.res_none = 0;  /* no longer (cache.c) */
     sql_bind_text(st, 1, ctx->act->name, -1, SQL_STATIC);
     sql_bind_blob(st, 2, ctx->key, (int)ctx->keylen, SQL_STATIC);
     sql_bind_int64(st, 3, cost);
@@ -123,18 +123,18 @@ static int add_reservation(rls_db *db, key_ctx *ctx, int64_t cost, int64_t now,
  */
 static int stats_due(const rls_db *db, int64_t now)
 {
-    return (db->nstats > 0 || rls__keystat_pending(db)) &&
-           (now - db->stats_flushed_ms >= 1000 || now < db->stats_flushed_ms);
+    return (db->stats.nstats > 0 || rls__keystat_pending(db)) &&
+           (now - db->stats.stats_flushed_ms >= 1000 || now < db->stats.stats_flushed_ms);
 }
 
 int rls__housekeeping_due(const rls_db *db, int64_t now)
 {
-    return db->writes_since_gc + 1 >= gc_every(db) || stats_due(db, now);
+    return db->stats.writes_since_gc + 1 >= gc_every(db) || stats_due(db, now);
 }
 
 static int housekeeping(rls_db *db, int64_t now)
 {
-    int gc = ++db->writes_since_gc >= gc_every(db);
+    int gc = ++db->stats.writes_since_gc >= gc_every(db);
     int stats = stats_due(db, now);
     int64_t real;
     if (!gc && !stats)
@@ -142,10 +142,10 @@ static int housekeeping(rls_db *db, int64_t now)
     int src = rls__exec_simple(db, STMT_HK_SAVE);
     if (src != RLS_OK)
         return !sql_in_tx(db) ? src : RLS_OK;
-    int64_t horizon = db->gc_horizon;
+    int64_t horizon = db->trust.gc_horizon;
     int rc = stats ? rls__stats_flush(db, now, 0) : RLS_OK;
     if (rc == RLS_OK && gc) {
-        db->writes_since_gc = 0;
+        db->stats.writes_since_gc = 0;
         if (rls__now(&real) != RLS_OK || real > now)
             real = now;
         rc = rls__gc_step(db, real, db->pg ? GC_STEP_ROWS * GC_PG_FACTOR : GC_STEP_ROWS, NULL);
@@ -153,12 +153,12 @@ static int housekeeping(rls_db *db, int64_t now)
     if (rc != RLS_OK && !sql_in_tx(db)) {
         /* SQLite rolled back the whole transaction (SQLITE_NOMEM, IOERR or
          * FULL in a statement): the check's own writes are gone too */
-        db->gc_horizon = horizon;
+        db->trust.gc_horizon = horizon;
         return rc;
     }
     if (rc != RLS_OK) {
         rls__exec_simple(db, STMT_HK_UNDO);
-        db->gc_horizon = horizon;  /* as the undone rls_meta row has it */
+        db->trust.gc_horizon = horizon;  /* as the undone rls_meta row has it */
     }
     rls__exec_simple(db, STMT_HK_RELEASE);
     db->errmsg[0] = '\0';
@@ -266,16 +266,16 @@ int rls__peek_refunds(rls_db *db, key_ctx *ctx, int64_t now)
 static int wants_full_sync(rls_db *db, const char *action)
 {
     const rule_action *a;
-    if (db->opt.durability == RLS_DURABILITY_FULL)
+    if (db->ident.opt.durability == RLS_DURABILITY_FULL)
         return 0;  /* every commit is synced anyway */
-    if (db->rules_gen < 0 && rls__begin(db, 0) == RLS_OK) {
+    if (db->rc.rules_gen < 0 && rls__begin(db, 0) == RLS_OK) {
         if (rls__cache_refresh(db) == RLS_OK)
             rls__commit(db);
         else
             rls__rollback(db);
         db->errmsg[0] = '\0';
     }
-    if (!db->rules || !(a = rls__ruleset_action(db->rules, action)))
+    if (!db->rc.rules || !(a = rls__ruleset_action(db->rc.rules, action)))
         return 0;
     for (int t = -1; t < a->ntiers; t++) {
         const rule_limit *ls = t < 0 ? a->limits : a->tiers[t].limits;
@@ -336,8 +336,8 @@ static int check_tx_body(rls_db *db, key_ctx *ctx, const char *action, const cha
     ctx->n = 0;
     if ((rc = rls__begin(db, charge)))
         return rc;
-    db->in_check = charge;  /* may trust what it knew (cache.c) */
-    db->check_tx = charge;  /* commits no give-back (deny.c) */
+    db->trust.in_check = charge;  /* may trust what it knew (cache.c) */
+    db->conn.check_tx = charge;  /* commits no give-back (deny.c) */
     if ((rc = rls__keyctx_load(db, ctx, action, key, 0, now)))
         goto fail;
     if (charge && (rc = refund_expired(db, ctx, now)))
@@ -375,7 +375,7 @@ static int check_tx_body(rls_db *db, key_ctx *ctx, const char *action, const cha
         if ((rc = housekeeping(db, now)))
             goto fail;
     }
-    db->in_check = 0;
+    db->trust.in_check = 0;
     rc = rls__commit(db);
     if (rc != RLS_OK)
         uncount(db, ctx, now, res, counted, noted);
@@ -389,7 +389,7 @@ static int check_tx_body(rls_db *db, key_ctx *ctx, const char *action, const cha
     rls__keyctx_release(ctx);
     return rc;
 fail:
-    db->in_check = 0;
+    db->trust.in_check = 0;
     uncount(db, ctx, now, res, counted, noted);
     rls__keyctx_release(ctx);
     rls__rollback(db);
@@ -650,7 +650,7 @@ int rls__refund_reservation(rls_db *db, int64_t id, int64_t now, int *found)
         rc = RLS_OK;
     }
     if (rc == RLS_OK) {
-        db->gave_back = 1;  /* units back: cached denials are stale (deny.c) */
+        db->conn.gave_back = 1;  /* units back: cached denials are stale (deny.c) */
         rls_stmt *del = rls__stmt(db, STMT_RES_DEL);
         if (!del) {
             rc = rls__stmt_failed(db);

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "admin.h"
+#include "sqlite/lite.h"
 #include "copy.h"
 
 typedef struct copy_form {
@@ -64,7 +65,7 @@ int rls__copy_src_failed(copy *c, int rc)
 {
     char why[sizeof c->src->errmsg];
     snprintf(why, sizeof why, "%s", c->src->errmsg[0] ? c->src->errmsg : rls_strerror(rc));
-    return rls__error(c->dst, rc, "cannot read the source '%s': %s", c->src->path, why);
+    return rls__error(c->dst, rc, "cannot read the source '%s': %s", c->src->ident.path, why);
 }
 
 rls_stmt *rls__copy_stmt(copy *c, int id)
@@ -125,24 +126,24 @@ static int copy_rules(copy *c)
     int64_t v = 0;
     int rc;
 
-    if (c->src->active_version == 0)
+    if (c->src->rc.active_version == 0)
         return rls__error(c->dst, RLS_ENORULES, "the source '%s' has no rules to copy",
-                          c->src->path);
+                          c->src->ident.path);
     if ((rc = rls__rules_yaml(c->src, 0, &syaml, &slen)) != RLS_OK)
         return rls__copy_src_failed(c, rc);
-    if (c->dst->active_version != 0 &&
+    if (c->dst->rc.active_version != 0 &&
         (rc = rls__rules_yaml(c->dst, 0, &dyaml, &dlen)) != RLS_OK)
         goto out;
     if (dyaml && dlen == slen && memcmp(dyaml, syaml, slen) == 0) {
         t->tried = 1;
         snprintf(c->rules_detail, sizeof c->rules_detail, "identical to version %lld",
-                 (long long)c->dst->active_version);
+                 (long long)c->dst->rc.active_version);
         goto out;
     }
     snprintf(comment, sizeof comment, "copied from version %lld of '%s'",
-             (long long)c->src->active_version, c->src->path);
-    if ((rc = rls__rules_parse(c->dst, syaml, slen, c->src->path, c->now, &rs)) != RLS_OK ||
-        (rc = rls__rules_store_tx(c->dst, syaml, slen, rs, c->src->path, comment, "rules.copy",
+             (long long)c->src->rc.active_version, c->src->ident.path);
+    if ((rc = rls__rules_parse(c->dst, syaml, slen, c->src->ident.path, c->now, &rs)) != RLS_OK ||
+        (rc = rls__rules_store_tx(c->dst, syaml, slen, rs, c->src->ident.path, comment, "rules.copy",
                                   -1, c->now, &v)) != RLS_OK)
         goto out;
     c->rules_stored = 1;
@@ -150,7 +151,7 @@ static int copy_rules(copy *c)
     snprintf(c->rules_detail, sizeof c->rules_detail, "version %lld", (long long)v);
     /* read the new version back, ids and all (cache.c; PostgreSQL reads the
      * rules once per transaction otherwise) */
-    c->dst->tx_refreshed = 0;
+    c->dst->trust.tx_refreshed = 0;
     rc = rls__cache_refresh(c->dst);
 out:
     rls__ruleset_free(rs);
@@ -191,15 +192,15 @@ static int run(copy *c)
         return rc;
     if (!(c->what & (RLS_COPY_POLICY | RLS_COPY_COUNTERS)))
         return RLS_OK;
-    if (!c->dst->rules)
+    if (!c->dst->rc.rules)
         return rls__error(c->dst, RLS_ENORULES, "the destination '%s' has no rules: apply "
-                          "them first, or copy them too", c->dst->path);
+                          "them first, or copy them too", c->dst->ident.path);
     if ((c->what & RLS_COPY_POLICY) && (rc = rls__copy_policy(c)) != RLS_OK)
         return rc;
     if ((c->what & RLS_COPY_COUNTERS) && (rc = rls__copy_counters(c)) != RLS_OK)
         return rc;
     summary(c, after, sizeof after);
-    snprintf(from, sizeof from, "from '%s'", c->src->path);
+    snprintf(from, sizeof from, "from '%s'", c->src->ident.path);
     return rls__audit(c->dst, c->now, "copy", "", NULL, "", after, from);
 }
 
@@ -237,8 +238,8 @@ static int refuse_same(copy *c)
 {
     rls_db *d = c->dst, *s = c->src;
     int same = 0, rc = RLS_OK;
-    if (d->sql && s->sql)
-        same = same_file(d->path, s->path) || same_file(d->path, s->counters_path);
+    if (d->lite->sql && s->lite->sql)
+        same = same_file(d->ident.path, s->ident.path) || same_file(d->ident.path, s->lite->counters_path);
     if (d->pg && s->pg) {
         char *a = NULL, *b = NULL;
         if ((rc = who(c, CST_DST_WHO, &a)) == RLS_OK && (rc = who(c, CST_SRC_WHO, &b)) == RLS_OK)
@@ -247,8 +248,8 @@ static int refuse_same(copy *c)
         free(b);
     }
     if (rc == RLS_OK && same)
-        rc = rls__error(d, RLS_EINVAL, "the source '%s' is the destination '%s'", s->path,
-                        d->path);
+        rc = rls__error(d, RLS_EINVAL, "the source '%s' is the destination '%s'", s->ident.path,
+                        d->ident.path);
     return rc;
 }
 
@@ -315,9 +316,9 @@ static int copy_args(rls_db *dst, rls_db *src, unsigned int what, int64_t now)
         return rls__error(dst, RLS_ETIME, "time %lld ms is outside 1970..9999", (long long)now);
     if ((rc = rls__db_usable(src)) != RLS_OK)
         return rls__error(dst, rc, "the source handle is not usable: %s", src->errmsg);
-    if (dst->split)
+    if (dst->lite->split)
         return rls__error(dst, RLS_EINVAL, "the destination '%s' is a split deployment: copy "
-                          "into a single database", dst->path);
+                          "into a single database", dst->ident.path);
     return rls__rules_writable(dst);
 }
 
@@ -364,7 +365,7 @@ int rls_copy_at(rls_db *dst, rls_db *src, unsigned int what, int64_t now_ms, rls
     if (c->rules_stored && (rc != RLS_OK || (what & RLS_COPY_DRY_RUN)))
         rls__cache_free(dst);
     rls__durable_restore(dst);
-    if (src->in_tx)
+    if (src->conn.in_tx)
         rls__rollback(src);   /* a read transaction: nothing to keep */
     if (rc == RLS_OK && report)
         rc = report_rows(c, report);

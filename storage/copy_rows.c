@@ -62,7 +62,7 @@ static int limit_place(const rule_action *a, const char *name, int64_t *lid, uns
 /* The action of the destination's rules, or NULL ("" is every action). */
 static const rule_action *dst_action(copy *c, const char *name)
 {
-    return name ? rls__ruleset_action(c->dst->rules, name) : NULL;
+    return name ? rls__ruleset_action(c->dst->rc.rules, name) : NULL;
 }
 
 static int cmp_lmap(const void *a, const void *b)
@@ -265,7 +265,7 @@ static int assign_row(copy *c, rls_stmt *row)
     const char *action = col_text(row, 1), *tier = col_text(row, 3);
     if (expired(c, sql_column_int64(row, 4)))
         return not_copied(t, -1);
-    if ((*action && !dst_action(c, action)) || !rls__ruleset_tier(c->dst->rules, tier))
+    if ((*action && !dst_action(c, action)) || !rls__ruleset_tier(c->dst->rc.rules, tier))
         return not_copied(t, 0);
     rls_stmt *st = c->st[CST_DST_ASSIGN];
     bind_blob_col(st, 1, row, 0);
@@ -466,8 +466,8 @@ int rls__copy_counters(copy *c)
         rc = rls__copy_dst_run_int(c, CST_DST_RES_SEQ, c->max_res_id);
     /* time never runs backwards for a key: not copying an expired state is
      * collecting it, which moves the horizon as GC does (gc.c) */
-    if (c->src->gc_horizon > c->horizon)
-        c->horizon = c->src->gc_horizon;
+    if (c->src->trust.gc_horizon > c->horizon)
+        c->horizon = c->src->trust.gc_horizon;
     if (rc == RLS_OK && c->horizon > 0)
         rc = rls__copy_dst_run_int(c, CST_DST_HORIZON, c->horizon);
     if (rc == RLS_OK && c->horizon > 0)

@@ -6,12 +6,11 @@
  * arithmetic: core decides, storage reads and writes rows.  The statements
  * below run on SQLite or PostgreSQL through a driver (sql.h); what only a
  * SQLite file has (WAL, checkpoints, the writers' turn, split files) is
- * declared here too and used only when db->sql is set.
+ * declared here too and used only when db->lite->sql is set.
  */
 #ifndef RLS_DB_H
 #define RLS_DB_H
 
-#include <sqlite3.h>
 #include <sys/types.h>
 #include "rlstore.h"
 #include "decide.h"
@@ -271,36 +270,56 @@ typedef struct stat_acc {
     int64_t allowed, denied;
 } stat_acc;
 
-struct rls_db {
-    const sql_driver *drv;         /* lite.c or pg.c (sql.h) */
-    sqlite3 *sql;                  /* the SQLite connection, or NULL */
-    struct pg_conn *pg;            /* the PostgreSQL connection (pg.c), or NULL */
-    char *path;
+/*
+ * The handle, in parts each owned by one module (the others call its
+ * functions): what it is (ident), the statement layer (conn: stmt.c), the
+ * backend's private connection (lite: storage/sqlite/, pg: storage/pg/,
+ * exactly one of them non-NULL while connected), the rule cache (rc:
+ * cache.c, everykey.c), what the handle may trust between transactions
+ * (trust: cache.c), the in-process stats (stats: gc.c, keystats.c) and the
+ * denial cache (deny: deny.c).
+ */
+struct rls_ident {
+    char *path;                    /* the database as shown (a URI without its password) */
     rls_options opt;
     char tool[64];
     char os_user[64];
     pid_t pid;                     /* process that opened the connection */
     unsigned long forks;           /* fork count of that process (open.c) */
     int created;                   /* rls_open created the file */
+};
+
+struct rls_conn {
+    const sql_driver *drv;         /* lite.c or pg.c (sql.h) */
     rls_stmt *stmt[STMT__COUNT];
-    rls_stmt *astmt[32];       /* admin statements (admin.h) */
-    char errmsg[512];
+    rls_stmt *astmt[32];           /* admin statements (admin.h) */
     int in_tx;
     int stmt_code;                 /* rlstore code of the last failed prepare */
     uint32_t rng;                  /* busy-wait jitter */
+    int tx_write;                  /* the open transaction is BEGIN IMMEDIATE */
+    int check_tx;                  /* ... is a charging check */
+    int gave_back;                 /* ... that refunded a reservation */
+};
 
-    /* cache of the active rule set, valid while rules_gen matches the db */
+/* The active rule set, valid while rules_gen matches the database. */
+struct rls_rulecache {
     int64_t rules_gen;             /* -1: nothing loaded */
     int64_t active_version;
     ruleset *rules;
     assign_cand *patterns;         /* CIDR/prefix assignments: YAML + table */
     int npatterns;
     char *pattern_text;            /* storage for the table's pattern strings */
+    /* rows of every action whose key is an IP address (everykey.c) */
+    struct every_ip *every_ip;
+    int nevery_ip;
+    int every_ip_loaded;           /* valid for rules_gen every_ip_gen */
+    int64_t every_ip_gen;
+};
 
+/* What the handle knew right after its last check's commit, trusted while
+ * nothing has been committed since (cache.c). */
+struct rls_trust {
     int64_t gc_horizon;            /* read with rules_gen at each transaction */
-    /* What the handle knew right after its last check's commit, trusted while
-     * nothing has been committed since (cache.c) */
-    int tx_write;                  /* the open transaction is BEGIN IMMEDIATE */
     int tx_refreshed;              /* PostgreSQL: the rules were read in it (cache.c) */
     int in_check;                  /* ... of a charging check */
     int tx_trusted;                /* ... and nothing was committed since */
@@ -315,99 +334,62 @@ struct rls_db {
     int64_t policy_gen;            /* PostgreSQL: rls_meta.policy_gen as last read */
     int resv_never;                /* PostgreSQL: rls_meta.resv_seen last read false */
     struct state_cache *sc;        /* last known states (statecache.c), or NULL */
+};
 
-    stat_acc *stats;
+/* Counts kept in process until the next flush (gc.c, keystats.c). */
+struct rls_stats {
+    stat_acc *acc;
     int nstats, capstats;
     struct key_acc *kacc;          /* keys under pressure (keystats.c) */
     int nkacc;
     int64_t stats_flushed_ms;
     uint32_t writes_since_gc;
     int64_t gc_misc_ms;            /* last sweep of blocks/assignments/stats */
+};
 
-    /* checkpoints (wal.c) */
-    int wal_frames;                /* WAL size after this connection's last commit */
-    int wal_base;                  /* WAL size at the last known checkpoint */
-    int ckpt_soft, ckpt_hard;      /* thresholds, in frames */
-    int ckpt_fd;                   /* "<db>-ckpt", RLS_CKPT_FD_* when not open */
-    int busy_cap_ms;               /* > 0: shorter busy wait than the option */
-    struct rls_busy *busy;         /* the writers' turn (busy.c) */
-
-    /* cache of denials that cannot change soon (deny.c, core/denycache.h) */
-    struct deny_cache *deny;
+/* Denials that cannot change soon (deny.c, core/denycache.h). */
+struct rls_denystate {
+    struct deny_cache *cache;
     uint64_t *deny_gen;            /* shared generation in "<db>-ckpt", or NULL */
     void *deny_map;                /* its mapping */
     int deny_state;                /* 0 not tried, 1 mapped, -1 unavailable */
-    int check_tx;                  /* the open transaction is a charging check */
-    int gave_back;                 /* ... that refunded a reservation */
     int64_t deny_tx_mono;          /* monotonic ms of the last check's transaction */
     uint32_t deny_hits;            /* answers from the cache since the last GC step */
+};
 
-    /* split deployment (open.c): main is the counters file, schema "rules"
-     * the attached rules file */
-    int split;                     /* counters_path was given */
-    int rules_rw;                  /* this handle may write the rules */
-    char *counters_path;           /* copy of the option */
-    unsigned int rules_commit_dv;  /* the rules file's data version ... */
-    unsigned int rules_meta_dv;    /* ... as commit_dv and meta_dv */
-    int rules_wal_frames;          /* as wal_frames, for the rules file */
-    int rules_ckpt_fd;             /* "<rules>-ckpt", RLS_CKPT_FD_* when not open */
-    /* the files under the connection (filecheck.c): main ([0]) and the
-     * rules file ([1]), [k][0] the database, [k][1] its -wal, as found at
-     * connect */
-    dev_t file_dev[2][2];
-    ino_t file_ino[2][2];
-    int file_known[2][2];
-    int file_dir[2];               /* O_PATH descriptor of their directory, or -1 */
-    unsigned char wal_salts[2][8]; /* index salts last found in the -wal's header */
-    int wal_salts_ok[2];           /* ... valid */
-    int files_gone;                /* one was deleted or replaced: no writes */
-    int files_gone_schema;         /* ... of main (0) or the rules file (1) */
-    int have_gid;                  /* file_group was given: ... */
-    gid_t gid;                     /* ... the group of files rls_open creates */
-
-    /* rows of every action whose key is an IP address (everykey.c) */
-    struct every_ip *every_ip;
-    int nevery_ip;
-    int every_ip_loaded;           /* valid for rules_gen every_ip_gen */
-    int64_t every_ip_gen;
+struct rls_db {
+    struct rls_ident ident;
+    char errmsg[512];
+    struct rls_conn conn;
+    struct rls_lite *lite;         /* SQLite (storage/sqlite/lite.h), or NULL */
+    struct pg_conn *pg;            /* PostgreSQL (storage/pg/pg.h), or NULL */
+    struct rls_rulecache rc;
+    struct rls_trust trust;
+    struct rls_stats stats;
+    struct rls_denystate deny;
 };
 
 /* Handle-level driver calls (sql.h). */
 static inline int sql_prepare(rls_db *db, const char *sql, rls_stmt **out)
 {
-    return db->drv->prepare(db, sql, out);
+    return db->conn.drv->prepare(db, sql, out);
 }
-static inline int sql_exec(rls_db *db, const char *sql) { return db->drv->exec(db, sql); }
-static inline int64_t sql_changes(rls_db *db) { return db->drv->changes(db); }
-static inline int sql_in_tx(rls_db *db) { return db->drv->in_tx(db); }
-static inline int sql_durable(rls_db *db, int full) { return db->drv->durable(db, full); }
+static inline int sql_exec(rls_db *db, const char *sql) { return db->conn.drv->exec(db, sql); }
+static inline int64_t sql_changes(rls_db *db) { return db->conn.drv->changes(db); }
+static inline int sql_in_tx(rls_db *db) { return db->conn.drv->in_tx(db); }
+static inline int sql_durable(rls_db *db, int full) { return db->conn.drv->durable(db, full); }
 /* Back to the handle's own level after a fully synchronous transaction. */
 static inline void rls__durable_restore(rls_db *db)
 {
-    sql_durable(db, db->opt.durability == RLS_DURABILITY_FULL);
+    sql_durable(db, db->ident.opt.durability == RLS_DURABILITY_FULL);
 }
-
-#define RLS_CKPT_FD_NONE (-1)         /* not opened yet */
-#define RLS_CKPT_FD_UNAVAILABLE (-2)  /* cannot be opened: never checkpoint */
 
 /* ---- open.c ---------------------------------------------------------- */
 int rls__db_usable(rls_db *db);               /* EINVAL/EMISUSE or OK; reopens after fork */
-/* Per-file steps of opening, on connection c (the handle's, or a helper
- * connection on the rules file) and its database `schema`. */
-int rls__conn_error(rls_db *db, sqlite3 *c, int src, const char *what);
-void rls__conn_defaults(sqlite3 *c);
-int rls__file_check(rls_db *db, sqlite3 *c, const char *schema, const char *path,
-                    int64_t *ver, int64_t *nobj);
-int rls__file_upgrade(rls_db *db, sqlite3 *c, const char *path, int64_t ver, int64_t nobj);
-int rls__schema_check(rls_db *db, sqlite3 *c, const char *schema, const char *path);
-int rls__set_wal(rls_db *db, sqlite3 *c, const char *schema, const char *path);
-/* Creates a new database file at path, whole (create.c); *created is 0
- * when another process created it first. */
-int rls__file_create(rls_db *db, const char *path, unsigned int mode, int *created);
 
 /* ---- pg.c ------------------------------------------------------------ */
 int rls__pg_uri(const char *path);            /* a libpq URI: postgresql:// or postgres:// */
-/* Takes the URI: db->path becomes it without its password. */
+/* Takes the URI: db->ident.path becomes it without its password. */
 int rls__pg_init(rls_db *db, const char *uri);
 int rls__pg_connect(rls_db *db);              /* connects, migrates, checks the schema */
 void rls__pg_disconnect(rls_db *db);          /* NULL connection: no-op */
@@ -423,22 +405,14 @@ int rls__pg_conflict(rls_db *db, const char *what);
  * waits a randomised, growing time first; 0 after PG_RETRIES attempts or
  * for any other failure, and always on SQLite. */
 int rls__tx_retry(rls_db *db, int rc, int *attempt);
-static inline int rls__connected(const rls_db *db) { return db->sql || db->pg; }
+int rls__connected(const rls_db *db);         /* a connection is open (open.c) */
 
-/* ---- split.c ---------------------------------------------------------- */
+/* ---- errors (split.c) ------------------------------------------------ */
 /* RLS_OK if the handle may change the rules (admin changes), else
  * EREADONLY with the reason recorded. */
 int rls__rules_writable(rls_db *db);
-char *rls__file_uri(const char *path, int read_only);  /* malloc'd; NULL: no memory */
-int rls__split_attach(rls_db *db);            /* attaches (and upgrades) the rules file */
-int rls__roles_check(rls_db *db);             /* each file plays its part */
-int rls__split_precheck(rls_db *db);          /* before a new rules file is created */
-int rls__group_resolve(rls_db *db, const char *group);  /* file_group -> db->gid */
-int rls__file_group_set(rls_db *db, int fd, const char *path);  /* on a new file */
-void rls__share_side_files(rls_db *db);       /* -wal, -shm, -ckpt in the file's group */
 int rls__error(rls_db *db, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-int rls__sqlite_error(rls_db *db, int src, const char *what);
 int rls__sql_error(rls_db *db, int src, const char *what);  /* any driver's failure */
 int rls__now(int64_t *now_ms);
 
@@ -523,24 +497,6 @@ void rls__keystat_unnote(rls_db *db, const char *action, const char *key, size_t
 int rls__keystat_pending(const rls_db *db);
 int rls__keystat_flush(rls_db *db);
 void rls__keystat_free(rls_db *db);
-
-/* ---- wal.c ------------------------------------------------------------ */
-int rls__wal_setup(rls_db *db);               /* hook and limits, at connect */
-void rls__wal_after_commit(rls_db *db);       /* checkpoint if the WAL is long */
-void rls__wal_close(rls_db *db);              /* closes the side file */
-/*
- * Under the write lock (SQLite): the files the connection writes are still
- * the ones at their paths, and its -wal is the one the shared index
- * describes; else EIO, and every later write of the handle is refused.
- * locked = 0 (a read-only handle's doctor): the index is compared without
- * the lock, so a checkpoint in between may be taken for a mismatch (the
- * caller asks again).
- */
-int rls__files_verify(rls_db *db, int locked);
-void rls__files_identify(rls_db *db);         /* at connect: the files as found */
-void rls__files_forget(rls_db *db);           /* at disconnect (and in a forked child) */
-#define RLS_SIDE_BYTES 4096                   /* mapped part of "<db>-ckpt" */
-void *rls__wal_side_map(rls_db *db);          /* its first page, or NULL */
 
 /* ---- deny.c ----------------------------------------------------------- */
 /* Write transactions between GC steps (check.c), and denials answered from

@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "db.h"
+#include "sqlite/lite.h"
 #include "denycache.h"
 #include "keyctx.h"
 
@@ -50,24 +51,24 @@ static int64_t mono_ms(void)
 /* Maps the shared generation, once per handle. */
 static int map_gen(rls_db *db)
 {
-    if (db->deny_state)
-        return db->deny_state > 0;
-    db->deny_state = -1;
+    if (db->deny.deny_state)
+        return db->deny.deny_state > 0;
+    db->deny.deny_state = -1;
     /* PostgreSQL: other hosts change counters where no shared page can
      * announce it, so every check asks the database */
-    void *p = db->sql ? rls__wal_side_map(db) : NULL;
+    void *p = db->lite->sql ? rls__wal_side_map(db) : NULL;
     if (!p)
         return 0;  /* a handle that could not bump it must not rely on it */
-    db->deny_map = p;
-    db->deny_gen = (uint64_t *)((unsigned char *)p + GEN_OFFSET);
-    db->deny_state = 1;
+    db->deny.deny_map = p;
+    db->deny.deny_gen = (uint64_t *)((unsigned char *)p + GEN_OFFSET);
+    db->deny.deny_state = 1;
     return 1;
 }
 
 static int ensure_cache(rls_db *db)
 {
     unsigned char seed[16];
-    if (db->deny)
+    if (db->deny.cache)
         return 1;
     if (getrandom(seed, sizeof seed, GRND_NONBLOCK) != (ssize_t)sizeof seed) {
         /* no entropy yet: the monotonic clock and the handle's address
@@ -77,8 +78,8 @@ static int ensure_cache(rls_db *db)
         memcpy(seed, &a, 8);
         memcpy(seed + 8, &b, 8);
     }
-    db->deny = rls__denycache_new(seed);
-    return db->deny != NULL;
+    db->deny.cache = rls__denycache_new(seed);
+    return db->deny.cache != NULL;
 }
 
 int rls__deny_lookup(rls_db *db, const char *action, const char *key, int64_t cost,
@@ -87,26 +88,26 @@ int rls__deny_lookup(rls_db *db, const char *action, const char *key, int64_t co
     int64_t mono;
     *usable = 0;
     *fp = 0;
-    if (db->opt.read_only || !map_gen(db) || (mono = mono_ms()) < 0)
+    if (db->ident.opt.read_only || !map_gen(db) || (mono = mono_ms()) < 0)
         return 0;
-    *gen = __atomic_load_n(db->deny_gen, __ATOMIC_ACQUIRE);
+    *gen = __atomic_load_n(db->deny.deny_gen, __ATOMIC_ACQUIRE);
     *usable = 1;
-    if (!db->deny)
+    if (!db->deny.cache)
         return 0;  /* nothing denied yet */
     size_t keylen = strlen(key);
-    *fp = rls__denycache_fp(db->deny, action, key, keylen);
+    *fp = rls__denycache_fp(db->deny.cache, action, key, keylen);
     /* stats counted for a second without a transaction, or a GC step due:
      * let a transaction do them */
-    if (db->nstats > 0 && mono - db->deny_tx_mono >= 1000)
+    if (db->stats.nstats > 0 && mono - db->deny.deny_tx_mono >= 1000)
         return 0;
-    if (db->deny_hits >= RLS_GC_EVERY_DENIALS) {
-        db->deny_hits = 0;
-        db->writes_since_gc = RLS_GC_EVERY_WRITES;  /* this transaction runs it */
+    if (db->deny.deny_hits >= RLS_GC_EVERY_DENIALS) {
+        db->deny.deny_hits = 0;
+        db->stats.writes_since_gc = RLS_GC_EVERY_WRITES;  /* this transaction runs it */
         return 0;
     }
-    if (!rls__denycache_get(db->deny, *fp, cost, now, mono, *gen, res))
+    if (!rls__denycache_get(db->deny.cache, *fp, cost, now, mono, *gen, res))
         return 0;
-    db->deny_hits++;
+    db->deny.deny_hits++;
     rls__stats_count(db, action, now, 0);
     rls__keystat_note(db, action, key, keylen, res, now);
     return 1;
@@ -119,38 +120,38 @@ void rls__deny_note(rls_db *db, const char *action, const char *key, uint64_t fp
     int64_t mono;
     if (!usable)
         return;
-    db->deny_tx_mono = mono_ms();
+    db->deny.deny_tx_mono = mono_ms();
     if (res->allowed) {
-        if (db->deny)
-            rls__denycache_forget(db->deny, fp);
+        if (db->deny.cache)
+            rls__denycache_forget(db->deny.cache, fp);
         return;
     }
     size_t keylen = strlen(key);
     if (!rls__deny_cacheable(ctx->items, out ? ctx->n : 0, out, res, cost) ||
         ctx->keylen != keylen || memcmp(ctx->key, key, keylen) != 0 ||
         (res->reason != RLS_REASON_BLOCKED && !ctx->deny_nores) ||
-        (mono = db->deny_tx_mono) < 0 || !ensure_cache(db))
+        (mono = db->deny.deny_tx_mono) < 0 || !ensure_cache(db))
         return;
     if (!fp)
-        fp = rls__denycache_fp(db->deny, action, key, keylen);
-    rls__denycache_put(db->deny, fp, cost, now, mono, gen, res);
+        fp = rls__denycache_fp(db->deny.cache, action, key, keylen);
+    rls__denycache_put(db->deny.cache, fp, cost, now, mono, gen, res);
 }
 
 void rls__deny_bump(rls_db *db)
 {
-    if (db->deny)
-        rls__denycache_clear(db->deny);
+    if (db->deny.cache)
+        rls__denycache_clear(db->deny.cache);
     if (map_gen(db))
-        __atomic_add_fetch(db->deny_gen, 1, __ATOMIC_RELEASE);
+        __atomic_add_fetch(db->deny.deny_gen, 1, __ATOMIC_RELEASE);
 }
 
 void rls__deny_close(rls_db *db)
 {
-    if (db->deny_map)
-        munmap(db->deny_map, RLS_SIDE_BYTES);
-    db->deny_map = NULL;
-    db->deny_gen = NULL;
-    db->deny_state = 0;
-    rls__denycache_free(db->deny);
-    db->deny = NULL;
+    if (db->deny.deny_map)
+        munmap(db->deny.deny_map, RLS_SIDE_BYTES);
+    db->deny.deny_map = NULL;
+    db->deny.deny_gen = NULL;
+    db->deny.deny_state = 0;
+    rls__denycache_free(db->deny.cache);
+    db->deny.cache = NULL;
 }

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <libpq-fe.h>
 #include "admin.h"
+#include "sqlite/lite.h"
 
 #define SQLITE_SAFE_VERSION 3051003   /* the WAL-reset race is fixed here */
 #define WAL_WARN_BYTES (64LL << 20)
@@ -204,7 +205,7 @@ static int pg_checks(rls_db *db, rls_rows *r, int *bad)
     if ((rc = pragma_text(db, "SELECT current_schema() || ', schema version ' ||"
                           " (SELECT version FROM rls_schema WHERE id = 1)", buf, sizeof buf)))
         return rc;
-    snprintf(detail, sizeof detail, "PostgreSQL database '%s', schema %s", db->path, buf);
+    snprintf(detail, sizeof detail, "PostgreSQL database '%s', schema %s", db->ident.path, buf);
     *bad |= add(r, "role", "ok", detail);
     /* unencrypted is fine on this host, not across a network */
     if ((rc = pragma_text(db, "SELECT CASE WHEN s.ssl THEN 'tls' WHEN inet_server_addr() IS NULL"
@@ -261,26 +262,26 @@ int rls_doctor(rls_db *db, int full, rls_rows **out)
     }
 
     /* one file, or the rules file of a split deployment */
-    const char *schema = db->split ? "rules" : "main";
+    const char *schema = db->lite->split ? "rules" : "main";
     if ((rc = pragma_check(db, r, schema, "", full, &bad)))
         goto out;
-    file_checks(r, db->path, "", 0, db->split, &bad);
-    if (db->split) {
-        rules_side_check(r, db->path, &bad);
+    file_checks(r, db->ident.path, "", 0, db->lite->split, &bad);
+    if (db->lite->split) {
+        rules_side_check(r, db->ident.path, &bad);
         if ((rc = pragma_check(db, r, "main", "counters_", full, &bad)))
             goto out;
-        file_checks(r, db->counters_path, "counters_", 1, 0, &bad);
+        file_checks(r, db->lite->counters_path, "counters_", 1, 0, &bad);
         snprintf(detail, sizeof detail, "split deployment: rules database '%s'%s, counters "
-                 "database '%s'", db->path, db->rules_rw ? "" : " (read-only)",
-                 db->counters_path);
+                 "database '%s'", db->ident.path, db->lite->rules_rw ? "" : " (read-only)",
+                 db->lite->counters_path);
     } else {
-        snprintf(detail, sizeof detail, "single-file database '%s'", db->path);
+        snprintf(detail, sizeof detail, "single-file database '%s'", db->ident.path);
     }
     bad |= add(r, "role", "ok", detail);
 
 rules:
     snprintf(detail, sizeof detail, "SELECT active_version FROM %s.rls_meta WHERE id = 1",
-             db->split ? "rules" : "main");
+             db->lite->split ? "rules" : "main");
     if ((rc = pragma_text(db, detail, buf, sizeof buf)))
         goto out;
     if (atoi(buf) > 0) {

@@ -30,10 +30,10 @@ typedef struct every_ip {
 
 void rls__every_ip_free(rls_db *db)
 {
-    free(db->every_ip);
-    db->every_ip = NULL;
-    db->nevery_ip = 0;
-    db->every_ip_loaded = 0;
+    free(db->rc.every_ip);
+    db->rc.every_ip = NULL;
+    db->rc.nevery_ip = 0;
+    db->rc.every_ip_loaded = 0;
 }
 
 static void copy_text(char *dst, size_t size, const unsigned char *src)
@@ -84,11 +84,11 @@ static int every_ip_load(rls_db *db)
         free(v);
         return rls__sql_error(db, rc, "cannot read the blocks and tiers of every action");
     }
-    free(db->every_ip);
-    db->every_ip = v;
-    db->nevery_ip = n;
-    db->every_ip_loaded = 1;
-    db->every_ip_gen = db->rules_gen;
+    free(db->rc.every_ip);
+    db->rc.every_ip = v;
+    db->rc.nevery_ip = n;
+    db->rc.every_ip_loaded = 1;
+    db->rc.every_ip_gen = db->rc.rules_gen;
     return RLS_OK;
 }
 
@@ -135,7 +135,7 @@ int rls__every_ip_apply(rls_db *db, key_ctx *ctx, int64_t now, int trusted)
     if (ctx->act->key_kind != KEY_IP ||
         rls__key_ip_net(ctx->key, ctx->keylen, net, &bits) != 0)
         return RLS_OK;
-    if (!db->every_ip_loaded || db->every_ip_gen != db->rules_gen) {
+    if (!db->rc.every_ip_loaded || db->rc.every_ip_gen != db->rc.rules_gen) {
         if (trusted) {   /* no transaction to read them in: the usual path will */
             ctx->policy_maybe = 1;
             return RLS_OK;
@@ -143,8 +143,8 @@ int rls__every_ip_apply(rls_db *db, key_ctx *ctx, int64_t now, int trusted)
         if ((rc = every_ip_load(db)))
             return rc;
     }
-    for (int i = 0; i < db->nevery_ip; i++) {
-        const every_ip *e = &db->every_ip[i];
+    for (int i = 0; i < db->rc.nevery_ip; i++) {
+        const every_ip *e = &db->rc.every_ip[i];
         if (!rls__key_net_contains(net, bits, e->addr))
             continue;
         if (trusted) {

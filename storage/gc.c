@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "db.h"
+#include "sqlite/lite.h"
 #include "keycount.h"
 
 #define STATS_KEEP_MS (3600 * 1000LL)
@@ -28,9 +29,9 @@
 
 static stat_acc *stat_of(rls_db *db, const char *action, int64_t sec)
 {
-    for (int i = 0; i < db->nstats; i++)
-        if (db->stats[i].sec == sec && strcmp(db->stats[i].action, action) == 0)
-            return &db->stats[i];
+    for (int i = 0; i < db->stats.nstats; i++)
+        if (db->stats.acc[i].sec == sec && strcmp(db->stats.acc[i].action, action) == 0)
+            return &db->stats.acc[i];
     return NULL;
 }
 
@@ -39,15 +40,15 @@ int rls__stats_count(rls_db *db, const char *action, int64_t now, int allowed)
     int64_t sec = now / 1000;
     stat_acc *s = stat_of(db, action, sec);
     if (!s) {
-        if (db->nstats == db->capstats) {
-            int cap = db->capstats ? db->capstats * 2 : 8;
-            stat_acc *n = realloc(db->stats, sizeof *n * (size_t)cap);
+        if (db->stats.nstats == db->stats.capstats) {
+            int cap = db->stats.capstats ? db->stats.capstats * 2 : 8;
+            stat_acc *n = realloc(db->stats.acc, sizeof *n * (size_t)cap);
             if (!n)
                 return 0;  /* stats may be lost, counters never are */
-            db->stats = n;
-            db->capstats = cap;
+            db->stats.acc = n;
+            db->stats.capstats = cap;
         }
-        s = &db->stats[db->nstats++];
+        s = &db->stats.acc[db->stats.nstats++];
         snprintf(s->action, sizeof s->action, "%s", action);
         s->sec = sec;
         s->allowed = s->denied = 0;
@@ -70,8 +71,8 @@ void rls__stats_uncount(rls_db *db, const char *action, int64_t now, int allowed
 
 int rls__stats_flush(rls_db *db, int64_t now, int force)
 {
-    if ((db->nstats == 0 && !rls__keystat_pending(db)) ||
-        (!force && now - db->stats_flushed_ms < 1000 && now >= db->stats_flushed_ms))
+    if ((db->stats.nstats == 0 && !rls__keystat_pending(db)) ||
+        (!force && now - db->stats.stats_flushed_ms < 1000 && now >= db->stats.stats_flushed_ms))
         return RLS_OK;
     int krc = rls__keystat_flush(db);
     if (krc)
@@ -80,8 +81,8 @@ int rls__stats_flush(rls_db *db, int64_t now, int force)
     rls_stmt *tot = rls__stmt(db, STMT_STATS_TOTAL_ADD);
     if (!add || !tot)
         return rls__stmt_failed(db);
-    for (int i = 0; i < db->nstats; i++) {
-        const stat_acc *s = &db->stats[i];
+    for (int i = 0; i < db->stats.nstats; i++) {
+        const stat_acc *s = &db->stats.acc[i];
         sql_bind_text(add, 1, s->action, -1, SQL_STATIC);
         sql_bind_int64(add, 2, s->sec);
         sql_bind_int64(add, 3, s->allowed);
@@ -100,8 +101,8 @@ int rls__stats_flush(rls_db *db, int64_t now, int force)
     }
     /* Cleared only at commit time in spirit: a rolled-back transaction loses
      * these stats, which the contract allows (stats may lose a second). */
-    db->nstats = 0;
-    db->stats_flushed_ms = now;
+    db->stats.nstats = 0;
+    db->stats.stats_flushed_ms = now;
     return RLS_OK;
 }
 
@@ -250,8 +251,8 @@ static int gc_states(rls_db *db, int64_t now, int max_rows, int64_t *deleted)
     if (src != SQL_DONE)
         rc = rls__sql_error(db, src, "cannot save GC cursor");
     else {
-        if (horizon > db->gc_horizon)
-            db->gc_horizon = horizon;
+        if (horizon > db->trust.gc_horizon)
+            db->trust.gc_horizon = horizon;
         if (deleted)
             *deleted += nv;
     }
@@ -270,18 +271,18 @@ int rls__gc_step(rls_db *db, int64_t now, int max_rows, int64_t *deleted)
         *deleted = 0;
     if ((rc = gc_states(db, now, max_rows, deleted)) || (rc = gc_reservations(db, now)))
         return rc;
-    if (now - db->gc_misc_ms >= MISC_EVERY_MS || now < db->gc_misc_ms) {
+    if (now - db->stats.gc_misc_ms >= MISC_EVERY_MS || now < db->stats.gc_misc_ms) {
         /* split: rows of the rules file only where the handle may write
          * it (admin handles, rlctl gc); expired ones decide nothing */
-        int rules = !db->split || db->rules_rw;
+        int rules = !db->lite->split || db->lite->rules_rw;
         if ((rc = exec_time(db, STMT_GC_BLOCKS, now)) ||
-            (db->split && rules && (rc = exec_time(db, STMT_GC_RULES_BLOCKS, now))) ||
+            (db->lite->split && rules && (rc = exec_time(db, STMT_GC_RULES_BLOCKS, now))) ||
             (rules && (rc = exec_time(db, STMT_GC_OVERRIDES, now))) ||
             (rules && (rc = exec_time(db, STMT_GC_ASSIGN, now))) ||
             (rc = exec_time(db, STMT_GC_STATS, now / 1000 - STATS_KEEP_MS / 1000)) ||
             (rc = exec_time(db, STMT_GC_KEY_STATS, now - KEY_STATS_KEEP_MS)))
             return rc;
-        db->gc_misc_ms = now;
+        db->stats.gc_misc_ms = now;
     }
     return RLS_OK;
 }
@@ -298,7 +299,7 @@ static int gc_fn(rls_db *db, void *p)
     int rc = rls__cache_refresh(db);
     if (rc)
         return rc;
-    db->gc_misc_ms = 0;
+    db->stats.gc_misc_ms = 0;
     return rls__gc_step(db, a->now, a->max_rows, a->deleted);
 }
 

@@ -17,13 +17,14 @@
 #include <stdio.h>
 #include <string.h>
 #include "admin.h"
+#include "sqlite/lite.h"
 #include "keyctx.h"
 #include "keycount.h"
 
 enum { KC_COUNT, KC_GET, KC_TOTAL, KC_RECOUNT, KC__COUNT };
-#define KC_SLOT(id) ((int)(sizeof((rls_db *)0)->astmt / sizeof(rls_stmt *)) - 1 - (id))
+#define KC_SLOT(id) ((int)(sizeof((rls_db *)0)->conn.astmt / sizeof(rls_stmt *)) - 1 - (id))
 
-_Static_assert(ASTMT__COUNT <= (int)(sizeof((rls_db *)0)->astmt / sizeof(rls_stmt *)) -
+_Static_assert(ASTMT__COUNT <= (int)(sizeof((rls_db *)0)->conn.astmt / sizeof(rls_stmt *)) -
                                    KC__COUNT,
                "admin.h's statement table reaches the slots of keycount.c");
 
@@ -48,12 +49,12 @@ static const char *const kc_sql[KC__COUNT] = {
 
 const char *rls__rules_schema(rls_db *db)
 {
-    return db->split ? "rules" : "main";
+    return db->lite->split ? "rules" : "main";
 }
 
 static rls_stmt *kc_stmt(rls_db *db, int id)
 {
-    rls_stmt **slot = &db->astmt[KC_SLOT(id)];
+    rls_stmt **slot = &db->conn.astmt[KC_SLOT(id)];
     char sql[1024];
     const char *src = kc_sql[id], *schema = rls__rules_schema(db);
     size_t o = 0;
@@ -71,7 +72,7 @@ static rls_stmt *kc_stmt(rls_db *db, int id)
     int rc = sql_prepare(db, sql, slot);
     if (rc != SQL_OK) {
         *slot = NULL;
-        db->stmt_code = rls__sql_error(db, rc, "cannot prepare statement");
+        db->conn.stmt_code = rls__sql_error(db, rc, "cannot prepare statement");
     }
     return *slot;
 }

@@ -22,9 +22,9 @@ int rls__keyctx_args(rls_db *db, const char *action, const char *key,
         return rls__error(db, RLS_ENOACTION, "action name is empty or longer than %d bytes",
                           RLS_NAME_MAX);
     size_t kl = strlen(key);
-    if (kl == 0 || kl > (size_t)db->opt.max_key_len)
+    if (kl == 0 || kl > (size_t)db->ident.opt.max_key_len)
         return rls__error(db, RLS_EKEY, "key is empty or longer than %d bytes",
-                          db->opt.max_key_len);
+                          db->ident.opt.max_key_len);
     if (cost < 1 || cost > RLS_COST_MAX)
         return rls__error(db, RLS_ECOST, "cost %lld is outside 1..%lld", (long long)cost,
                           (long long)RLS_COST_MAX);
@@ -45,7 +45,7 @@ static int read_policy(rls_db *db, key_ctx *ctx, int64_t now)
     int rc;
     if (rls__no_policy_rows(db))
         return RLS_OK;   /* no key has any (cache.c) */
-    if (db->fast_trust)  /* the guard of a one-flight check fails if this one
+    if (db->trust.fast_trust)  /* the guard of a one-flight check fails if this one
                           * has (pg_fast.c), except rows of every action of
                           * another spelling of an address */
         return rls__every_ip_apply(db, ctx, now, 1);
@@ -138,9 +138,9 @@ int rls__keyctx_load(rls_db *db, key_ctx *ctx, const char *action, const char *k
     memset(&ctx->block, 0, sizeof ctx->block);
     if ((rc = rls__cache_refresh(db)) || (rc = rls__cache_empties(db)))
         return rc;
-    if (!db->rules)
-        return rls__error(db, RLS_ENORULES, "no rules applied to '%s' yet", db->path);
-    ctx->act = rls__ruleset_action(db->rules, action);
+    if (!db->rc.rules)
+        return rls__error(db, RLS_ENORULES, "no rules applied to '%s' yet", db->ident.path);
+    ctx->act = rls__ruleset_action(db->rc.rules, action);
     if (!ctx->act)
         return rls__error(db, RLS_ENOACTION, "action '%s' is not defined", action);
     if (normalised) {
@@ -151,7 +151,7 @@ int rls__keyctx_load(rls_db *db, key_ctx *ctx, const char *action, const char *k
         kl = rls__key_normalize(ctx->act->key_kind, ctx->act->ipv4_prefix, ctx->act->ipv6_prefix,
                            key, strlen(key), ctx->key, sizeof ctx->key, &why);
     }
-    if (kl < 0 || kl > db->opt.max_key_len)
+    if (kl < 0 || kl > db->ident.opt.max_key_len)
         return rls__error(db, RLS_EKEY, "key is not valid for action '%s' (%s keys): %s",
                           action, rls__key_kind_name(ctx->act->key_kind),
                           kl == -2 || kl > 0 ? "too long" : why);
@@ -160,9 +160,9 @@ int rls__keyctx_load(rls_db *db, key_ctx *ctx, const char *action, const char *k
     if ((rc = read_policy(db, ctx, now)))
         return rc;
 
-    const assign_cand *const lists[2] = {ctx->exact, db->patterns};
-    const int counts[2] = {ctx->nexact, db->npatterns};
-    rls__resolve_tier(db->rules, ctx->act->name, ctx->key, ctx->keylen, lists, counts, 2, now,
+    const assign_cand *const lists[2] = {ctx->exact, db->rc.patterns};
+    const int counts[2] = {ctx->nexact, db->rc.npatterns};
+    rls__resolve_tier(db->rc.rules, ctx->act->name, ctx->key, ctx->keylen, lists, counts, 2, now,
                  &ctx->tier);
     ctx->behaviour = TIER_NORMAL;
     if (ctx->tier.def && ctx->tier.def->blocked)
@@ -247,7 +247,7 @@ static int read_sibs(rls_db *db, key_ctx *ctx, rls_stmt *st, int i)
 static int read_floor(rls_db *db, int64_t lid, int64_t now, int64_t *floor_ms)
 {
     *floor_ms = 0;
-    if (db->gc_horizon <= now)
+    if (db->trust.gc_horizon <= now)
         return RLS_OK;
     rls_stmt *st = rls__stmt(db, STMT_HORIZON_GET);
     if (!st)
@@ -263,7 +263,7 @@ static int read_floor(rls_db *db, int64_t lid, int64_t now, int64_t *floor_ms)
 
 int rls__keyctx_read_states(rls_db *db, key_ctx *ctx)
 {
-    rls_stmt *st = rls__stmt(db, db->tx_write ? STMT_STATE_GET : STMT_STATE_READ);
+    rls_stmt *st = rls__stmt(db, db->conn.tx_write ? STMT_STATE_GET : STMT_STATE_READ);
     int rc = SQL_DONE;
     memset(ctx->st, 0, sizeof ctx->st[0] * (size_t)ctx->n);
     ctx->nfound = 0;

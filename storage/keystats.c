@@ -42,7 +42,7 @@ static struct key_acc *slot_of(rls_db *db, const char *action, const char *key, 
 {
     uint32_t i = hash(action, key, keylen) & (KACC_SLOTS - 1);
     for (;;) {
-        struct key_acc *e = &db->kacc[i];
+        struct key_acc *e = &db->stats.kacc[i];
         if (!e->key || (e->keylen == keylen && memcmp(e->key, key, keylen) == 0 &&
                         strcmp(e->action, action) == 0))
             return e;
@@ -61,18 +61,18 @@ int rls__keystat_note(rls_db *db, const char *action, const char *key, size_t ke
         if (!rls__pressure_hot(ppm))
             return 0;
     }
-    if (!db->kacc && !(db->kacc = calloc(KACC_SLOTS, sizeof *db->kacc)))
+    if (!db->stats.kacc && !(db->stats.kacc = calloc(KACC_SLOTS, sizeof *db->stats.kacc)))
         return 0;
     struct key_acc *e = slot_of(db, action, key, keylen);
     if (e->key)
         goto found;
-    if (db->nkacc >= KACC_MAX || !(e->key = malloc(keylen ? keylen : 1)))
+    if (db->stats.nkacc >= KACC_MAX || !(e->key = malloc(keylen ? keylen : 1)))
         return 0;  /* full until the next flush: these figures may lose a little */
     memcpy(e->key, key, keylen);
     e->keylen = keylen;
     snprintf(e->action, sizeof e->action, "%s", action);
     e->denied = e->last_denied = 0;
-    db->nkacc++;
+    db->stats.nkacc++;
 found:
     if (!res->allowed) {
         e->denied++;
@@ -86,34 +86,34 @@ found:
 void rls__keystat_unnote(rls_db *db, const char *action, const char *key, size_t keylen,
                          const rls_result *res)
 {
-    struct key_acc *e = db->kacc ? slot_of(db, action, key, keylen) : NULL;
+    struct key_acc *e = db->stats.kacc ? slot_of(db, action, key, keylen) : NULL;
     if (e && e->key && !res->allowed && e->denied > 0)
         e->denied--;   /* the rest are last values: the next note sets them */
 }
 
 int rls__keystat_pending(const rls_db *db)
 {
-    return db->nkacc;
+    return db->stats.nkacc;
 }
 
 static void clear(rls_db *db)
 {
-    for (int i = 0; db->kacc && i < KACC_SLOTS; i++) {
-        free(db->kacc[i].key);
-        db->kacc[i].key = NULL;
+    for (int i = 0; db->stats.kacc && i < KACC_SLOTS; i++) {
+        free(db->stats.kacc[i].key);
+        db->stats.kacc[i].key = NULL;
     }
-    db->nkacc = 0;
+    db->stats.nkacc = 0;
 }
 
 int rls__keystat_flush(rls_db *db)
 {
-    if (db->nkacc == 0)
+    if (db->stats.nkacc == 0)
         return RLS_OK;
     rls_stmt *st = rls__stmt(db, STMT_KEY_STATS_ADD);
     if (!st)
         return rls__stmt_failed(db);
     for (int i = 0; i < KACC_SLOTS; i++) {
-        const struct key_acc *e = &db->kacc[i];
+        const struct key_acc *e = &db->stats.kacc[i];
         if (!e->key)
             continue;
         sql_bind_text(st, 1, e->action, -1, SQL_STATIC);
@@ -136,6 +136,6 @@ int rls__keystat_flush(rls_db *db)
 void rls__keystat_free(rls_db *db)
 {
     clear(db);
-    free(db->kacc);
-    db->kacc = NULL;
+    free(db->stats.kacc);
+    db->stats.kacc = NULL;
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include "admin.h"
 #include "db.h"
+#include "sqlite/lite.h"
 #include "algo.h"
 #include "keynorm.h"
 #include "timefmt.h"
@@ -58,9 +59,9 @@ static int check_key(rls_db *db, const char *key)
     if (!key)
         return rls__error(db, RLS_EINVAL, "key is NULL");
     size_t n = strlen(key);
-    if (n == 0 || n > (size_t)db->opt.max_key_len)
+    if (n == 0 || n > (size_t)db->ident.opt.max_key_len)
         return rls__error(db, RLS_EKEY, "key is empty or longer than %d bytes",
-                          db->opt.max_key_len);
+                          db->ident.opt.max_key_len);
     return RLS_OK;
 }
 
@@ -82,7 +83,7 @@ static int norm_key(rls_db *db, const char *action, const char *key, char *out,
     int rc = rls__cache_refresh(db);
     if (rc)
         return rc;
-    const rule_action *act = db->rules ? rls__ruleset_action(db->rules, action) : NULL;
+    const rule_action *act = db->rc.rules ? rls__ruleset_action(db->rc.rules, action) : NULL;
     if (!act)
         return rls__error(db, RLS_ENOACTION, "action '%s' is not defined", action);
     int n = rls__key_normalize(act->key_kind, act->ipv4_prefix, act->ipv6_prefix, key,
@@ -195,7 +196,7 @@ static int block_fn(rls_db *db, void *p, int64_t now)
     if ((rc = block_get(db, STMT_BLOCK_GET_ONE, a, before, sizeof before, &found)))
         return rc;
     a->penalty = 0;
-    if (db->split && (rc = block_get(db, STMT_PENALTY_GET_ONE, a, found ? after : before,
+    if (db->lite->split && (rc = block_get(db, STMT_PENALTY_GET_ONE, a, found ? after : before,
                                      sizeof before, &a->penalty)))
         return rc;
     found |= a->penalty;
@@ -207,7 +208,7 @@ static int block_fn(rls_db *db, void *p, int64_t now)
     if (a->set) {
         sql_bind_int64(put, 3, a->until);
         sql_bind_text(put, 4, a->reason, -1, SQL_STATIC);
-        sql_bind_text(put, 5, db->os_user, -1, SQL_STATIC);
+        sql_bind_text(put, 5, db->ident.os_user, -1, SQL_STATIC);
         sql_bind_int64(put, 6, now);
         describe_block(after, sizeof after, 1, a->until, a->reason);
     } else {
@@ -246,7 +247,7 @@ static int penalty_fn(rls_db *db, void *p, int64_t now)
 static int block_change(rls_db *db, struct block_arg *a, int64_t now)
 {
     int rc = admin_tx(db, now, block_fn, a);
-    if (rc != RLS_OK || !db->split || !a->penalty)
+    if (rc != RLS_OK || !db->lite->split || !a->penalty)
         return rc;
     if ((rc = admin_tx(db, now, penalty_fn, a)) != RLS_OK) {
         char why[sizeof db->errmsg];
@@ -328,8 +329,8 @@ static int unblock_targets(rls_db *db, const char *key, unblock_list *l)
     if (rc || (rc = unblock_rows_of(db, l, key)) || (rc = canon_key(db, key, nk, sizeof nk)) ||
         (rc = unblock_rows_of(db, l, nk)))
         return rc;
-    for (int i = 0; db->rules && i < db->rules->nactions; i++) {
-        const rule_action *act = &db->rules->actions[i];
+    for (int i = 0; db->rc.rules && i < db->rc.rules->nactions; i++) {
+        const rule_action *act = &db->rc.rules->actions[i];
         const char *why = "";
         if (rls__key_normalize(act->key_kind, act->ipv4_prefix, act->ipv6_prefix, key, strlen(key),
                           nk, sizeof nk, &why) >= 0 &&
@@ -434,7 +435,7 @@ static int tier_fn(rls_db *db, void *p, int64_t now)
             return rc;
         key = nk;
     } else if (a->action[0] && (rc = rls__cache_refresh(db)) == RLS_OK &&
-               (!db->rules || !rls__ruleset_action(db->rules, a->action))) {
+               (!db->rc.rules || !rls__ruleset_action(db->rc.rules, a->action))) {
         return rls__error(db, RLS_ENOACTION, "action '%s' is not defined", a->action);
     } else if (rc) {
         return rc;
@@ -456,7 +457,7 @@ static int tier_fn(rls_db *db, void *p, int64_t now)
     if (a->tier) {
         if ((rc = rls__cache_refresh(db)))
             return rc;
-        if (!db->rules || !rls__ruleset_tier(db->rules, a->tier))
+        if (!db->rc.rules || !rls__ruleset_tier(db->rc.rules, a->tier))
             return rls__error(db, RLS_ENOTFOUND, "tier '%s' is not defined in the active rules",
                               a->tier);
     }
@@ -551,7 +552,7 @@ struct override_arg {
  * token_bucket whose burst follows the limit must fit its scaled level. */
 static int check_override_fits(rls_db *db, const struct override_arg *a)
 {
-    const rule_action *act = rls__ruleset_action(db->rules, a->action);
+    const rule_action *act = rls__ruleset_action(db->rc.rules, a->action);
     int known = 0;
     for (int t = -1; act && t < act->ntiers; t++) {
         const rule_limit *ls = t < 0 ? act->limits : act->tiers[t].limits;

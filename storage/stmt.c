@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "admin.h"
+#include "sqlite/lite.h"
 
 static const char *const stmt_sql[STMT__COUNT] = {
 #define RLS__STMT_SQL(name, sql) sql,
@@ -124,7 +125,7 @@ int rls__prepare_form(rls_db *db, const char *sql, const char *pg_sql, int side,
     const char *text = db->pg && pg_sql ? pg_sql : sql;
     char *rewritten = NULL;
     *out = NULL;
-    if (db->split) {
+    if (db->lite->split) {
         if (side == SPLIT_OWN) {
             text = split_sql;
         } else {
@@ -132,17 +133,17 @@ int rls__prepare_form(rls_db *db, const char *sql, const char *pg_sql, int side,
             size_t badlen = 0;
             text = rewritten = split_text(sql, side, &bad, &badlen);
             if (!text && bad)
-                return db->stmt_code = rls__error(db, RLS_ESTORAGE, "statement on '%.*s' has "
+                return db->conn.stmt_code = rls__error(db, RLS_ESTORAGE, "statement on '%.*s' has "
                                                   "no split-deployment form", (int)badlen, bad);
             if (!text)
-                return db->stmt_code = rls__error(db, RLS_ENOMEM, "out of memory");
+                return db->conn.stmt_code = rls__error(db, RLS_ENOMEM, "out of memory");
         }
     }
     int rc = sql_prepare(db, text, out);
     free(rewritten);
     if (rc != SQL_OK) {
         *out = NULL;
-        return db->stmt_code = rls__sql_error(db, rc, "cannot prepare statement");
+        return db->conn.stmt_code = rls__sql_error(db, rc, "cannot prepare statement");
     }
     return RLS_OK;
 }
@@ -155,31 +156,31 @@ int rls__prepare(rls_db *db, int admin, int id, const char *sql, rls_stmt **out)
 
 rls_stmt *rls__stmt(rls_db *db, int id)
 {
-    rls_stmt *st = db->stmt[id];
+    rls_stmt *st = db->conn.stmt[id];
     if (st)
         return st;
     if (rls__prepare(db, 0, id, stmt_sql[id], &st) != RLS_OK)
         return NULL;
     if (db->pg)
         rls__pg_stmt_quick(st);   /* a check's statement: the check's deadline (pg_io.c) */
-    db->stmt[id] = st;
+    db->conn.stmt[id] = st;
     return st;
 }
 
 int rls__stmt_failed(rls_db *db)
 {
-    return db->stmt_code ? db->stmt_code : RLS_ESTORAGE;
+    return db->conn.stmt_code ? db->conn.stmt_code : RLS_ESTORAGE;
 }
 
 void rls__stmt_finalize_all(rls_db *db)
 {
     for (int i = 0; i < STMT__COUNT; i++) {
-        sql_finalize(db->stmt[i]);
-        db->stmt[i] = NULL;
+        sql_finalize(db->conn.stmt[i]);
+        db->conn.stmt[i] = NULL;
     }
-    for (size_t i = 0; i < sizeof db->astmt / sizeof db->astmt[0]; i++) {
-        sql_finalize(db->astmt[i]);
-        db->astmt[i] = NULL;
+    for (size_t i = 0; i < sizeof db->conn.astmt / sizeof db->conn.astmt[0]; i++) {
+        sql_finalize(db->conn.astmt[i]);
+        db->conn.astmt[i] = NULL;
     }
 }
 
@@ -200,12 +201,12 @@ int rls__begin(rls_db *db, int write)
     rls__pg_tx_start(db);
     int rc = rls__exec_simple(db, write ? STMT_BEGIN_IMM : STMT_BEGIN_READ);
     /* nothing is written to files that are no longer the database's */
-    if (rc == RLS_OK && write && db->sql && (rc = rls__files_verify(db, 1)) != RLS_OK)
+    if (rc == RLS_OK && write && db->lite->sql && (rc = rls__files_verify(db, 1)) != RLS_OK)
         rls__exec_simple(db, STMT_ROLLBACK);
     if (rc == RLS_OK) {
-        db->in_tx = 1;
-        db->tx_write = write;
-        db->tx_refreshed = 0;
+        db->conn.in_tx = 1;
+        db->conn.tx_write = write;
+        db->trust.tx_refreshed = 0;
     }
     return rc;
 }
@@ -220,24 +221,24 @@ int rls__commit(rls_db *db)
         rls__rollback(db);
         return rc;
     }
-    db->commit_dv_ok = db->sql &&
-                       sqlite3_file_control(db->sql, "main", SQLITE_FCNTL_DATA_VERSION,
-                                            &db->commit_dv) == SQLITE_OK;
+    db->trust.commit_dv_ok = db->lite->sql &&
+                       sqlite3_file_control(db->lite->sql, "main", SQLITE_FCNTL_DATA_VERSION,
+                                            &db->trust.commit_dv) == SQLITE_OK;
     /* a split handle knows what it knows of both files (cache.c) */
-    if (db->split && db->commit_dv_ok)
-        db->commit_dv_ok = sqlite3_file_control(db->sql, "rules", SQLITE_FCNTL_DATA_VERSION,
-                                                &db->rules_commit_dv) == SQLITE_OK;
-    if (db->tx_write || !db->commit_dv_ok || db->commit_dv != db->meta_dv ||
-        (db->split && db->rules_commit_dv != db->rules_meta_dv))
-        db->meta_dv_ok = 0;
-    if (db->tx_write && (!db->check_tx || db->gave_back))
+    if (db->lite->split && db->trust.commit_dv_ok)
+        db->trust.commit_dv_ok = sqlite3_file_control(db->lite->sql, "rules", SQLITE_FCNTL_DATA_VERSION,
+                                                &db->lite->rules_commit_dv) == SQLITE_OK;
+    if (db->conn.tx_write || !db->trust.commit_dv_ok || db->trust.commit_dv != db->trust.meta_dv ||
+        (db->lite->split && db->lite->rules_commit_dv != db->lite->rules_meta_dv))
+        db->trust.meta_dv_ok = 0;
+    if (db->conn.tx_write && (!db->conn.check_tx || db->conn.gave_back))
         rls__deny_bump(db);  /* it may admit a cached denial sooner (deny.c) */
-    db->check_tx = 0;
-    db->gave_back = 0;
-    db->in_tx = 0;
-    db->tx_write = 0;
-    db->tx_trusted = 0;
-    if (db->sql)
+    db->conn.check_tx = 0;
+    db->conn.gave_back = 0;
+    db->conn.in_tx = 0;
+    db->conn.tx_write = 0;
+    db->trust.tx_trusted = 0;
+    if (db->lite->sql)
         rls__wal_after_commit(db);
     return RLS_OK;
 }
@@ -250,12 +251,12 @@ void rls__rollback(rls_db *db)
         rls__exec_simple(db, STMT_ROLLBACK);
         memcpy(db->errmsg, keep, sizeof keep);  /* keep the first error */
     }
-    db->in_tx = 0;
-    db->tx_write = 0;
-    db->tx_trusted = 0;
-    db->meta_dv_ok = 0;
-    db->check_tx = 0;
-    db->gave_back = 0;
+    db->conn.in_tx = 0;
+    db->conn.tx_write = 0;
+    db->trust.tx_trusted = 0;
+    db->trust.meta_dv_ok = 0;
+    db->conn.check_tx = 0;
+    db->conn.gave_back = 0;
 }
 
 int rls__write_tx(rls_db *db, rls_tx_fn fn, void *arg)
@@ -286,8 +287,8 @@ int rls__audit(rls_db *db, int64_t now, const char *op, const char *action,
     if (!st)
         return rls__stmt_failed(db);
     sql_bind_int64(st, 1, now);
-    sql_bind_text(st, 2, db->os_user, -1, SQL_STATIC);
-    sql_bind_text(st, 3, db->tool, -1, SQL_STATIC);
+    sql_bind_text(st, 2, db->ident.os_user, -1, SQL_STATIC);
+    sql_bind_text(st, 3, db->ident.tool, -1, SQL_STATIC);
     bind_text_or_null(st, 4, op);
     bind_text_or_null(st, 5, action);
     if (key)

@@ -399,8 +399,8 @@ static int idle_conn_alive(struct pg_conn *pc)
 /* Can this handle try the one-round-trip check at `now` at all? */
 static int fast_usable(rls_db *db, int64_t now)
 {
-    return db->pg && db->pg->c && !db->pg->lost && !db->in_tx && db->rules &&
-           db->rules_gen >= 0 && db->gc_horizon <= now && !rls__housekeeping_due(db, now) &&
+    return db->pg && db->pg->c && !db->pg->lost && !db->conn.in_tx && db->rc.rules &&
+           db->rc.rules_gen >= 0 && db->trust.gc_horizon <= now && !rls__housekeeping_due(db, now) &&
            idle_conn_alive(db->pg);
 }
 
@@ -415,8 +415,8 @@ static int learn(rls_db *db, const key_ctx *ctx, PGresult *const *reads,
         const PGresult *r = reads[i];
         int64_t lid = ctx->rl[i].def->id;
         if (r && PQntuples(r) == 1 && !PQgetisnull(r, 0, 7)) {
-            db->policy_gen = get_i8(r, 7);
-            db->resv_never = get_i8(r, 8) == 0;
+            db->trust.policy_gen = get_i8(r, 7);
+            db->trust.resv_never = get_i8(r, 8) == 0;
         }
         if (!r || PQntuples(r) != 1 || PQgetisnull(r, 0, 0)) {
             if (r)
@@ -495,9 +495,9 @@ static void add_reads(const key_ctx *ctx, fast_op *ops, int *n)
 static int64_t clean_gen(rls_db *db, const key_ctx *ctx)
 {
     for (int i = 0; i < ctx->n; i++)
-        if (rls__sc_clean_gen(db, ctx->rl[i].def->id, ctx->key, ctx->keylen) != db->policy_gen)
+        if (rls__sc_clean_gen(db, ctx->rl[i].def->id, ctx->key, ctx->keylen) != db->trust.policy_gen)
             return -1;
-    return db->policy_gen;
+    return db->trust.policy_gen;
 }
 
 /* The transaction: each limit's new state where it changed, its state
@@ -515,11 +515,11 @@ static void add_writes(rls_db *db, const key_ctx *ctx, const algo_state *old, in
         p_bytes(op, ctx->key, ctx->keylen);
         int changed = ctx->items[i].changed;
         op->stmt = (changed ? F_CAS : F_HOLD) + (ctx->n == 1 ? F_ONE : 0) +
-                   (pgen < 0 ? 0 : db->resv_never ? F_NGEN : F_GEN);
+                   (pgen < 0 ? 0 : db->trust.resv_never ? F_NGEN : F_GEN);
         p_state(op, def->algorithm, changed ? &ctx->st[i] : &old[i], 1);
         if (changed)
             p_state(op, def->algorithm, &old[i], 0);   /* as it must still be */
-        p_int(op, db->rules_gen);
+        p_int(op, db->rc.rules_gen);
         p_int(op, now);
         if (pgen >= 0)
             p_int(op, pgen);
@@ -547,8 +547,8 @@ static void learn_clean(rls_db *db, const key_ctx *ctx, const fast_op *ops,
         int col = one_limit(ops[i].stmt) ? 0 : 1;
         if (ops[i].stmt >= F_GCAS || !r || PQntuples(r) != 1 || PQgetisnull(r, 0, col))
             continue;
-        db->policy_gen = get_i8(r, col);
-        rls__sc_set_clean_gen(db, ctx->rl[i].def->id, ctx->key, ctx->keylen, db->policy_gen);
+        db->trust.policy_gen = get_i8(r, col);
+        rls__sc_set_clean_gen(db, ctx->rl[i].def->id, ctx->key, ctx->keylen, db->trust.policy_gen);
     }
 }
 
@@ -561,7 +561,7 @@ static void committed(rls_db *db, key_ctx *ctx, int64_t now, const rls_result *r
                         ctx->rl[i].def->algorithm, &ctx->st[i]);
     rls__stats_count(db, ctx->act->name, now, res->allowed);
     rls__keystat_note(db, ctx->act->name, ctx->key, ctx->keylen, res, now);
-    db->writes_since_gc++;
+    db->stats.writes_since_gc++;
 }
 
 /* A deadline passed (pg_io.c): the check fails now, where the usual path
@@ -602,11 +602,11 @@ static int attempt(rls_db *db, key_ctx *ctx, int64_t cost, int64_t now, int *rea
                            : pc->lost ? RLS__FAST_PASS : FAST_AGAIN;
         goto done;
     }
-    if (rls__decide_check(ctx->items, ctx->n, ctx->behaviour, now, db->gc_horizon, cost, 1, res,
+    if (rls__decide_check(ctx->items, ctx->n, ctx->behaviour, now, db->trust.gc_horizon, cost, 1, res,
                      &dout) != 0 || dout.penalty >= 0)
         goto done;   /* a penalty to impose, or a refusal to word */
     int64_t pgen = clean_gen(db, ctx);
-    int resv_never = db->resv_never;
+    int resv_never = db->trust.resv_never;
     add_writes(db, ctx, old, now, pgen, ops, &n);
     int ntx = n;
     if (pc->fast_stale >= FAST_STALE_READS)
@@ -618,7 +618,7 @@ static int attempt(rls_db *db, key_ctx *ctx, int64_t cost, int64_t now, int *rea
     }
     if (!pc->lost && n > ntx) {
         guard_failed = learn(db, ctx, out + ntx, old) && tx == TX_MISMATCH;
-        if (guard_failed && pgen >= 0 && (db->policy_gen != pgen || resv_never != db->resv_never))
+        if (guard_failed && pgen >= 0 && (db->trust.policy_gen != pgen || resv_never != db->trust.resv_never))
             guard_failed = 0;   /* the policy tables changed, or a reservation
                                  * was stored: the probes look */
         read_now = 1;   /* what a retry decides from was just read */
@@ -669,9 +669,9 @@ int rls__pg_fast_check(rls_db *db, key_ctx *ctx, const char *action, const char 
     int rc = RLS__FAST_PASS, read_done = 0;
     if (!fast_usable(db, now))
         return RLS__FAST_PASS;
-    db->fast_trust = 1;   /* the rules as cached: the guard checks them (cache.c) */
+    db->trust.fast_trust = 1;   /* the rules as cached: the guard checks them (cache.c) */
     int lrc = rls__keyctx_load(db, ctx, action, key, 0, now);
-    db->fast_trust = 0;
+    db->trust.fast_trust = 0;
     if (lrc != RLS_OK || ctx->n == 0 || ctx->behaviour == TIER_BLOCKED || ctx->policy_maybe ||
         has_variants(ctx) ||
         fast_prepare(db) != SQL_OK) {
@@ -701,7 +701,7 @@ void rls__pg_fast_learn(rls_db *db, const key_ctx *ctx, int states_read)
             rls__sc_put(db, def->id, ctx->key, ctx->keylen, def->algorithm, &ctx->st[i]);
             /* the transaction read the generation before the key's policy
              * rows (cache.c): none were there at it */
-            rls__sc_set_clean_gen(db, def->id, ctx->key, ctx->keylen, db->policy_gen);
+            rls__sc_set_clean_gen(db, def->id, ctx->key, ctx->keylen, db->trust.policy_gen);
         } else {
             rls__sc_drop(db, def->id, ctx->key, ctx->keylen);
         }

@@ -57,7 +57,7 @@ int64_t rls__pg_mono_ms(void)
 
 int64_t rls__pg_budget_ms(const rls_db *db, int slow)
 {
-    int64_t quick = (int64_t)(db->opt.busy_timeout_ms > 0 ? db->opt.busy_timeout_ms : 0) +
+    int64_t quick = (int64_t)(db->ident.opt.busy_timeout_ms > 0 ? db->ident.opt.busy_timeout_ms : 0) +
                     PG_GRACE_MS;
     return slow ? quick * PG_SLOW_FACTOR : quick;
 }

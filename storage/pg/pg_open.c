@@ -76,14 +76,14 @@ static int keep_heap(rls_db *db)
 static int session_setup(rls_db *db)
 {
     char sql[320];
-    int full = db->opt.durability == RLS_DURABILITY_FULL;
-    int wait = db->opt.busy_timeout_ms > 0 ? db->opt.busy_timeout_ms : 1;
+    int full = db->ident.opt.durability == RLS_DURABILITY_FULL;
+    int wait = db->ident.opt.busy_timeout_ms > 0 ? db->ident.opt.busy_timeout_ms : 1;
     snprintf(sql, sizeof sql,
              "SET client_min_messages = warning; SET bytea_output = hex;"
              " SET synchronous_commit = %s; SET lock_timeout = %d;"
              " SET default_transaction_isolation = 'read committed'%s",
              full ? "on" : "off", wait,
-             db->opt.read_only ? "; SET default_transaction_read_only = on" : "");
+             db->ident.opt.read_only ? "; SET default_transaction_read_only = on" : "");
     int rc = rls__pg_exec(db, sql);
     if (rc == SQL_OK) {
         db->pg->durable = full;
@@ -231,11 +231,11 @@ static int pg_migrate(rls_db *db)
             if (n > 0)
                 return rls__error(db, RLS_EUNSAFE, "this PostgreSQL schema has rls_ tables "
                                   "but no rlstore schema version");
-            if (!db->opt.create)
+            if (!db->ident.opt.create)
                 return rls__error(db, RLS_ENOTFOUND, "this PostgreSQL database has no rlstore "
                                   "schema and create is off");
         }
-        if (db->opt.read_only)
+        if (db->ident.opt.read_only)
             return rls__error(db, RLS_EREADONLY, "the rlstore schema in this PostgreSQL "
                               "database needs %s, which a read-only handle cannot do",
                               ver < 0 ? "creating" : "an upgrade");
@@ -288,7 +288,7 @@ static char *redact(const char *uri)
 int rls__pg_init(rls_db *db, const char *uri)
 {
     if (!(db->pg = calloc(1, sizeof *db->pg)) || !(db->pg->conninfo = strdup(uri)) ||
-        !(db->path = redact(uri)))
+        !(db->ident.path = redact(uri)))
         return rls__error(db, RLS_ENOMEM, "out of memory");
     return RLS_OK;
 }
@@ -362,8 +362,8 @@ int rls__tx_retry(rls_db *db, int rc, int *attempt)
     int64_t cap = (int64_t)1 << (*attempt < 6 ? *attempt : 6);
     if (cap > PG_BACKOFF_MAX_MS)
         cap = PG_BACKOFF_MAX_MS;
-    db->rng = db->rng * 1103515245u + 12345u;
-    int64_t us = cap * 500 + (int64_t)(db->rng >> 8) % (cap * 1000);  /* 0.5..1.5 x cap ms */
+    db->conn.rng = db->conn.rng * 1103515245u + 12345u;
+    int64_t us = cap * 500 + (int64_t)(db->conn.rng >> 8) % (cap * 1000);  /* 0.5..1.5 x cap ms */
     struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
     nanosleep(&ts, NULL);
     (*attempt)++;

@@ -54,7 +54,7 @@ static uint64_t hash_of(int64_t lid, const char *key, size_t klen)
 /* The link that points at (lid, key)'s entry, or NULL. */
 static sc_entry **find(rls_db *db, uint64_t h, int64_t lid, const char *key, size_t klen)
 {
-    struct state_cache *sc = db->sc;
+    struct state_cache *sc = db->trust.sc;
     if (!sc)
         return NULL;
     for (sc_entry **e = &sc->bucket[h & (sc->nbuckets - 1)]; *e; e = &(*e)->next)
@@ -144,12 +144,12 @@ static void store(rls_db *db, int64_t lid, const char *key, size_t klen, int alg
         rls__sc_drop(db, lid, key, klen);
         return;
     }
-    if (!db->sc && (!(db->sc = calloc(1, sizeof *db->sc)) || grow(db->sc) != 0)) {
-        free(db->sc);
-        db->sc = NULL;
+    if (!db->trust.sc && (!(db->trust.sc = calloc(1, sizeof *db->trust.sc)) || grow(db->trust.sc) != 0)) {
+        free(db->trust.sc);
+        db->trust.sc = NULL;
         return;
     }
-    struct state_cache *sc = db->sc;
+    struct state_cache *sc = db->trust.sc;
     sc_entry **link = find(db, h, lid, key, klen), *e;
     int64_t clean_gen = -1;
     if (link) {
@@ -226,13 +226,13 @@ void rls__sc_drop(rls_db *db, int64_t lid, const char *key, size_t klen)
         sc_entry *e = *link;
         *link = e->next;
         free(e);
-        db->sc->count--;
+        db->trust.sc->count--;
     }
 }
 
 void rls__sc_free(rls_db *db)
 {
-    struct state_cache *sc = db->sc;
+    struct state_cache *sc = db->trust.sc;
     if (!sc)
         return;
     for (size_t i = 0; i < sc->nbuckets; i++)
@@ -242,5 +242,5 @@ void rls__sc_free(rls_db *db)
         }
     free(sc->bucket);
     free(sc);
-    db->sc = NULL;
+    db->trust.sc = NULL;
 }

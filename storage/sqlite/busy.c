@@ -132,7 +132,7 @@ struct turn {
 
 _Static_assert(TURN_OFFSET + sizeof(struct turn) <= RLS_SIDE_BYTES, "the turn fits the page");
 
-/* The handle's part (db->busy). */
+/* The handle's part (db->lite->busy). */
 struct rls_busy {
     void *map;                  /* the side file's first page, or NULL */
     struct turn *turn;          /* in it */
@@ -177,10 +177,10 @@ static int sleep_wait(rls_db *db, int count, int limit)
     }
     if (waited_us / 1000 >= limit)
         return 0;
-    db->rng ^= db->rng << 13;
-    db->rng ^= db->rng >> 17;
-    db->rng ^= db->rng << 5;
-    struct timespec ts = {0, (long)(step * 1000 + db->rng % (uint32_t)(step * 500 + 1))};
+    db->conn.rng ^= db->conn.rng << 13;
+    db->conn.rng ^= db->conn.rng >> 17;
+    db->conn.rng ^= db->conn.rng << 5;
+    struct timespec ts = {0, (long)(step * 1000 + db->conn.rng % (uint32_t)(step * 500 + 1))};
     nanosleep(&ts, NULL);
     return 1;
 }
@@ -213,10 +213,10 @@ static void futex_wake(uint32_t *word)
  */
 static struct turn *turn_map(rls_db *db, struct rls_busy *b)
 {
-    if (b->turn || b->unavailable || db->ckpt_soft <= 0)
+    if (b->turn || b->unavailable || db->lite->ckpt_soft <= 0)
         return b->turn;
     b->unavailable = 1;
-    if (db->opt.read_only || db->opt.busy_timeout_ms == 0)
+    if (db->ident.opt.read_only || db->ident.opt.busy_timeout_ms == 0)
         return NULL;
     void *p = rls__wal_side_map(db);
     if (!p)
@@ -370,7 +370,7 @@ static void gate(rls_db *db, struct rls_busy *b, struct turn *t)
         }
     }
     int64_t now = mono_ns();
-    b->gate_deadline = now + (int64_t)db->opt.busy_timeout_ms * MS;
+    b->gate_deadline = now + (int64_t)db->ident.opt.busy_timeout_ms * MS;
     if (b->ticketed) {
         uint32_t s = LOAD(&t->serving);
         if (s == b->ticket && LOAD(&t->taken) == s) {
@@ -454,7 +454,7 @@ static int lock_wait(rls_db *db, struct rls_busy *b, struct turn *t, int count)
     if (!b->waiting) {
         b->waiting = 1;
         b->deadline = b->in_tx && b->gate_deadline ? b->gate_deadline
-                                                   : now + (int64_t)db->opt.busy_timeout_ms * MS;
+                                                   : now + (int64_t)db->ident.opt.busy_timeout_ms * MS;
         b->poll = LOCK_POLL_FIRST_NS;
         b->seen = LOAD(&t->released);
     }
@@ -483,7 +483,7 @@ static int trace_hook(unsigned type, void *arg, void *stmt, void *text)
 {
     rls_db *db = arg;
     const char *sql = text;
-    struct rls_busy *b = db->busy;
+    struct rls_busy *b = db->lite->busy;
     if (type != SQLITE_TRACE_STMT || !b || !sql || sql[0] != 'B' ||
         strncmp(sql, "BEGIN IMMEDIATE", 15) != 0)
         return 0;
@@ -497,12 +497,12 @@ static int trace_hook(unsigned type, void *arg, void *stmt, void *text)
 static int busy_handler(void *arg, int count)
 {
     rls_db *db = arg;
-    struct rls_busy *b = db->busy;
-    int limit = db->opt.busy_timeout_ms;
+    struct rls_busy *b = db->lite->busy;
+    int limit = db->ident.opt.busy_timeout_ms;
     if (b && count == 0)
         b->waiting = 0;  /* a new wait */
-    if (db->busy_cap_ms > 0 && db->busy_cap_ms < limit)
-        return sleep_wait(db, count, db->busy_cap_ms);  /* a checkpoint's wait */
+    if (db->lite->busy_cap_ms > 0 && db->lite->busy_cap_ms < limit)
+        return sleep_wait(db, count, db->lite->busy_cap_ms);  /* a checkpoint's wait */
 #ifdef HAVE_FUTEX
     if (b && b->turn)
         return lock_wait(db, b, b->turn, count);
@@ -516,8 +516,8 @@ static int commit_hook(void *arg)
 {
 #ifdef HAVE_FUTEX
     rls_db *db = arg;
-    struct rls_busy *b = db->busy;
-    if (b && b->in_tx && !db->in_tx && b->turn)
+    struct rls_busy *b = db->lite->busy;
+    if (b && b->in_tx && !db->conn.in_tx && b->turn)
         tx_end(b->turn, b);
 #endif
     return 0;
@@ -527,7 +527,7 @@ static void rollback_hook(void *arg)
 {
 #ifdef HAVE_FUTEX
     rls_db *db = arg;
-    struct rls_busy *b = db->busy;
+    struct rls_busy *b = db->lite->busy;
     if (b && b->in_tx && b->turn)
         tx_end(b->turn, b);
 #endif
@@ -536,7 +536,7 @@ static void rollback_hook(void *arg)
 void rls__busy_after_commit(rls_db *db)
 {
 #ifdef HAVE_FUTEX
-    struct rls_busy *b = db->busy;
+    struct rls_busy *b = db->lite->busy;
     struct turn *t = b ? b->turn : NULL;
     if (t && b->holding_off) {
         b->holding_off = 0;
@@ -554,7 +554,7 @@ void rls__busy_after_commit(rls_db *db)
 void rls__busy_leave(rls_db *db)
 {
 #ifdef HAVE_FUTEX
-    struct rls_busy *b = db->busy;
+    struct rls_busy *b = db->lite->busy;
     struct turn *t = b ? b->turn : NULL;
     if (!t || !b->in_tx)
         return;
@@ -567,7 +567,7 @@ void rls__busy_leave(rls_db *db)
 void rls__busy_hold_off(rls_db *db)
 {
 #ifdef HAVE_FUTEX
-    struct rls_busy *b = db->busy;
+    struct rls_busy *b = db->lite->busy;
     struct turn *t = b ? turn_map(db, b) : NULL;
     if (!t)
         return;
@@ -593,21 +593,21 @@ void rls__busy_hold_off(rls_db *db)
 void rls__busy_install(rls_db *db)
 {
     rls__busy_close(db);
-    db->busy = calloc(1, sizeof *db->busy);  /* NULL: the busy handler only */
-    if (db->busy)
-        db->busy->pid = getpid();
-    sqlite3_busy_handler(db->sql, busy_handler, db);
-    sqlite3_commit_hook(db->sql, commit_hook, db);
-    sqlite3_rollback_hook(db->sql, rollback_hook, db);
+    db->lite->busy = calloc(1, sizeof *db->lite->busy);  /* NULL: the busy handler only */
+    if (db->lite->busy)
+        db->lite->busy->pid = getpid();
+    sqlite3_busy_handler(db->lite->sql, busy_handler, db);
+    sqlite3_commit_hook(db->lite->sql, commit_hook, db);
+    sqlite3_rollback_hook(db->lite->sql, rollback_hook, db);
 #ifdef HAVE_FUTEX
-    if (db->busy && !db->opt.read_only)
-        sqlite3_trace_v2(db->sql, SQLITE_TRACE_STMT, trace_hook, db);
+    if (db->lite->busy && !db->ident.opt.read_only)
+        sqlite3_trace_v2(db->lite->sql, SQLITE_TRACE_STMT, trace_hook, db);
 #endif
 }
 
 void rls__busy_close(rls_db *db)
 {
-    struct rls_busy *b = db->busy;
+    struct rls_busy *b = db->lite->busy;
     if (!b)
         return;
 #ifdef HAVE_FUTEX
@@ -618,7 +618,7 @@ void rls__busy_close(rls_db *db)
     if (b->map)
         munmap(b->map, RLS_SIDE_BYTES);
     free(b);
-    db->busy = NULL;
+    db->lite->busy = NULL;
 }
 
 int rls__busy_probe(const rls_db *db, int *holding, int *queued)
@@ -626,7 +626,7 @@ int rls__busy_probe(const rls_db *db, int *holding, int *queued)
     *holding = 0;
     *queued = 0;
 #ifdef HAVE_FUTEX
-    struct rls_busy *b = db->busy;
+    struct rls_busy *b = db->lite->busy;
     struct turn *t = b ? b->turn : NULL;
     if (!t)
         return 0;

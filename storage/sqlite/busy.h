@@ -6,11 +6,11 @@
 #ifndef RLS_BUSY_H
 #define RLS_BUSY_H
 
-#include "db.h"
+#include "lite.h"
 
 /* Installs the busy handler, the commit and rollback hooks and the
  * statement trace hook (the turn's gate before BEGIN IMMEDIATE) on
- * db->sql.  Called at every connect (also in a forked child).  Never
+ * db->lite->sql.  Called at every connect (also in a forked child).  Never
  * fails: without memory or without the shared side file, writers meet
  * SQLite's lock alone, with short growing sleeps. */
 void rls__busy_install(rls_db *db);

@@ -30,7 +30,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include "db.h"
+#include "lite.h"
 
 #ifndef RENAME_NOREPLACE
 #define RENAME_NOREPLACE 1

@@ -42,7 +42,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "db.h"
+#include "lite.h"
 
 #define WAL_INDEX_REGION 32768   /* SQLite's wal-index page size */
 
@@ -51,7 +51,7 @@ static const char *const schemas[2] = {"main", "rules"};
 /* The -wal of schema i of the connection, or NULL. */
 static const char *wal_path(rls_db *db, int i)
 {
-    const char *file = sqlite3_db_filename(db->sql, schemas[i]);
+    const char *file = sqlite3_db_filename(db->lite->sql, schemas[i]);
     const char *wal = file && *file ? sqlite3_filename_wal(file) : NULL;
     return wal && *wal ? wal : NULL;
 }
@@ -59,23 +59,23 @@ static const char *wal_path(rls_db *db, int i)
 /* Whether the handle writes schema i. */
 static int writes(const rls_db *db, int i)
 {
-    return !db->opt.read_only && (i == 0 || (db->split && db->rules_rw));
+    return !db->ident.opt.read_only && (i == 0 || (db->lite->split && db->lite->rules_rw));
 }
 
 /* The database file (k = 0) or -wal (k = 1) of schema i, or NULL. */
 static const char *file_path(rls_db *db, int i, int k)
 {
-    const char *file = sqlite3_db_filename(db->sql, schemas[i]);
+    const char *file = sqlite3_db_filename(db->lite->sql, schemas[i]);
     return k ? wal_path(db, i) : file && *file ? file : NULL;
 }
 
 void rls__files_forget(rls_db *db)
 {
     for (int i = 0; i < 2; i++) {
-        if (db->file_dir[i] >= 0)
-            close(db->file_dir[i]);   /* a directory: no lock of SQLite's on it */
-        db->file_dir[i] = -1;
-        db->file_known[i][0] = db->file_known[i][1] = 0;
+        if (db->lite->file_dir[i] >= 0)
+            close(db->lite->file_dir[i]);   /* a directory: no lock of SQLite's on it */
+        db->lite->file_dir[i] = -1;
+        db->lite->file_known[i][0] = db->lite->file_known[i][1] = 0;
     }
 }
 
@@ -94,22 +94,22 @@ static const char *base_name(const char *path)
 void rls__files_identify(rls_db *db)
 {
     rls__files_forget(db);
-    db->files_gone = 0;
-    db->wal_salts_ok[0] = db->wal_salts_ok[1] = 0;
-    for (int i = 0; i < 2 && db->sql && (i == 0 || db->split); i++) {
+    db->lite->files_gone = 0;
+    db->lite->wal_salts_ok[0] = db->lite->wal_salts_ok[1] = 0;
+    for (int i = 0; i < 2 && db->lite->sql && (i == 0 || db->lite->split); i++) {
         const char *file = file_path(db, i, 0);
         char dir[4200];
         if (!file || strlen(file) >= sizeof dir || !strchr(file, '/'))
             continue;
         snprintf(dir, sizeof dir, "%.*s", (int)(base_name(file) - file - 1), file);
-        db->file_dir[i] = open(*dir ? dir : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        for (int k = 0; k < 2 && db->file_dir[i] >= 0; k++) {
+        db->lite->file_dir[i] = open(*dir ? dir : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        for (int k = 0; k < 2 && db->lite->file_dir[i] >= 0; k++) {
             struct stat sb;
             const char *p = file_path(db, i, k);
-            db->file_known[i][k] = p && fstatat(db->file_dir[i], base_name(p), &sb, 0) == 0;
-            if (db->file_known[i][k]) {
-                db->file_dev[i][k] = sb.st_dev;
-                db->file_ino[i][k] = sb.st_ino;
+            db->lite->file_known[i][k] = p && fstatat(db->lite->file_dir[i], base_name(p), &sb, 0) == 0;
+            if (db->lite->file_known[i][k]) {
+                db->lite->file_dev[i][k] = sb.st_dev;
+                db->lite->file_ino[i][k] = sb.st_ino;
             }
         }
     }
@@ -121,12 +121,12 @@ void rls__files_identify(rls_db *db)
 static int replaced(rls_db *db, int i, int k)
 {
     struct stat sb;
-    const char *p = db->file_known[i][k] ? file_path(db, i, k) : NULL;
+    const char *p = db->lite->file_known[i][k] ? file_path(db, i, k) : NULL;
     if (!p)
         return 0;
-    if (fstatat(db->file_dir[i], base_name(p), &sb, 0) != 0)
+    if (fstatat(db->lite->file_dir[i], base_name(p), &sb, 0) != 0)
         return errno == ENOENT || errno == ENOTDIR;
-    return sb.st_dev != db->file_dev[i][k] || sb.st_ino != db->file_ino[i][k];
+    return sb.st_dev != db->lite->file_dev[i][k] || sb.st_ino != db->lite->file_ino[i][k];
 }
 
 /*
@@ -140,9 +140,9 @@ static int index_matches(rls_db *db, int i)
     volatile void *map = NULL;
     unsigned char hdr[48], salts[8];
     uint32_t mx_frame;
-    if (sqlite3_file_control(db->sql, schemas[i], SQLITE_FCNTL_FILE_POINTER, &f) != SQLITE_OK ||
+    if (sqlite3_file_control(db->lite->sql, schemas[i], SQLITE_FCNTL_FILE_POINTER, &f) != SQLITE_OK ||
         !f || !f->pMethods || f->pMethods->iVersion < 2 || !f->pMethods->xShmMap ||
-        sqlite3_file_control(db->sql, schemas[i], SQLITE_FCNTL_JOURNAL_POINTER, &w) !=
+        sqlite3_file_control(db->lite->sql, schemas[i], SQLITE_FCNTL_JOURNAL_POINTER, &w) !=
             SQLITE_OK || !w || !w->pMethods)
         return 1;   /* not a WAL connection of the usual VFS: nothing to compare */
     if (f->pMethods->xShmMap(f, 0, WAL_INDEX_REGION, 0, &map) != SQLITE_OK || !map)
@@ -156,7 +156,7 @@ static int index_matches(rls_db *db, int i)
     /* The log's header changes only when it is started over, with new
      * random salts in the index too: index salts this connection already
      * found in its log's header need no read. */
-    if (db->wal_salts_ok[i] && memcmp(db->wal_salts[i], hdr + 32, sizeof salts) == 0)
+    if (db->lite->wal_salts_ok[i] && memcmp(db->lite->wal_salts[i], hdr + 32, sizeof salts) == 0)
         return 1;
     /* a log shorter than its header (a new, empty one) does not match */
     int rc = w->pMethods->xRead(w, salts, sizeof salts, 16);
@@ -166,14 +166,14 @@ static int index_matches(rls_db *db, int i)
         return -rc;
     if (memcmp(salts, hdr + 32, sizeof salts) != 0)
         return 0;
-    memcpy(db->wal_salts[i], salts, sizeof salts);
-    db->wal_salts_ok[i] = 1;
+    memcpy(db->lite->wal_salts[i], salts, sizeof salts);
+    db->lite->wal_salts_ok[i] = 1;
     return 1;
 }
 
 enum { GONE_DB = 1, GONE_WAL, GONE_INDEX };
 
-/* The error of what was found (db->files_gone), for schema i. */
+/* The error of what was found (db->lite->files_gone), for schema i. */
 static int gone(rls_db *db, int kind, int i)
 {
     static const char *const what[] = {
@@ -181,11 +181,11 @@ static int gone(rls_db *db, int kind, int i)
         "the write-ahead log '%s' was deleted or replaced while this handle had it open",
         "the write-ahead log '%s' is not the one the shared index describes (it was deleted "
         "or replaced while other processes had it open)"};
-    const char *file = sqlite3_db_filename(db->sql, schemas[i]);
+    const char *file = sqlite3_db_filename(db->lite->sql, schemas[i]);
     const char *path = kind == GONE_DB ? file : wal_path(db, i);
     char head[4400];
-    db->files_gone = kind;
-    db->files_gone_schema = i;
+    db->lite->files_gone = kind;
+    db->lite->files_gone_schema = i;
     snprintf(head, sizeof head, what[kind], path ? path : "?");
     return rls__error(db, RLS_EIO, "%s: writes are refused, as "
                       "they would be lost or counted twice; restart every process that uses "
@@ -194,13 +194,13 @@ static int gone(rls_db *db, int kind, int i)
 
 int rls__files_verify(rls_db *db, int locked)
 {
-    if (!db->sql)
+    if (!db->lite->sql)
         return RLS_OK;
-    if (db->files_gone)
-        return gone(db, db->files_gone, db->files_gone_schema);
+    if (db->lite->files_gone)
+        return gone(db, db->lite->files_gone, db->lite->files_gone_schema);
     for (int i = 0; i < 2; i++) {
         /* a write: the files it writes; the doctor: every file */
-        if (locked ? !writes(db, i) : i == 1 && !db->split)
+        if (locked ? !writes(db, i) : i == 1 && !db->lite->split)
             continue;
         if (replaced(db, i, 0))
             return gone(db, GONE_DB, i);

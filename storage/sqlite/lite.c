@@ -5,7 +5,7 @@
  * open.c, split.c, wal.c and busy.c, which only a SQLite handle runs.
  */
 #include <stdlib.h>
-#include "db.h"
+#include "lite.h"
 
 _Static_assert(SQL_ROW == SQLITE_ROW && SQL_DONE == SQLITE_DONE && SQL_OK == SQLITE_OK &&
                SQL_BUSY == SQLITE_BUSY && SQL_NOMEM == SQLITE_NOMEM &&
@@ -33,7 +33,7 @@ static int lite_prepare(rls_db *db, const char *sql, rls_stmt **out)
         return SQL_NOMEM;
     l->base.drv = &rls__lite_driver;
     l->base.deferred_rows = 0;
-    int rc = sqlite3_prepare_v3(db->sql, sql, -1, SQLITE_PREPARE_PERSISTENT, &l->s, NULL);
+    int rc = sqlite3_prepare_v3(db->lite->sql, sql, -1, SQLITE_PREPARE_PERSISTENT, &l->s, NULL);
     if (rc != SQLITE_OK) {
         free(l);
         return rc;
@@ -87,17 +87,17 @@ static int lite_column_bytes(rls_stmt *st, int i) { return sqlite3_column_bytes(
 
 static int lite_exec(rls_db *db, const char *sql)
 {
-    return sqlite3_exec(db->sql, sql, NULL, NULL, NULL);
+    return sqlite3_exec(db->lite->sql, sql, NULL, NULL, NULL);
 }
 
-static int64_t lite_changes(rls_db *db) { return sqlite3_changes(db->sql); }
-static int lite_in_tx(rls_db *db) { return db->sql && !sqlite3_get_autocommit(db->sql); }
-static const char *lite_errmsg(rls_db *db) { return sqlite3_errmsg(db->sql); }
+static int64_t lite_changes(rls_db *db) { return sqlite3_changes(db->lite->sql); }
+static int lite_in_tx(rls_db *db) { return db->lite->sql && !sqlite3_get_autocommit(db->lite->sql); }
+static const char *lite_errmsg(rls_db *db) { return sqlite3_errmsg(db->lite->sql); }
 
 /* The pragma takes effect when it is compiled, so it runs afresh. */
 static int lite_durable(rls_db *db, int full)
 {
-    return sqlite3_exec(db->sql, full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL",
+    return sqlite3_exec(db->lite->sql, full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL",
                         NULL, NULL, NULL);
 }
 

@@ -113,13 +113,13 @@ static int conn_error(rls_db *db, sqlite3 *c, int src, const char *what)
 
 int rls__sqlite_error(rls_db *db, int src, const char *what)
 {
-    return conn_error(db, db ? db->sql : NULL, src, what);
+    return conn_error(db, db ? db->lite->sql : NULL, src, what);
 }
 
 int rls__sql_error(rls_db *db, int src, const char *what)
 {
-    if (db && db->drv && db->drv != &rls__lite_driver)
-        return rls__error(db, map_sqlite(src), "%s: %s", what, db->drv->errmsg(db));
+    if (db && db->conn.drv && db->conn.drv != &rls__lite_driver)
+        return rls__error(db, map_sqlite(src), "%s: %s", what, db->conn.drv->errmsg(db));
     return rls__sqlite_error(db, src, what);
 }
 
@@ -202,15 +202,15 @@ static void who_am_i(rls_db *db)
     struct passwd pw, *res = NULL;
     char buf[1024];
     if (getpwuid_r(geteuid(), &pw, buf, sizeof buf, &res) == 0 && res)
-        snprintf(db->os_user, sizeof db->os_user, "%s", pw.pw_name);
+        snprintf(db->ident.os_user, sizeof db->ident.os_user, "%s", pw.pw_name);
     else
-        snprintf(db->os_user, sizeof db->os_user, "uid:%ld", (long)geteuid());
+        snprintf(db->ident.os_user, sizeof db->ident.os_user, "uid:%ld", (long)geteuid());
 }
 
 /* The error of connection c: the handle's own, or a helper connection. */
 int rls__conn_error(rls_db *db, sqlite3 *c, int src, const char *what)
 {
-    if (!c || c == db->sql)
+    if (!c || c == db->lite->sql)
         return rls__sqlite_error(db, src, what);
     return conn_error(db, c, src, what);
 }
@@ -400,13 +400,13 @@ fail:
 static int migrate(rls_db *db, const char *path)
 {
     int64_t ver = 0, nobj = 0;
-    int rc = rls__file_check(db, db->sql, "main", path, &ver, &nobj);
+    int rc = rls__file_check(db, db->lite->sql, "main", path, &ver, &nobj);
     if (rc != RLS_OK || ver == rls__migration_count)
         return rc;
-    if (db->opt.read_only)
+    if (db->ident.opt.read_only)
         return rls__error(db, RLS_EREADONLY, "'%s' needs a schema upgrade but is opened read-only",
                           path);
-    return rls__file_upgrade(db, db->sql, path, ver, nobj);
+    return rls__file_upgrade(db, db->lite->sql, path, ver, nobj);
 }
 
 /* Creates path with `mode` (and the handle's group) before SQLite sees it,
@@ -428,7 +428,7 @@ static int prepare_path(rls_db *db, const char *path, unsigned int mode, int may
     }
     if (errno != ENOENT)
         return rls__error(db, RLS_ECANTOPEN, "cannot open '%s': %s", path, strerror(errno));
-    if (!db->opt.create || !may_create)
+    if (!db->ident.opt.create || !may_create)
         return rls__error(db, RLS_ECANTOPEN, "'%s' does not exist", path);
     return rls__file_create(db, path, mode, created);
 }
@@ -456,7 +456,7 @@ int rls__set_wal(rls_db *db, sqlite3 *c, const char *schema, const char *path)
             rc = SQLITE_OK;
             break;
         }
-        if ((rc & 0xff) != SQLITE_BUSY || waited >= db->opt.busy_timeout_ms)
+        if ((rc & 0xff) != SQLITE_BUSY || waited >= db->ident.opt.busy_timeout_ms)
             break;
         sqlite3_reset(st);
         rc = SQLITE_OK;
@@ -482,49 +482,49 @@ void rls__conn_defaults(sqlite3 *c)
  * file is the main database, the rules file is attached (split.c). */
 static int connect_db(rls_db *db)
 {
-    if (db->drv == &rls__pg_driver)
+    if (db->conn.drv == &rls__pg_driver)
         return rls__pg_connect(db);
-    const char *path = db->split ? db->counters_path : db->path;
+    const char *path = db->lite->split ? db->lite->counters_path : db->ident.path;
     char *uri = NULL;
-    int flags = (db->opt.read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) |
+    int flags = (db->ident.opt.read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) |
                 SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE;
-    if (db->split) {
+    if (db->lite->split) {
         /* URIs, so that the rules file can be attached read-only */
         if (!(uri = rls__file_uri(path, 0)))
             return rls__error(db, RLS_ENOMEM, "out of memory");
         flags |= SQLITE_OPEN_URI;
     }
-    int rc = sqlite3_open_v2(uri ? uri : path, &db->sql, flags, NULL);
+    int rc = sqlite3_open_v2(uri ? uri : path, &db->lite->sql, flags, NULL);
     free(uri);
     if (rc != SQLITE_OK) {
-        if (!db->sql)
+        if (!db->lite->sql)
             return rls__error(db, RLS_ENOMEM, "out of memory");
         return rls__sqlite_error(db, rc, "cannot open database");
     }
     /* SQLite falls back to read-only when the file is not writable, and
      * would then create -wal and -shm with the file's read-only mode, which
      * stay and keep the database read-only after the mode is fixed */
-    if (!db->opt.read_only && sqlite3_db_readonly(db->sql, "main") == 1)
+    if (!db->ident.opt.read_only && sqlite3_db_readonly(db->lite->sql, "main") == 1)
         return rls__error(db, RLS_EREADONLY, "'%s' is not writable by this user; open it "
                           "read-only", path);
     rls__busy_install(db);
-    rls__conn_defaults(db->sql);
+    rls__conn_defaults(db->lite->sql);
 
     if ((rc = migrate(db, path)))
         return rc;
-    if ((rc = rls__schema_check(db, db->sql, "main", path)))
+    if ((rc = rls__schema_check(db, db->lite->sql, "main", path)))
         return rc;
-    if (!db->opt.read_only && (rc = rls__set_wal(db, db->sql, "main", path)))
+    if (!db->ident.opt.read_only && (rc = rls__set_wal(db, db->lite->sql, "main", path)))
         return rc;
-    if (db->split && (rc = rls__split_attach(db)))
+    if (db->lite->split && (rc = rls__split_attach(db)))
         return rc;
     if ((rc = rls__roles_check(db)))
         return rc;
-    rc = exec_sql(db, db->sql, db->opt.durability == RLS_DURABILITY_FULL
+    rc = exec_sql(db, db->lite->sql, db->ident.opt.durability == RLS_DURABILITY_FULL
                                    ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL",
                   "cannot configure database");
     if (rc == RLS_OK)
-        rc = exec_sql(db, db->sql, "PRAGMA temp_store = MEMORY; PRAGMA foreign_keys = OFF",
+        rc = exec_sql(db, db->lite->sql, "PRAGMA temp_store = MEMORY; PRAGMA foreign_keys = OFF",
                       "cannot configure database");
     if (rc == RLS_OK)
         rc = rls__wal_setup(db);
@@ -546,9 +546,9 @@ static void disconnect(rls_db *db)
 {
     rls__pg_disconnect(db);
     rls__stmt_finalize_all(db);
-    if (db->sql)
-        sqlite3_close_v2(db->sql);
-    db->sql = NULL;
+    if (db->lite->sql)
+        sqlite3_close_v2(db->lite->sql);
+    db->lite->sql = NULL;
     rls__wal_close(db);
 }
 
@@ -557,46 +557,46 @@ static void disconnect(rls_db *db)
  * and the counters file of a split deployment. */
 static int prepare_files(rls_db *db, int *created_rules, int *created_counters)
 {
-    unsigned int mode = db->opt.file_mode;
+    unsigned int mode = db->ident.opt.file_mode;
     struct stat a, b;
     /* a new rules file that the counters file would refuse: create nothing */
-    if (db->split && db->rules_rw && db->opt.create && stat(db->path, &a) != 0 &&
-        errno == ENOENT && stat(db->counters_path, &b) == 0 && S_ISREG(b.st_mode)) {
+    if (db->lite->split && db->lite->rules_rw && db->ident.opt.create && stat(db->ident.path, &a) != 0 &&
+        errno == ENOENT && stat(db->lite->counters_path, &b) == 0 && S_ISREG(b.st_mode)) {
         int rc = rls__split_precheck(db);
         if (rc != RLS_OK)
             return rc;
     }
-    int rc = prepare_path(db, db->path, db->split ? mode & ~022u : mode,
-                          db->split ? db->rules_rw : !db->opt.read_only, created_rules);
-    if (rc != RLS_OK || !db->split)
+    int rc = prepare_path(db, db->ident.path, db->lite->split ? mode & ~022u : mode,
+                          db->lite->split ? db->lite->rules_rw : !db->ident.opt.read_only, created_rules);
+    if (rc != RLS_OK || !db->lite->split)
         return rc;
-    if ((rc = prepare_path(db, db->counters_path, mode, !db->opt.read_only, created_counters)))
+    if ((rc = prepare_path(db, db->lite->counters_path, mode, !db->ident.opt.read_only, created_counters)))
         return rc;
-    if (stat(db->path, &a) == 0 && stat(db->counters_path, &b) == 0 && a.st_dev == b.st_dev &&
+    if (stat(db->ident.path, &a) == 0 && stat(db->lite->counters_path, &b) == 0 && a.st_dev == b.st_dev &&
         a.st_ino == b.st_ino)
         return rls__error(db, RLS_EINVAL, "the rules database '%s' and the counters database "
-                          "'%s' are the same file", db->path, db->counters_path);
+                          "'%s' are the same file", db->ident.path, db->lite->counters_path);
     return RLS_OK;
 }
 
 /* Takes the options that point at the caller's memory. */
 static int options_own(rls_db *db)
 {
-    const char *counters = db->opt.counters_path, *group = db->opt.file_group;
-    db->opt.counters_path = NULL;
-    db->opt.file_group = NULL;   /* resolved here, not kept */
+    const char *counters = db->ident.opt.counters_path, *group = db->ident.opt.file_group;
+    db->ident.opt.counters_path = NULL;
+    db->ident.opt.file_group = NULL;   /* resolved here, not kept */
     if (counters) {
         if (!*counters)
             return rls__error(db, RLS_EINVAL, "rls_open: counters_path is empty");
-        if (!(db->counters_path = strdup(counters)))
+        if (!(db->lite->counters_path = strdup(counters)))
             return rls__error(db, RLS_ENOMEM, "out of memory");
-        db->opt.counters_path = db->counters_path;
-        db->split = 1;
+        db->ident.opt.counters_path = db->lite->counters_path;
+        db->lite->split = 1;
     }
-    if (db->opt.rules_read_only && !db->split)
+    if (db->ident.opt.rules_read_only && !db->lite->split)
         return rls__error(db, RLS_EINVAL, "rls_open: rules_read_only needs counters_path "
                           "(a split deployment)");
-    db->rules_rw = !db->opt.read_only && !(db->split && db->opt.rules_read_only);
+    db->lite->rules_rw = !db->ident.opt.read_only && !(db->lite->split && db->ident.opt.rules_read_only);
     return group ? rls__group_resolve(db, group) : RLS_OK;
 }
 
@@ -612,36 +612,42 @@ int rls_open(rls_db **out, const char *path, const rls_options *opt)
     if (!path || !*path)
         return rls__error(NULL, RLS_EINVAL, "rls_open: path is NULL or empty");
     db = calloc(1, sizeof *db);
+    if (db && !(db->lite = calloc(1, sizeof *db->lite))) {
+        free(db);
+        db = NULL;
+    }
     if (!db)
         return rls__error(NULL, RLS_ENOMEM, "out of memory");
-    db->rules_gen = -1;
-    db->ckpt_fd = RLS_CKPT_FD_NONE;
-    db->rules_ckpt_fd = RLS_CKPT_FD_NONE;
-    db->file_dir[0] = db->file_dir[1] = -1;
-    if ((rc = options_take(&db->opt, opt))) {
+    db->rc.rules_gen = -1;
+    db->lite->ckpt_fd = RLS_CKPT_FD_NONE;
+    db->lite->rules_ckpt_fd = RLS_CKPT_FD_NONE;
+    db->lite->file_dir[0] = db->lite->file_dir[1] = -1;
+    if ((rc = options_take(&db->ident.opt, opt))) {
+        free(db->lite);
         free(db);
         return rls__error(NULL, rc, "rls_open: invalid options");
     }
-    snprintf(db->tool, sizeof db->tool, "%s", db->opt.tool);
-    db->opt.tool = db->tool;
-    if (rls__pg_uri(path) ? rls__pg_init(db, path) != RLS_OK : !(db->path = strdup(path))) {
+    snprintf(db->ident.tool, sizeof db->ident.tool, "%s", db->ident.opt.tool);
+    db->ident.opt.tool = db->ident.tool;
+    if (rls__pg_uri(path) ? rls__pg_init(db, path) != RLS_OK : !(db->ident.path = strdup(path))) {
         rls__pg_disconnect(db);
-        free(db->path);
+        free(db->ident.path);
+        free(db->lite);
         free(db);
         return rls__error(NULL, RLS_ENOMEM, "out of memory");
     }
     who_am_i(db);
     pthread_once(&fork_once, fork_register);
-    db->forks = forks_now();
-    db->pid = getpid();
-    db->rng = (uint32_t)db->pid * 2654435761u + 1;
-    db->drv = db->pg ? &rls__pg_driver : &rls__lite_driver;
+    db->ident.forks = forks_now();
+    db->ident.pid = getpid();
+    db->conn.rng = (uint32_t)db->ident.pid * 2654435761u + 1;
+    db->conn.drv = db->pg ? &rls__pg_driver : &rls__lite_driver;
     rc = options_own(db);
-    if (rc == RLS_OK && db->drv == &rls__pg_driver && (db->split || db->have_gid))
+    if (rc == RLS_OK && db->conn.drv == &rls__pg_driver && (db->lite->split || db->lite->have_gid))
         rc = rls__error(db, RLS_EINVAL, "rls_open: counters_path and file_group are for "
                         "SQLite files, not a PostgreSQL database");
-    if (rc == RLS_OK && db->drv == &rls__lite_driver)
-        rc = prepare_files(db, &db->created, &created_counters);
+    if (rc == RLS_OK && db->conn.drv == &rls__lite_driver)
+        rc = prepare_files(db, &db->ident.created, &created_counters);
     if (rc == RLS_OK)
         rc = connect_db(db);
     if (rc != RLS_OK) {
@@ -649,8 +655,9 @@ int rls_open(rls_db **out, const char *path, const rls_options *opt)
         /* A file this call created stays: another process may have opened
          * it as soon as it was there (create.c) */
         disconnect(db);
-        free(db->counters_path);
-        free(db->path);
+        free(db->lite->counters_path);
+        free(db->ident.path);
+        free(db->lite);
         free(db);
         return rc;
     }
@@ -662,11 +669,11 @@ void rls_close(rls_db *db)
 {
     if (!db)
         return;
-    if (db->pid == getpid()) {
-        if (rls__connected(db) && !db->in_tx && (db->nstats > 0 || rls__keystat_pending(db))) {
+    if (db->ident.pid == getpid()) {
+        if (rls__connected(db) && !db->conn.in_tx && (db->stats.nstats > 0 || rls__keystat_pending(db))) {
             int64_t now;
             if (rls__now(&now) == RLS_OK && rls__begin(db, 1) == RLS_OK) {
-                db->check_tx = 1;  /* stats only: gives nothing back (deny.c) */
+                db->conn.check_tx = 1;  /* stats only: gives nothing back (deny.c) */
                 if (rls__stats_flush(db, now, 1) == RLS_OK)
                     rls__commit(db);
                 else
@@ -685,10 +692,16 @@ void rls_close(rls_db *db)
     rls__sc_free(db);
     rls__deny_close(db);
     rls__keystat_free(db);
-    free(db->stats);
-    free(db->counters_path);
-    free(db->path);
+    free(db->stats.acc);
+    free(db->lite->counters_path);
+    free(db->ident.path);
+    free(db->lite);
     free(db);
+}
+
+int rls__connected(const rls_db *db)
+{
+    return (db->lite && db->lite->sql) || db->pg;
 }
 
 /*
@@ -699,29 +712,29 @@ int rls__db_usable(rls_db *db)
 {
     if (!db)
         return RLS_EINVAL;
-    if (fork_hooked && db->forks == forks_now() && rls__connected(db))
+    if (fork_hooked && db->ident.forks == forks_now() && rls__connected(db))
         return RLS_OK;  /* no fork since it connected */
-    if (db->pid == getpid()) {
+    if (db->ident.pid == getpid()) {
         if (!rls__connected(db))
             return rls__error(db, RLS_EMISUSE, "handle has no open connection");
         return RLS_OK;
     }
-    db->sql = NULL;  /* abandoned, never closed: it is the parent's */
+    db->lite->sql = NULL;  /* abandoned, never closed: it is the parent's */
     rls__pg_abandon(db);
-    memset(db->stmt, 0, sizeof db->stmt);
-    memset(db->astmt, 0, sizeof db->astmt);
+    memset(db->conn.stmt, 0, sizeof db->conn.stmt);
+    memset(db->conn.astmt, 0, sizeof db->conn.astmt);
     rls__wal_close(db);  /* the inherited descriptor shares the parent's lock */
-    db->in_tx = 0;
-    db->nstats = 0;
+    db->conn.in_tx = 0;
+    db->stats.nstats = 0;
     rls__keystat_free(db);  /* the parent flushes its own */
-    db->rules_gen = -1;
-    db->meta_dv_ok = 0;
-    db->pid = getpid();
-    db->forks = forks_now();
+    db->rc.rules_gen = -1;
+    db->trust.meta_dv_ok = 0;
+    db->ident.pid = getpid();
+    db->ident.forks = forks_now();
     int rc = connect_db(db);
     if (rc != RLS_OK) {
         disconnect(db);
-        db->pid = 0;  /* not connected: the next call tries again */
+        db->ident.pid = 0;  /* not connected: the next call tries again */
         return rc;
     }
     return RLS_OK;

@@ -32,7 +32,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "db.h"
+#include "lite.h"
 
 extern const int rls__migration_count;
 
@@ -48,12 +48,12 @@ typedef struct file_role_row {
 
 int rls__rules_writable(rls_db *db)
 {
-    if (db->opt.read_only)
-        return rls__error(db, RLS_EREADONLY, "'%s' is opened read-only", db->path);
-    if (!db->rules_rw)
+    if (db->ident.opt.read_only)
+        return rls__error(db, RLS_EREADONLY, "'%s' is opened read-only", db->ident.path);
+    if (!db->lite->rules_rw)
         return rls__error(db, RLS_EREADONLY, "the rules database '%s' is opened read-only "
                           "(rules_read_only): changes of rules, tiers, overrides, blocks and "
-                          "counters need an admin handle", db->path);
+                          "counters need an admin handle", db->ident.path);
     return RLS_OK;
 }
 
@@ -84,7 +84,7 @@ char *rls__file_uri(const char *path, int read_only)
 
 static int exec_main(rls_db *db, const char *sql, const char *what)
 {
-    int rc = sqlite3_exec(db->sql, sql, NULL, NULL, NULL);
+    int rc = sqlite3_exec(db->lite->sql, sql, NULL, NULL, NULL);
     return rc == SQLITE_OK ? RLS_OK : rls__sqlite_error(db, rc, what);
 }
 
@@ -100,10 +100,10 @@ static int exists(const char *path, const char *suffix)
 static int attach_rules(rls_db *db, int rw)
 {
     sqlite3_stmt *st = NULL;
-    char *uri = rls__file_uri(db->path, !rw);
+    char *uri = rls__file_uri(db->ident.path, !rw);
     if (!uri)
         return rls__error(db, RLS_ENOMEM, "out of memory");
-    int rc = sqlite3_prepare_v2(db->sql, "ATTACH DATABASE ?1 AS rules", -1, &st, NULL);
+    int rc = sqlite3_prepare_v2(db->lite->sql, "ATTACH DATABASE ?1 AS rules", -1, &st, NULL);
     if (rc == SQLITE_OK) {
         sqlite3_bind_text(st, 1, uri, -1, SQLITE_STATIC);
         rc = sqlite3_step(st);
@@ -113,11 +113,11 @@ static int attach_rules(rls_db *db, int rw)
     if (rc == SQLITE_DONE)
         return RLS_OK;
     /* SQLITE_CANTOPEN, or SQLITE_READONLY_* as SQLite cannot create them */
-    if (!rw && (!exists(db->path, "-shm") || !exists(db->path, "-wal")))
+    if (!rw && (!exists(db->ident.path, "-shm") || !exists(db->ident.path, "-wal")))
         return rls__error(db, RLS_ECANTOPEN, "cannot read the rules database '%s': a reader "
                           "that may not write its directory needs its -wal and -shm files, "
                           "which an admin handle creates and keeps (docs/SECURITY.md)",
-                          db->path);
+                          db->ident.path);
     return rls__sqlite_error(db, rc, "cannot attach the rules database");
 }
 
@@ -132,7 +132,7 @@ static int rules_upgrade(rls_db *db)
     sqlite3 *c = NULL;
     int64_t ver = 0, nobj = 0;
     int one = 1, code;
-    int rc = sqlite3_open_v2(db->path, &c, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX |
+    int rc = sqlite3_open_v2(db->ident.path, &c, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX |
                              SQLITE_OPEN_EXRESCODE, NULL);
     if (rc != SQLITE_OK) {
         code = c ? rls__conn_error(db, c, rc, "cannot open the rules database")
@@ -141,17 +141,17 @@ static int rules_upgrade(rls_db *db)
         return code;
     }
     rls__conn_defaults(c);
-    sqlite3_busy_timeout(c, db->opt.busy_timeout_ms);
+    sqlite3_busy_timeout(c, db->ident.opt.busy_timeout_ms);
     sqlite3_file_control(c, "main", SQLITE_FCNTL_PERSIST_WAL, &one);
     if (sqlite3_db_readonly(c, "main") == 1)
         code = rls__error(db, RLS_EREADONLY, "the rules database '%s' is not writable by this "
-                          "user; open it with rules_read_only", db->path);
+                          "user; open it with rules_read_only", db->ident.path);
     else
-        code = rls__file_check(db, c, "main", db->path, &ver, &nobj);
+        code = rls__file_check(db, c, "main", db->ident.path, &ver, &nobj);
     if (code == RLS_OK && ver < rls__migration_count)
-        code = rls__file_upgrade(db, c, db->path, ver, nobj);
+        code = rls__file_upgrade(db, c, db->ident.path, ver, nobj);
     if (code == RLS_OK)
-        code = rls__set_wal(db, c, "main", db->path);
+        code = rls__set_wal(db, c, "main", db->ident.path);
     sqlite3_close(c);
     return code;
 }
@@ -160,7 +160,7 @@ static int rules_journal(rls_db *db, int rw)
 {
     sqlite3_stmt *st = NULL;
     char mode[16] = "";
-    int rc = sqlite3_prepare_v2(db->sql, "PRAGMA rules.journal_mode", -1, &st, NULL);
+    int rc = sqlite3_prepare_v2(db->lite->sql, "PRAGMA rules.journal_mode", -1, &st, NULL);
     if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         const unsigned char *t = sqlite3_column_text(st, 0);
         snprintf(mode, sizeof mode, "%s", t ? (const char *)t : "");
@@ -172,45 +172,45 @@ static int rules_journal(rls_db *db, int rw)
     if (strcmp(mode, "wal") == 0)
         return RLS_OK;
     if (rw)
-        return rls__set_wal(db, db->sql, "rules", db->path);
+        return rls__set_wal(db, db->lite->sql, "rules", db->ident.path);
     return rls__error(db, RLS_ESTORAGE, "the rules database '%s' is not in WAL mode (%s): open "
-                      "it once with an admin handle", db->path, mode);
+                      "it once with an admin handle", db->ident.path, mode);
 }
 
 int rls__split_attach(rls_db *db)
 {
-    int rw = db->rules_rw, rc;
+    int rw = db->lite->rules_rw, rc;
     int64_t ver = 0, nobj = 0;
     /* SQLite would open a file it may not write read-only, and read it,
      * creating -wal and -shm files it cannot share */
-    if (rw && faccessat(AT_FDCWD, db->path, W_OK, AT_EACCESS) != 0 && errno != ENOENT)
+    if (rw && faccessat(AT_FDCWD, db->ident.path, W_OK, AT_EACCESS) != 0 && errno != ENOENT)
         return rls__error(db, RLS_EREADONLY, "the rules database '%s' is not writable by this "
-                          "user (%s); open it with rules_read_only", db->path, strerror(errno));
+                          "user (%s); open it with rules_read_only", db->ident.path, strerror(errno));
     if ((rc = attach_rules(db, rw)))
         return rc;
-    if (rw && sqlite3_db_readonly(db->sql, "rules") == 1)
+    if (rw && sqlite3_db_readonly(db->lite->sql, "rules") == 1)
         return rls__error(db, RLS_EREADONLY, "the rules database '%s' is not writable by this "
-                          "user; open it with rules_read_only", db->path);
-    if ((rc = rls__file_check(db, db->sql, "rules", db->path, &ver, &nobj)))
+                          "user; open it with rules_read_only", db->ident.path);
+    if ((rc = rls__file_check(db, db->lite->sql, "rules", db->ident.path, &ver, &nobj)))
         return rc;
     if (ver < rls__migration_count) {
         if (!rw)
             return rls__error(db, RLS_EREADONLY, "the rules database '%s' has schema version "
                               "%lld and needs an upgrade to %d, but is opened read-only: open "
                               "it once with an admin tool that may write it (rlctl --db PATH "
-                              "--counters PATH doctor)", db->path, (long long)ver,
+                              "--counters PATH doctor)", db->ident.path, (long long)ver,
                               rls__migration_count);
         if ((rc = exec_main(db, "DETACH DATABASE rules", "cannot detach the rules database")) ||
             (rc = rules_upgrade(db)) || (rc = attach_rules(db, rw)) ||
-            (rc = rls__file_check(db, db->sql, "rules", db->path, &ver, &nobj)))
+            (rc = rls__file_check(db, db->lite->sql, "rules", db->ident.path, &ver, &nobj)))
             return rc;
     }
-    if ((rc = rls__schema_check(db, db->sql, "rules", db->path)) || (rc = rules_journal(db, rw)))
+    if ((rc = rls__schema_check(db, db->lite->sql, "rules", db->ident.path)) || (rc = rules_journal(db, rw)))
         return rc;
     if (rw) {
         /* admin changes are always synced; keep -wal and -shm for readers */
         int one = 1;
-        sqlite3_file_control(db->sql, "rules", SQLITE_FCNTL_PERSIST_WAL, &one);
+        sqlite3_file_control(db->lite->sql, "rules", SQLITE_FCNTL_PERSIST_WAL, &one);
         rc = exec_main(db, "PRAGMA rules.synchronous = FULL", "cannot configure database");
     }
     return rc;
@@ -224,7 +224,7 @@ static int role_read(rls_db *db, const char *schema, file_role_row *r)
     char sql[96];
     memset(r, 0, sizeof *r);
     snprintf(sql, sizeof sql, "SELECT role, pair_id FROM %s.rls_role WHERE id = 1", schema);
-    int rc = sqlite3_prepare_v2(db->sql, sql, -1, &st, NULL);
+    int rc = sqlite3_prepare_v2(db->lite->sql, sql, -1, &st, NULL);
     if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         r->role = sqlite3_column_int(st, 0);
         r->npair = sqlite3_column_bytes(st, 1);
@@ -238,14 +238,14 @@ static int role_read(rls_db *db, const char *schema, file_role_row *r)
         return RLS_OK;
     if (rc == SQLITE_DONE)
         return rls__error(db, RLS_ECORRUPT, "'%s': the role row is missing",
-                          strcmp(schema, "rules") == 0 ? db->path : db->counters_path);
+                          strcmp(schema, "rules") == 0 ? db->ident.path : db->lite->counters_path);
     return rls__sqlite_error(db, rc, "cannot read the role of the database");
 }
 
 static int query_flag(rls_db *db, const char *sql, int *flag)
 {
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(db->sql, sql, -1, &st, NULL);
+    int rc = sqlite3_prepare_v2(db->lite->sql, sql, -1, &st, NULL);
     if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         *flag = sqlite3_column_int(st, 0);
         rc = SQLITE_OK;
@@ -278,43 +278,43 @@ static int role_refusal(rls_db *db, const file_role_row *r, const file_role_row 
     int has = 0, rc;
     if (r->role == ROLE_COUNTERS)
         return rls__error(db, RLS_EROLE, "'%s' is a counters database, not a rules database",
-                          db->path);
+                          db->ident.path);
     if (r->role != ROLE_RULES && r->role != ROLE_SINGLE)
-        return rls__error(db, RLS_EROLE, "'%s' has an unknown role %d", db->path, r->role);
+        return rls__error(db, RLS_EROLE, "'%s' has an unknown role %d", db->ident.path, r->role);
     if (c->role == ROLE_RULES)
         return rls__error(db, RLS_EROLE, "'%s' is a rules database, not a counters database",
-                          db->counters_path);
+                          db->lite->counters_path);
     if (c->role != ROLE_COUNTERS && c->role != ROLE_SINGLE)
-        return rls__error(db, RLS_EROLE, "'%s' has an unknown role %d", db->counters_path,
+        return rls__error(db, RLS_EROLE, "'%s' has an unknown role %d", db->lite->counters_path,
                           c->role);
     if (r->role == ROLE_RULES && c->role == ROLE_COUNTERS &&
         (r->npair != c->npair || memcmp(r->pair, c->pair, (size_t)r->npair) != 0))
         return rls__error(db, RLS_EROLE, "'%s' holds the counters of another rules database "
-                          "than '%s'", db->counters_path, db->path);
+                          "than '%s'", db->lite->counters_path, db->ident.path);
     if (r->role == ROLE_SINGLE) {
-        if (!db->rules_rw)
+        if (!db->lite->rules_rw)
             return rls__error(db, RLS_EROLE, "'%s' is not the rules database of a split "
                               "deployment yet: open it once with an admin tool that may "
-                              "write it", db->path);
+                              "write it", db->ident.path);
         if ((rc = query_flag(db, RULES_HAS_COUNTERS, &has)))
             return rc;
         if (has)
             return rls__error(db, RLS_EROLE, "'%s' is a single-file database that has counted "
                               "checks: a split deployment needs a rules database that never "
-                              "did (a new one, with the rules applied)", db->path);
+                              "did (a new one, with the rules applied)", db->ident.path);
         if (c->role == ROLE_COUNTERS)
             return rls__error(db, RLS_EROLE, "'%s' holds the counters of another rules "
-                              "database than '%s'", db->counters_path, db->path);
+                              "database than '%s'", db->lite->counters_path, db->ident.path);
     }
     if (c->role == ROLE_SINGLE) {
-        if (db->opt.read_only)
+        if (db->ident.opt.read_only)
             return rls__error(db, RLS_EROLE, "'%s' is not the counters database of a split "
-                              "deployment yet, and is opened read-only", db->counters_path);
+                              "deployment yet, and is opened read-only", db->lite->counters_path);
         if ((rc = query_flag(db, COUNTERS_HAS_DATA, &has)))
             return rc;
         if (has)
             return rls__error(db, RLS_EROLE, "'%s' is a database with data, not a new "
-                              "counters database", db->counters_path);
+                              "counters database", db->lite->counters_path);
     }
     return RLS_OK;
 }
@@ -322,7 +322,7 @@ static int role_refusal(rls_db *db, const file_role_row *r, const file_role_row 
 static int role_take(rls_db *db, const char *sql, const unsigned char *pair, int npair)
 {
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(db->sql, sql, -1, &st, NULL);
+    int rc = sqlite3_prepare_v2(db->lite->sql, sql, -1, &st, NULL);
     if (rc == SQLITE_OK) {
         if (pair)
             sqlite3_bind_blob(st, 1, pair, npair, SQLITE_STATIC);
@@ -343,10 +343,10 @@ int rls__split_precheck(rls_db *db)
     sqlite3 *c = NULL;
     sqlite3_stmt *st = NULL;
     int role = -1, has = 0;
-    if (sqlite3_open_v2(db->counters_path, &c, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+    if (sqlite3_open_v2(db->lite->counters_path, &c, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
                         NULL) == SQLITE_OK) {
         rls__conn_defaults(c);
-        sqlite3_busy_timeout(c, db->opt.busy_timeout_ms);
+        sqlite3_busy_timeout(c, db->ident.opt.busy_timeout_ms);
         if (sqlite3_prepare_v2(c, "SELECT role, (" COUNTERS_HAS_DATA ") FROM main.rls_role"
                                " WHERE id = 1", -1, &st, NULL) == SQLITE_OK &&
             sqlite3_step(st) == SQLITE_ROW) {
@@ -358,17 +358,17 @@ int rls__split_precheck(rls_db *db)
     sqlite3_close(c);
     /* a process opening the same new pair may have created the rules file
      * and paired the two meanwhile: the open decides then */
-    if (exists(db->path, ""))
+    if (exists(db->ident.path, ""))
         return RLS_OK;
     if (role == ROLE_COUNTERS)
         return rls__error(db, RLS_EROLE, "'%s' holds the counters of another rules database "
-                          "than '%s'", db->counters_path, db->path);
+                          "than '%s'", db->lite->counters_path, db->ident.path);
     if (role == ROLE_RULES)
         return rls__error(db, RLS_EROLE, "'%s' is a rules database, not a counters database",
-                          db->counters_path);
+                          db->lite->counters_path);
     if (role == ROLE_SINGLE && has)
         return rls__error(db, RLS_EROLE, "'%s' is a database with data, not a new counters "
-                          "database", db->counters_path);
+                          "database", db->lite->counters_path);
     return RLS_OK;
 }
 
@@ -388,9 +388,9 @@ static int roles_take(rls_db *db, const file_role_row *r, const file_role_row *c
         rc = role_take(db, "UPDATE main.rls_role SET role = 2, pair_id ="
                        " (SELECT pair_id FROM rules.rls_role WHERE id = 1) WHERE id = 1",
                        NULL, 0);
-    if (rc == RLS_OK && db->rules_rw) {
+    if (rc == RLS_OK && db->lite->rules_rw) {
         snprintf(after, sizeof after, "rules database '%s' with counters database '%s'",
-                 db->path, db->counters_path);
+                 db->ident.path, db->lite->counters_path);
         rc = rls__audit(db, now, "split.pair", "", NULL, "unpaired", after, "");
     }
     return rc;
@@ -407,19 +407,19 @@ int rls__roles_check(rls_db *db)
         /* a rules file opened as main (and refused below): its -wal and -shm
          * must outlive this connection, as readers need them */
         int one = 1;
-        sqlite3_file_control(db->sql, "main", SQLITE_FCNTL_PERSIST_WAL, &one);
+        sqlite3_file_control(db->lite->sql, "main", SQLITE_FCNTL_PERSIST_WAL, &one);
     }
-    if (!db->split) {
+    if (!db->lite->split) {
         if (c.role == ROLE_RULES)
             return rls__error(db, RLS_EROLE, "'%s' is the rules database of a split deployment: "
                               "open it with its counters database (counters_path, rlctl "
-                              "--counters)", db->path);
+                              "--counters)", db->ident.path);
         if (c.role == ROLE_COUNTERS)
             return rls__error(db, RLS_EROLE, "'%s' is the counters database of a split "
                               "deployment: open its rules database with this file as "
-                              "counters_path", db->path);
+                              "counters_path", db->ident.path);
         if (c.role != ROLE_SINGLE)
-            return rls__error(db, RLS_EROLE, "'%s' has an unknown role %d", db->path, c.role);
+            return rls__error(db, RLS_EROLE, "'%s' has an unknown role %d", db->ident.path, c.role);
         return RLS_OK;
     }
     /* Read without a lock, a pair that another process is giving its
@@ -429,7 +429,7 @@ int rls__roles_check(rls_db *db)
      * whole.  A read-only handle cannot take it: it answers what it saw. */
     if ((rc = role_read(db, "rules", &r)) == RLS_OK && (rc = role_read(db, "main", &c)) == RLS_OK)
         rc = role_refusal(db, &r, &c);
-    if (rc != RLS_OK && (rc != RLS_EROLE || db->opt.read_only))
+    if (rc != RLS_OK && (rc != RLS_EROLE || db->ident.opt.read_only))
         return rc;
     if (rc == RLS_OK && r.role == ROLE_RULES && c.role == ROLE_COUNTERS)
         return RLS_OK;
@@ -443,7 +443,7 @@ int rls__roles_check(rls_db *db)
     if (rc == RLS_OK)
         rc = exec_main(db, "COMMIT", "cannot record roles");
     if (rc != RLS_OK)
-        sqlite3_exec(db->sql, "ROLLBACK", NULL, NULL, NULL);
+        sqlite3_exec(db->lite->sql, "ROLLBACK", NULL, NULL, NULL);
     return rc;
 }
 
@@ -460,8 +460,8 @@ int rls__group_resolve(rls_db *db, const char *group)
         if (*end || errno || v >= (unsigned long)(gid_t)-1)
             return rls__error(db, RLS_EINVAL, "rls_open: group '%s' is not a valid number",
                               group);
-        db->gid = (gid_t)v;
-        db->have_gid = 1;
+        db->lite->gid = (gid_t)v;
+        db->lite->have_gid = 1;
         return RLS_OK;
     }
     size_t size = 4096;
@@ -472,14 +472,14 @@ int rls__group_resolve(rls_db *db, const char *group)
             return rls__error(db, RLS_ENOMEM, "out of memory");
         int e = getgrnam_r(group, &gr, buf, size, &res);
         if (e == 0 && res)
-            db->gid = res->gr_gid;
+            db->lite->gid = res->gr_gid;
         free(buf);
         if (e == ERANGE && size < (1u << 20)) {
             size *= 4;
             continue;
         }
         if (e == 0 && res) {
-            db->have_gid = 1;
+            db->lite->have_gid = 1;
             return RLS_OK;
         }
         if (e == 0 || e == ENOENT || e == ESRCH)
@@ -491,11 +491,11 @@ int rls__group_resolve(rls_db *db, const char *group)
 
 int rls__file_group_set(rls_db *db, int fd, const char *path)
 {
-    if (!db->have_gid || fchown(fd, (uid_t)-1, db->gid) == 0)
+    if (!db->lite->have_gid || fchown(fd, (uid_t)-1, db->lite->gid) == 0)
         return RLS_OK;
     int e = errno;
     return rls__error(db, RLS_EINVAL, "cannot give '%s' to group %lu: %s (its creator must "
-                      "belong to the group)", path, (unsigned long)db->gid, strerror(e));
+                      "belong to the group)", path, (unsigned long)db->lite->gid, strerror(e));
 }
 
 /*
@@ -526,8 +526,8 @@ static void share_one(const char *file)
 
 void rls__share_side_files(rls_db *db)
 {
-    if (!db->opt.read_only)
-        share_one(sqlite3_db_filename(db->sql, "main"));
-    if (db->split && db->rules_rw)
-        share_one(sqlite3_db_filename(db->sql, "rules"));
+    if (!db->ident.opt.read_only)
+        share_one(sqlite3_db_filename(db->lite->sql, "main"));
+    if (db->lite->split && db->lite->rules_rw)
+        share_one(sqlite3_db_filename(db->lite->sql, "rules"));
 }

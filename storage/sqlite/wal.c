@@ -69,9 +69,9 @@ static int wal_hook(void *arg, sqlite3 *sql, const char *name, int frames)
 {
     rls_db *db = arg;
     if (name && strcmp(name, "rules") == 0)
-        db->rules_wal_frames = frames;   /* split: an admin change */
+        db->lite->rules_wal_frames = frames;   /* split: an admin change */
     else
-        db->wal_frames = frames;
+        db->lite->wal_frames = frames;
     return SQLITE_OK;
 }
 
@@ -81,31 +81,31 @@ int rls__wal_setup(rls_db *db)
     int64_t page = 4096;
     char sql[96];
 
-    db->ckpt_fd = RLS_CKPT_FD_NONE;
-    db->rules_ckpt_fd = RLS_CKPT_FD_NONE;
-    db->wal_frames = 0;
-    db->rules_wal_frames = 0;
-    db->wal_base = 0;
-    if (db->opt.read_only)
+    db->lite->ckpt_fd = RLS_CKPT_FD_NONE;
+    db->lite->rules_ckpt_fd = RLS_CKPT_FD_NONE;
+    db->lite->wal_frames = 0;
+    db->lite->rules_wal_frames = 0;
+    db->lite->wal_base = 0;
+    if (db->ident.opt.read_only)
         return RLS_OK;   /* never commits, never checkpoints */
     /* split: the rules file's WAL is emptied after every admin change */
-    if (db->split && db->rules_rw &&
-        sqlite3_exec(db->sql, "PRAGMA rules.journal_size_limit = 0", NULL, NULL, NULL) !=
+    if (db->lite->split && db->lite->rules_rw &&
+        sqlite3_exec(db->lite->sql, "PRAGMA rules.journal_size_limit = 0", NULL, NULL, NULL) !=
             SQLITE_OK)
-        return rls__sqlite_error(db, sqlite3_errcode(db->sql), "cannot configure database");
-    if (sqlite3_prepare_v2(db->sql, "PRAGMA page_size", -1, &st, NULL) == SQLITE_OK &&
+        return rls__sqlite_error(db, sqlite3_errcode(db->lite->sql), "cannot configure database");
+    if (sqlite3_prepare_v2(db->lite->sql, "PRAGMA page_size", -1, &st, NULL) == SQLITE_OK &&
         sqlite3_step(st) == SQLITE_ROW)
         page = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
     if (page < 512)
         page = 4096;
-    db->ckpt_soft = (int)(CKPT_SOFT_BYTES / page);
-    db->ckpt_hard = (int)(CKPT_HARD_BYTES / page);
+    db->lite->ckpt_soft = (int)(CKPT_SOFT_BYTES / page);
+    db->lite->ckpt_hard = (int)(CKPT_HARD_BYTES / page);
     snprintf(sql, sizeof sql, "PRAGMA journal_size_limit = %lld", 4 * CKPT_SOFT_BYTES);
-    int rc = sqlite3_exec(db->sql, sql, NULL, NULL, NULL);
+    int rc = sqlite3_exec(db->lite->sql, sql, NULL, NULL, NULL);
     if (rc != SQLITE_OK)
         return rls__sqlite_error(db, rc, "cannot configure database");
-    sqlite3_wal_hook(db->sql, wal_hook, db);
+    sqlite3_wal_hook(db->lite->sql, wal_hook, db);
     return RLS_OK;
 }
 
@@ -123,9 +123,9 @@ static int side_open(rls_db *db, const char *schema, int *fdp)
         return *fdp >= 0;
     /* next to the file SQLite opened (symlinks resolved), whatever path
      * spelling this handle was given */
-    const char *file = db->sql ? sqlite3_db_filename(db->sql, schema) : NULL;
+    const char *file = db->lite->sql ? sqlite3_db_filename(db->lite->sql, schema) : NULL;
     if (!file || !*file)
-        file = db->split && strcmp(schema, "main") == 0 ? db->counters_path : db->path;
+        file = db->lite->split && strcmp(schema, "main") == 0 ? db->lite->counters_path : db->ident.path;
     if ((size_t)snprintf(name, sizeof name, "%s-ckpt", file) >= sizeof name) {
         *fdp = RLS_CKPT_FD_UNAVAILABLE;
         return 0;
@@ -150,7 +150,7 @@ static int side_open(rls_db *db, const char *schema, int *fdp)
 
 static int ckpt_open(rls_db *db)
 {
-    return side_open(db, "main", &db->ckpt_fd);
+    return side_open(db, "main", &db->lite->ckpt_fd);
 }
 
 /*
@@ -205,7 +205,7 @@ static uint64_t wal_salts(const rls_db *db)
     char name[SIDE_PATH_MAX];
     unsigned char h[8];
     uint64_t v = 0;
-    const char *file = sqlite3_db_filename(db->sql, "main");
+    const char *file = sqlite3_db_filename(db->lite->sql, "main");
     const char *wal = file && *file ? sqlite3_filename_wal(file) : NULL;
     if ((size_t)snprintf(name, sizeof name, "%s", wal && *wal ? wal : "") >= sizeof name ||
         !*name)
@@ -226,24 +226,24 @@ static uint64_t wal_salts(const rls_db *db)
  */
 static void checkpoint(rls_db *db, int frames)
 {
-    if (!ckpt_open(db) || flock(db->ckpt_fd, LOCK_EX | LOCK_NB) != 0)
+    if (!ckpt_open(db) || flock(db->lite->ckpt_fd, LOCK_EX | LOCK_NB) != 0)
         return;   /* another handle is checkpointing, or no side file */
     ckpt_mark last;
     uint64_t salts = wal_salts(db);
-    mark_read(db->ckpt_fd, &last);
+    mark_read(db->lite->ckpt_fd, &last);
     int64_t base = last.frames;
     if (salts == 0 || salts != last.salts || frames < base)
         base = 0;  /* the WAL was started over since that checkpoint */
-    int hard = frames >= db->ckpt_hard;
-    if (frames - base >= db->ckpt_soft) {
+    int hard = frames >= db->lite->ckpt_hard;
+    if (frames - base >= db->lite->ckpt_soft) {
         int nlog = -1, nckpt = -1;
         rls__busy_leave(db);     /* the others write while most is copied */
-        sqlite3_wal_checkpoint_v2(db->sql, "main", SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+        sqlite3_wal_checkpoint_v2(db->lite->sql, "main", SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
         rls__busy_hold_off(db);  /* the rest with writers held off */
-        db->busy_cap_ms = hard ? CKPT_HARD_WAIT_MS : CKPT_WAIT_MS;
+        db->lite->busy_cap_ms = hard ? CKPT_HARD_WAIT_MS : CKPT_WAIT_MS;
         int mode = hard ? SQLITE_CHECKPOINT_TRUNCATE : SQLITE_CHECKPOINT_RESTART;
-        int rc = sqlite3_wal_checkpoint_v2(db->sql, "main", mode, &nlog, &nckpt);
-        db->busy_cap_ms = 0;
+        int rc = sqlite3_wal_checkpoint_v2(db->lite->sql, "main", mode, &nlog, &nckpt);
+        db->lite->busy_cap_ms = 0;
         if (hard && rc == SQLITE_OK) {
             base = 0;      /* the WAL is empty */
             salts = 0;
@@ -252,10 +252,10 @@ static void checkpoint(rls_db *db, int frames)
         }
         last.frames = base;
         last.salts = salts;
-        mark_write(db->ckpt_fd, &last);
+        mark_write(db->lite->ckpt_fd, &last);
     }
-    db->wal_base = (int)base;
-    flock(db->ckpt_fd, LOCK_UN);
+    db->lite->wal_base = (int)base;
+    flock(db->lite->ckpt_fd, LOCK_UN);
 }
 
 /*
@@ -269,19 +269,19 @@ static void checkpoint(rls_db *db, int frames)
 void *rls__wal_side_map(rls_db *db)
 {
     struct stat sb;
-    if (!ckpt_open(db) || fstat(db->ckpt_fd, &sb) != 0 || !S_ISREG(sb.st_mode))
+    if (!ckpt_open(db) || fstat(db->lite->ckpt_fd, &sb) != 0 || !S_ISREG(sb.st_mode))
         return NULL;
-    int fl = fcntl(db->ckpt_fd, F_GETFL);
+    int fl = fcntl(db->lite->ckpt_fd, F_GETFL);
     if (fl < 0 || (fl & O_ACCMODE) != O_RDWR)
         return NULL;
-    if (sb.st_size < RLS_SIDE_BYTES && ftruncate(db->ckpt_fd, RLS_SIDE_BYTES) != 0)
+    if (sb.st_size < RLS_SIDE_BYTES && ftruncate(db->lite->ckpt_fd, RLS_SIDE_BYTES) != 0)
         return NULL;
 #ifdef SYS_fallocate
-    if (syscall(SYS_fallocate, db->ckpt_fd, 0, (off_t)0, (off_t)RLS_SIDE_BYTES) != 0 &&
+    if (syscall(SYS_fallocate, db->lite->ckpt_fd, 0, (off_t)0, (off_t)RLS_SIDE_BYTES) != 0 &&
         errno != EOPNOTSUPP && errno != ENOSYS)
         return NULL;
 #endif
-    void *p = mmap(NULL, RLS_SIDE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, db->ckpt_fd, 0);
+    void *p = mmap(NULL, RLS_SIDE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, db->lite->ckpt_fd, 0);
     return p == MAP_FAILED ? NULL : p;
 }
 
@@ -295,26 +295,26 @@ void *rls__wal_side_map(rls_db *db)
  */
 static void rules_checkpoint(rls_db *db)
 {
-    db->rules_wal_frames = 0;
-    if (!side_open(db, "rules", &db->rules_ckpt_fd) ||
-        flock(db->rules_ckpt_fd, LOCK_EX | LOCK_NB) != 0)
+    db->lite->rules_wal_frames = 0;
+    if (!side_open(db, "rules", &db->lite->rules_ckpt_fd) ||
+        flock(db->lite->rules_ckpt_fd, LOCK_EX | LOCK_NB) != 0)
         return;
-    db->busy_cap_ms = CKPT_HARD_WAIT_MS;
-    sqlite3_wal_checkpoint_v2(db->sql, "rules", SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
-    db->busy_cap_ms = 0;
-    flock(db->rules_ckpt_fd, LOCK_UN);
+    db->lite->busy_cap_ms = CKPT_HARD_WAIT_MS;
+    sqlite3_wal_checkpoint_v2(db->lite->sql, "rules", SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+    db->lite->busy_cap_ms = 0;
+    flock(db->lite->rules_ckpt_fd, LOCK_UN);
 }
 
 void rls__wal_after_commit(rls_db *db)
 {
-    if (db->rules_wal_frames > 0)
+    if (db->lite->rules_wal_frames > 0)
         rules_checkpoint(db);
-    int frames = db->wal_frames;
-    db->wal_frames = 0;
-    if (frames > 0 && db->ckpt_soft > 0) {
-        if (frames < db->wal_base)
-            db->wal_base = 0;  /* the WAL was started over */
-        if (frames - db->wal_base >= db->ckpt_soft)
+    int frames = db->lite->wal_frames;
+    db->lite->wal_frames = 0;
+    if (frames > 0 && db->lite->ckpt_soft > 0) {
+        if (frames < db->lite->wal_base)
+            db->lite->wal_base = 0;  /* the WAL was started over */
+        if (frames - db->lite->wal_base >= db->lite->ckpt_soft)
             checkpoint(db, frames);
     }
     rls__busy_after_commit(db);  /* the lock is free: the next writer's turn */
@@ -323,11 +323,11 @@ void rls__wal_after_commit(rls_db *db)
 void rls__wal_close(rls_db *db)
 {
     rls__busy_close(db);      /* its mapping of the side file (busy.c) */
-    if (db->ckpt_fd >= 0)
-        close(db->ckpt_fd);   /* releases nothing another handle holds */
-    db->ckpt_fd = RLS_CKPT_FD_NONE;
-    if (db->rules_ckpt_fd >= 0)
-        close(db->rules_ckpt_fd);
-    db->rules_ckpt_fd = RLS_CKPT_FD_NONE;
+    if (db->lite->ckpt_fd >= 0)
+        close(db->lite->ckpt_fd);   /* releases nothing another handle holds */
+    db->lite->ckpt_fd = RLS_CKPT_FD_NONE;
+    if (db->lite->rules_ckpt_fd >= 0)
+        close(db->lite->rules_ckpt_fd);
+    db->lite->rules_ckpt_fd = RLS_CKPT_FD_NONE;
     rls__files_forget(db);
 }

@@ -5,6 +5,7 @@
  */
 #include "itest.h"
 #include "pg/pg.h"   /* to look at the connection's synchronous level (db.h too) */
+#include "sqlite/lite.h"
 
 static const char *RULES =
     "version: 1\n"
@@ -324,7 +325,7 @@ static int64_t sync_level(rls_db *db)
         PQclear(r);
         return v;
     }
-    assert_int_equal(sqlite3_prepare_v2(db->sql, "PRAGMA synchronous", -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db->lite->sql, "PRAGMA synchronous", -1, &st, NULL), SQLITE_OK);
     if (sqlite3_step(st) == SQLITE_ROW)
         v = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);

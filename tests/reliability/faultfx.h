@@ -20,6 +20,7 @@
 
 #include "itest.h"
 #include "db.h"          /* test hooks: the handle's connection, ckpt_soft */
+#include "sqlite/lite.h"
 
 #define MAX_N 400        /* no call here does that many operations of a kind */
 #define BUSY_MS 200      /* a lock left behind by a fault shows up at once */
@@ -143,7 +144,7 @@ static inline fx *fx_new(int allow, int ckpt)
     assert_int_equal(rls_rules_apply_at(f->db, RULES_A, strlen(RULES_A), "a.yaml", NULL, T0,
                                         NULL), RLS_OK);
     if (ckpt)
-        f->db->ckpt_soft = 1;
+        f->db->lite->ckpt_soft = 1;
     sqlite3 *s = plain_open(f->path);
     f->versions = plain_int(s, "SELECT count(*) FROM rls_rulesets");
     f->active = plain_int(s, "SELECT active_version FROM rls_meta");

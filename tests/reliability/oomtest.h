@@ -42,6 +42,7 @@
 #include <yaml.h>
 #include "itest.h"
 #include "db.h"      /* test hook: the handle's connection (no transaction left open) */
+#include "sqlite/lite.h"
 
 #define MAX_N 50000   /* no call here makes that many allocations */
 
@@ -477,9 +478,9 @@ static inline long oom_loop(ox *x, const oom_op *op, int layer, int sticky, int 
             assert_true(msg[0] != '\0');
         }
         /* whatever happened, the call ends its transaction */
-        if (c.db && !sqlite3_get_autocommit(c.db->sql)) {
+        if (c.db && !sqlite3_get_autocommit(c.db->lite->sql)) {
             known_bug(BUG_TX_LEFT_OPEN, op->name, n, layer, sticky);
-            sqlite3_exec(c.db->sql, "ROLLBACK", NULL, NULL, NULL);
+            sqlite3_exec(c.db->lite->sql, "ROLLBACK", NULL, NULL, NULL);
         }
         op->done(&c, rc);
         if (!is_open && !warm)

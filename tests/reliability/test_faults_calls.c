@@ -92,7 +92,7 @@ static long fault_loop(fx *f, int opi, int kind, int err, int sticky)
         if (verbose)
             printf("  %s %s N=%ld %s%s%s: %s, %ld injected, %ld seen%s%s\n", op->name,
                    fv_kind_name(kind), n, sqlite3_errstr(err), sticky ? " sticky" : "",
-                   f->db->ckpt_soft == 1 ? " ckpt" : "", rls_errname(rc), inj, fv_seen(kind),
+                   f->db->lite->ckpt_soft == 1 ? " ckpt" : "", rls_errname(rc), inj, fv_seen(kind),
                    rc ? ": " : "", rc ? rls_errmsg(f->db) : "");
         if (rc != RLS_OK) {
             if (inj == 0)
@@ -106,7 +106,7 @@ static long fault_loop(fx *f, int opi, int kind, int err, int sticky)
             assert_true(rls_errmsg(f->db)[0] != '\0');
         }
         /* whatever happened, the call ended its transaction */
-        if (!sqlite3_get_autocommit(f->db->sql))
+        if (!sqlite3_get_autocommit(f->db->lite->sql))
             fail_msg("%s: %s fault %ld: the call left its transaction open", op->name,
                      fv_kind_name(kind), n);
         op->done(f, rc, &res);
@@ -183,7 +183,7 @@ static void every_write_while_another_connection_holds_the_lock_returns_ebusy(vo
 {
     for (int allow = 0; allow < 2; allow++) {
         fx *f = fx_new(allow, 0);
-        f->db->opt.busy_timeout_ms = 20;  /* the busy handler reads it each time */
+        f->db->ident.opt.busy_timeout_ms = 20;  /* the busy handler reads it each time */
         for (int opi = 0; opi < OP__COUNT; opi++) {
             const fault_op *op = &OPS[opi];
             rls_result res;

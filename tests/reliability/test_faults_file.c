@@ -30,7 +30,7 @@ static void disk_full_via_max_page_count_gives_efull_then_recovers(void **state)
 {
     for (int allow = 0; allow < 2; allow++) {
         fx *f = fx_new(allow, 0);
-        sqlite3 *conn = f->db->sql;
+        sqlite3 *conn = f->db->lite->sql;
         char sql[96], key[32];
         rls_result r;
         int rc = RLS_OK, i;

@@ -26,7 +26,7 @@ static rls_db *new_db(void)
 static void free_db(rls_db *db)
 {
     rls__sc_free(db);
-    assert_null(db->sc);
+    assert_null(db->trust.sc);
     free(db);
 }
 
