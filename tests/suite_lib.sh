@@ -11,6 +11,8 @@
 #
 # Counting, one test a call:
 #   pass [N]              N (default 1) passed tests, silently
+#   fail_quiet [N]        N (default 1) failed tests whose lines the suite
+#                         printed itself
 #   ok NAME               a passed test, shown as "ok   NAME"
 #   fail TEXT...          a failed test, shown as one line "FAIL: TEXT"
 #   bad NAME [FILE]       a failed test, "FAIL NAME" and FILE's last 30 lines
@@ -67,6 +69,7 @@ trap _suite_exit EXIT
 trap 'exit 130' INT TERM HUP
 
 pass() { passed=$((passed + ${1:-1})); }
+fail_quiet() { failed=$((failed + ${1:-1})); }
 ok() { passed=$((passed + 1)); echo "ok   $1"; }
 fail() {
     failed=$((failed + 1))

@@ -7,9 +7,8 @@
 # shrinks.  Last, the repository itself passes.
 cd "$(dirname "$0")/../.." || exit 2
 lint=$(pwd)/tests/lint.sh
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/test_lint.XXXXXX") || exit 2
-trap 'rm -rf "$tmp"' EXIT
 . tests/suite_lib.sh
+tmp=$SCRATCH
 
 # tree NAME: a clean made-up tree in $tmp/NAME (the folders of the house,
 # each with a file that keeps the rules), its path in $t
@@ -218,4 +217,4 @@ fi
 # 7. the repository itself
 lint_run
 [ "$rc" = 0 ] && ok "the repository passes its lint" || bad "make lint on the repository (exit $rc)" "$tmp/out"
-summary
+finish
