@@ -18,6 +18,15 @@
 #     declared in include/rlstore.h).  Many do not yet: renaming them is a
 #     later step of issue #18, so this check only counts them, as one
 #     "warning" line; --warnings lists them one a line.  It does not fail.
+#  4. Shell suites count through tests/suite_lib.sh: no other .sh file under
+#     tests/ defines a counting function of its own (pass, fail, ok, bad,
+#     skip, report, check, finish, summary, ...), adds to the counters
+#     (passed=$((...)), ...) or prints a summary line ("[  PASSED  ] ...").
+#     Exempt: the harness, the runners that add up other suites' lines
+#     (run_suites.sh, reliability/stress.sh), the tests of the runner and
+#     of this lint (their made-up suites do all this on purpose), and
+#     reliability/test_limits_diff.sh until the reliability suites move to
+#     the harness (issue #18).
 # ROOT defaults to the repository this script is in.
 warn_list=0
 if [ "${1:-}" = --warnings ]; then warn_list=1; shift; fi
@@ -149,6 +158,23 @@ if [ "$warn_list" = 1 ]; then
     [ -n "$names" ] && printf '%s\n' "$names" | sed 's/^/warning: /'
 elif [ "$nwarn" -gt 0 ]; then
     echo "lint: warning: $nwarn non-static functions of core/ and storage/ without the prefix rls__ (not a failure yet; list: sh tests/lint.sh --warnings)"
+fi
+
+# ---- 4. one harness of the shell suites --------------------------------------
+OWN_COUNT="tests/suite_lib.sh tests/run_suites.sh tests/reliability/stress.sh
+    tests/meta/test_run_suites.sh tests/meta/test_lint.sh tests/reliability/test_limits_diff.sh"
+if [ -d tests ]; then
+    # lines of code only: a comment may quote what the harness prints
+    for f in $(find tests -type f -name '*.sh' | sort); do
+        case " $(echo $OWN_COUNT) " in *" $f "*) continue ;; esac
+        grep -nE '^[[:space:]]*(pass|fail|ok|bad|skip|skip_all|fail_lines|fail_quiet|report|check|setup_fail|finish|summary)[[:space:]]*\(\)' "$f" |
+            while IFS=: read -r n _; do
+            finding "$f:$n: defines a counting function of its own (the harness is tests/suite_lib.sh)"; done
+        grep -nE '(^|[^A-Za-z0-9_])(pass|fail|passed|failed|skipped)=\$\(\(' "$f" | grep -vE '^[0-9]+:[[:space:]]*#' | while IFS=: read -r n _; do
+            finding "$f:$n: counts tests on its own (the harness is tests/suite_lib.sh)"; done
+        grep -nE '\[  (PASSED  |FAILED  |SKIPPED )\] ' "$f" | grep -vE '^[0-9]+:[[:space:]]*#' | while IFS=: read -r n _; do
+            finding "$f:$n: prints a summary line of its own (the harness is tests/suite_lib.sh)"; done
+    done
 fi
 
 nfind=$(grep -c . "$out")
