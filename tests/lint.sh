@@ -17,6 +17,13 @@
 #     carries the prefix rls__ (internal) or rls_ (public, and then it is
 #     declared in include/rlstore.h), so that librlstore.a exports no
 #     name an application could collide with.
+#  4. Shell suites count through tests/suite_lib.sh: no other .sh file under
+#     tests/ defines a counting function of its own (pass, fail, ok, bad,
+#     skip, report, check, finish, summary, ...), adds to the counters
+#     (passed=$((...)), ...) or prints a summary line ("[  PASSED  ] ...").
+#     Exempt: the harness, the runners that add up other suites' lines
+#     (run_suites.sh, reliability/stress.sh), the tests of the runner and
+#     of this lint (their made-up suites do all this on purpose).
 # ROOT defaults to the repository this script is in.
 root=${1:-$(dirname "$0")/..}
 cd "$root" || exit 2
@@ -141,6 +148,23 @@ unprefixed() {
     done
 }
 unprefixed | while IFS= read -r line; do finding "$line"; done
+
+# ---- 4. one harness of the shell suites --------------------------------------
+OWN_COUNT="tests/suite_lib.sh tests/run_suites.sh tests/reliability/stress.sh
+    tests/meta/test_run_suites.sh tests/meta/test_lint.sh"
+if [ -d tests ]; then
+    # lines of code only: a comment may quote what the harness prints
+    for f in $(find tests -type f -name '*.sh' | sort); do
+        case " $(echo $OWN_COUNT) " in *" $f "*) continue ;; esac
+        grep -nE '^[[:space:]]*(pass|fail|ok|bad|skip|skip_all|fail_lines|fail_quiet|report|check|setup_fail|finish|summary)[[:space:]]*\(\)' "$f" |
+            while IFS=: read -r n _; do
+            finding "$f:$n: defines a counting function of its own (the harness is tests/suite_lib.sh)"; done
+        grep -nE '(^|[^A-Za-z0-9_])(pass|fail|passed|failed|skipped)=\$\(\(' "$f" | grep -vE '^[0-9]+:[[:space:]]*#' | while IFS=: read -r n _; do
+            finding "$f:$n: counts tests on its own (the harness is tests/suite_lib.sh)"; done
+        grep -nE '\[  (PASSED  |FAILED  |SKIPPED )\] ' "$f" | grep -vE '^[0-9]+:[[:space:]]*#' | while IFS=: read -r n _; do
+            finding "$f:$n: prints a summary line of its own (the harness is tests/suite_lib.sh)"; done
+    done
+fi
 
 nfind=$(grep -c . "$out")
 cat "$out"

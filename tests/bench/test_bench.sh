@@ -12,17 +12,16 @@
 cd "$(dirname "$0")/../.." || exit 2
 B=${BUILD:-build}
 bin=$B/bench/rlbench
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 . tests/suite_lib.sh
+tmp=$SCRATCH
 
 if ! command -v python3 >/dev/null 2>&1; then
     bad "python3 is required to check the JSON and run bench/plot.py"
-    summary
+    finish
 fi
 if [ ! -x "$bin" ]; then
     bad "$bin is not built (make BUILD=$B $bin)"
-    summary
+    finish
 fi
 
 # 1. a smoke run of every scenario succeeds and prints the report
@@ -205,4 +204,4 @@ else
     bad "usage errors: exit $rc1 and $rc2" "$tmp/out"
 fi
 
-summary
+finish

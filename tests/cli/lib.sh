@@ -1,4 +1,6 @@
-# lib.sh - helpers of the rlctl shell tests (sourced, not run).
+# lib.sh - helpers of the rlctl shell tests (sourced, not run; bash): the
+# layer over tests/suite_lib.sh (counting, summary, scratch directory,
+# PostgreSQL schemas) for the suites that run rlctl.
 #
 # A case runs rlctl once and checks its exit status plus any of: exact
 # stdout, substrings of stdout/stderr, Python assertions on JSON output.
@@ -13,9 +15,13 @@
 #     --stdin FILE      stdin of rlctl (default /dev/null)
 #   tassert NAME CMD... a case that passes when CMD succeeds
 #   finish              prints the cmocka-style summary and exits
+#                       (suite_lib.sh, as are report, skip and the rest)
+#   write_rules FILE [N] the shared rule set tests/fixtures/rules.yaml,
+#                       the daily limit of signup set to N (default 3)
 #
 # Each failing case prints one line saying what differed.  The scratch
-# directory $W is fresh per test file and removed on exit.
+# directory $W (suite_lib.sh's SCRATCH) is the working directory, fresh per
+# test file and removed on exit.
 #
 # PostgreSQL: with RLSTORE_TEST_PG set to the base URI of a live server's
 # database (no password in it: use PGPASSWORD or ~/.pgpass), every test
@@ -39,55 +45,27 @@
 #   NODB_RC, NODB_MSG   exit status and message of a command on a database
 #                       that does not exist
 set -u
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-RLCTL=${RLCTL:-${BUILD:-build}/rlctl}
+cd "$(dirname "$0")/../.." || exit 2
+. tests/suite_lib.sh
+RLCTL=${RLCTL:-$BUILD/rlctl}
 case $RLCTL in /*) ;; *) RLCTL=$ROOT/$RLCTL ;; esac
 unset RLSTORE_DB
 export LC_ALL=C
-W=$(mktemp -d "${TMPDIR:-/tmp}/rlctl-test-XXXXXX") || exit 1
-PG=${RLSTORE_TEST_PG:-}
+W=$SCRATCH
 PG_PREFIX=${RLSTORE_TEST_PG_PREFIX:-t_cli}
 declare -A _pg_schema=()   # test database name -> schema
-_pg_cleanup() {
-    [ -n "$PG" ] && [ ${#_pg_schema[@]} -gt 0 ] || return 0
-    local list
-    list=$(printf '%s, ' "${_pg_schema[@]}")
-    psql -X -q "$PG" -c "SET client_min_messages = warning; DROP SCHEMA IF EXISTS ${list%, } CASCADE" >/dev/null
-}
-trap '_pg_cleanup; chmod -R u+w "$W" 2>/dev/null; rm -rf "$W"' EXIT
 cd "$W" || exit 1
-pass=0
-fail=0
-skipped=0
 _skip_reason=
 OUT=$W/.out
 ERR=$W/.err
 
-if [ ! -x "$RLCTL" ]; then
-    echo "rlctl not found at $RLCTL"
-    echo "[  PASSED  ] 0 test(s)."
-    echo "[  FAILED  ] 1 test(s)"
-    exit 1
-fi
-
+[ -x "$RLCTL" ] || setup_fail "rlctl not found at $RLCTL"
 if [ -n "$PG" ]; then
-    if ! command -v psql >/dev/null 2>&1 || ! psql -X -q "$PG" -c "SELECT 1" </dev/null >/dev/null; then
-        echo "FAIL setup: RLSTORE_TEST_PG is set but psql cannot reach that database"
-        echo "[  PASSED  ] 0 test(s)."
-        echo "[  FAILED  ] 1 test(s)"
-        exit 1
-    fi
-    case $PG in *\?*) _pg_sep='&' ;; *) _pg_sep='?' ;; esac
-    NODB_RC=3
-    NODB_MSG="no such database"
-else
-    NODB_RC=3
-    NODB_MSG="no such database"
+    pg_reachable || setup_fail "RLSTORE_TEST_PG is set but psql cannot reach that database"
 fi
-
-_pg_uri_of() {  # SCHEMA: $REPLY = its URI
-    REPLY="$PG${_pg_sep}options=-csearch_path%3D$1"
-}
+case $PG in *\?*) _pg_sep='&' ;; *) _pg_sep='?' ;; esac   # test_uri.sh
+NODB_RC=3
+NODB_MSG="no such database"
 
 db_of() {  # NAME: $REPLY = what --db NAME means in this mode
     REPLY=$1
@@ -96,12 +74,11 @@ db_of() {  # NAME: $REPLY = what --db NAME means in this mode
     local schema=${_pg_schema[$1]-}
     if [ -z "$schema" ]; then
         # zero-padded: no URI is a prefix of another one (see _pg_unmap)
-        schema=$(printf '%s_%d_%03d' "$PG_PREFIX" $$ $((${#_pg_schema[@]} + 1)))
-        psql -X -q "$PG" -c "SET client_min_messages = warning; DROP SCHEMA IF EXISTS $schema CASCADE; CREATE SCHEMA $schema" </dev/null >/dev/null ||
-            echo "lib.sh: cannot create the schema $schema for '$1'"
+        pg_new_schema "$PG_PREFIX" || echo "lib.sh: no schema for '$1'"
+        schema=$REPLY
         _pg_schema[$1]=$schema
     fi
-    _pg_uri_of "$schema"
+    pg_uri_of "$schema"
 }
 
 # _rlctl ARGS...: rlctl with the test's database names (--db, RLSTORE_DB)
@@ -143,7 +120,7 @@ _pg_unmap() {
     local text name
     IFS= read -r -d '' text <"$1"
     for name in "${!_pg_schema[@]}"; do
-        _pg_uri_of "${_pg_schema[$name]}"
+        pg_uri_of "${_pg_schema[$name]}"
         text=${text//"$REPLY"/"$name"}
     done
     printf '%s' "$text" >"$1"
@@ -177,8 +154,7 @@ pg_only() { [ -n "$PG" ] || _skip_reason="without PostgreSQL (RLSTORE_TEST_PG): 
 end_pg_only() { _skip_reason=; }
 
 _skip() {  # NAME
-    skipped=$((skipped + 1))
-    echo "SKIP $1: $_skip_reason"
+    skip "$1" "$_skip_reason"
 }
 
 # rl ARGS...: rlctl with output to $OUT/$ERR, for setup steps (nothing in
@@ -194,18 +170,6 @@ rl() {
     _pg_unmap "$OUT"
     _pg_unmap "$ERR"
     return $rc
-}
-
-_report() {  # NAME MESSAGES...
-    local name=$1
-    shift
-    if [ $# -eq 0 ]; then
-        pass=$((pass + 1))
-    else
-        fail=$((fail + 1))
-        local IFS=';'
-        echo "FAIL $name:$*"
-    fi
 }
 
 tcase() {
@@ -226,7 +190,7 @@ tcase() {
         --err-empty) err_empty=1; shift ;;
         --json) json+=("$2"); shift 2 ;;
         --stdin) stdin=$2; shift 2 ;;
-        *) echo "tcase: bad check '$1' in $name"; fail=$((fail + 1)); return ;;
+        *) report "$name" " tcase: bad check '$1'"; return ;;
         esac
     done
     [ $# -gt 0 ] && shift
@@ -265,7 +229,7 @@ exec(sys.argv[2])
             msgs+=(" json check '$s' failed: $(printf '%s' "$perr" | tail -n 1) (stdout '$(head -c 300 "$OUT")')")
         fi
     done
-    _report "$name" "${msgs[@]+"${msgs[@]}"}"
+    report "$name" "${msgs[@]+"${msgs[@]}"}"
 }
 
 tassert() {
@@ -276,43 +240,16 @@ tassert() {
         return
     fi
     if "$@"; then
-        _report "$name"
+        report "$name"
     else
-        _report "$name" " '$*' is false"
+        report "$name" " '$*' is false"
     fi
 }
 
-finish() {
-    echo "[  PASSED  ] $pass test(s)."
-    [ "$skipped" -gt 0 ] && echo "[  SKIPPED ] $skipped test(s)."
-    if [ "$fail" -gt 0 ]; then
-        echo "[  FAILED  ] $fail test(s)"
-        exit 1
-    fi
-    exit 0
-}
-
-# A small rule set used by several files.
+# A small rule set used by several files: the shared fixture
+# (tests/fixtures/rules.yaml), its daily limit of signup set to DAILY_LIMIT.
 write_rules() {  # FILE [DAILY_LIMIT]
-    cat >"$1" <<YAML
-version: 1
-defaults: { tier: free, timezone: UTC }
-tiers:
-  free: {}
-  pro: {}
-  vip: { unlimited: true }
-actions:
-  signup:
-    key: ip
-    limits:
-      - { name: daily, algorithm: fixed_window, limit: ${2:-3}, window: 1d }
-    tiers:
-      pro: [ { name: daily, limit: 10 } ]
-  login:
-    limits:
-      - { name: burst, algorithm: fixed_window, limit: 2, window: 1m }
-      - { name: hourly, algorithm: sliding_log, limit: 5, window: 1h }
-YAML
+    sed "s/^\(      - { name: daily, .* limit: \)3,/\1${2:-3},/" "$FIXTURES/rules.yaml" >"$1"
 }
 
 AS=()

@@ -61,8 +61,7 @@ tcase "explain shows the override" 0 --json 'assert d["limits"][0]["limit"] == 7
     -- --db db explain api "$LONG" --json --now "$T0"
 
 else
-    echo "skip: the Python binding cannot load $LIB: the cases of a long key need it"
-    skipped=$((skipped + 1))
+    skip "the cases of a long key" "the Python binding cannot load $LIB"
 fi
 
 # ---- defect 7: two reservations of 10 s, 11 s later ----

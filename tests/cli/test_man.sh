@@ -95,7 +95,7 @@ PY
 tassert "man/help comparison ran" grep -q "^RESULT" cmp.txt
 grep -v "^CMD\|^RESULT" cmp.txt
 while IFS=$'\t' read -r _ what msg; do
-    if [ -n "$msg" ]; then _report "man page $what" "$msg"; else _report "man page $what"; fi
+    if [ -n "$msg" ]; then report "man page $what" "$msg"; else report "man page $what"; fi
 done < <(grep "^RESULT" cmp.txt)
 tassert "help lists at least 25 commands" test "$(grep -c '^CMD' cmp.txt)" -ge 25
 

@@ -203,7 +203,7 @@ if [ -x "$RLTOP" ]; then
     skipping || "$RLTOP" -b --db r/rules.db >"$OUT" 2>"$ERR"
     tassert "rltop: rules file alone refused" grep -qF "rules database of a split deployment" "$ERR"
 else
-    _report "rltop built" " $RLTOP is missing"
+    report "rltop built" " $RLTOP is missing"
 fi
 end_sqlite_only
 finish

@@ -85,7 +85,7 @@ if [ -x "$RLTOP" ]; then
     RLSTORE_COUNTERS=c.db "$RLTOP" -b --db "$NOSRV" >"$OUT" 2>"$ERR"
     tassert "rltop RLSTORE_COUNTERS with a URI: exit 2" test $? = 2
 else
-    _report "rltop built" " $RLTOP is missing"
+    report "rltop built" " $RLTOP is missing"
 fi
 
 # ---- with a server ----

@@ -25,29 +25,22 @@
 # One line per failure; cmocka-style summary; non-zero exit on failure.
 
 cd "$(dirname "$0")/../.." || exit 2
-BUILD=${BUILD:-build}
-case $BUILD in /*) BUILD_ABS=$BUILD ;; *) BUILD_ABS=$(pwd)/$BUILD ;; esac
+. tests/suite_lib.sh   # pass, fail, setup_fail, finish; BUILD, BUILD_ABS
 CC=${CC:-cc}
-passed=0
-failed=0
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/test_api_docs.XXXXXX") || exit 2
-trap 'rm -rf "$tmp"' EXIT INT TERM
+tmp=$SCRATCH
 
 tally() {  # reads "PASS ..." / "FAIL ..." lines
     while IFS= read -r l; do
         case $l in
-        PASS*) passed=$((passed + 1)) ;;
-        FAIL*) failed=$((failed + 1)); printf 'FAIL: %s\n' "${l#FAIL }" ;;
+        PASS*) pass ;;
+        FAIL*) fail "${l#FAIL }" ;;
         *) printf '%s\n' "$l" ;;
         esac
     done
 }
 
 if ! command -v python3 >/dev/null 2>&1; then
-    echo "FAIL: python3 is not installed (Debian: apt-get install python3)"
-    echo "[  PASSED  ] 0 test(s)."
-    echo "[  FAILED  ] 1 test(s)"
-    exit 1
+    setup_fail "python3 is not installed (Debian: apt-get install python3)"
 fi
 
 san=
@@ -366,7 +359,7 @@ EOF
 if $CC -std=c11 -Wall -Wextra -Werror $san -Iinclude "$tmp/columns.c" -o "$tmp/columns" \
         -L"$BUILD" -lrlstore -Wl,-rpath,"$BUILD_ABS" >"$tmp/cc.log" 2>&1 &&
     "$tmp/columns" "$tmp" >"$tmp/columns.out" 2>&1; then
-    passed=$((passed + 1))
+    pass
     n=0
     : >"$tmp/missing"
     while read -r tag page what col; do
@@ -385,23 +378,16 @@ if $CC -std=c11 -Wall -Wextra -Werror $san -Iinclude "$tmp/columns.c" -o "$tmp/c
             elif [ "$what" = no ] && [ $noted = 1 ]; then
                 echo "rls_reserve.3: reservation ids are no longer reused; remove the BUGS note marked '.\\\" BUG reservation-id-reuse'" >>"$tmp/missing"
             else
-                passed=$((passed + 1))
+                pass
             fi ;;
         esac
     done <"$tmp/columns.out"
     if [ -s "$tmp/missing" ]; then
-        while IFS= read -r l; do failed=$((failed + 1)); printf 'FAIL: %s\n' "$l"; done <"$tmp/missing"
+        while IFS= read -r l; do fail "$l"; done <"$tmp/missing"
     fi
-    [ "$n" -ge 90 ] && passed=$((passed + 1)) ||
-        { failed=$((failed + 1)); echo "FAIL: the column probe printed only $n columns"; }
+    [ "$n" -ge 90 ] && pass || fail "the column probe printed only $n columns"
 else
-    failed=$((failed + 1))
-    echo "FAIL: cannot build or run the column probe: $(cat "$tmp/cc.log" "$tmp/columns.out" 2>/dev/null | head -n 2 | tr '\n' ' ')"
+    fail "cannot build or run the column probe: $(cat "$tmp/cc.log" "$tmp/columns.out" 2>/dev/null | head -n 2 | tr '\n' ' ')"
 fi
 
-echo "[  PASSED  ] $passed test(s)."
-if [ "$failed" -gt 0 ]; then
-    echo "[  FAILED  ] $failed test(s)"
-    exit 1
-fi
-exit 0
+finish

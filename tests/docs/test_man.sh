@@ -19,23 +19,10 @@
 # exits non-zero if anything failed.  Run from anywhere.
 
 cd "$(dirname "$0")/../.." || exit 2
-BUILD=${BUILD:-build}
-case $BUILD in /*) BUILD_ABS=$BUILD ;; *) BUILD_ABS=$(pwd)/$BUILD ;; esac
+. tests/suite_lib.sh   # pass, fail, fail_lines, finish; BUILD, BUILD_ABS
 CC=${CC:-cc}
 PAGE=docs/man/rlstore.yaml.5
-passed=0
-failed=0
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/test_man.XXXXXX") || exit 2
-trap 'rm -rf "$tmp"' EXIT INT TERM
-
-pass() { passed=$((passed + 1)); }
-fail() { failed=$((failed + 1)); printf 'FAIL: %s\n' "$*"; }
-# A failure line for each line of file $2, prefixed by $1; one test.
-# (printf, not echo: dash's echo would interpret backslashes.)
-fail_lines() {
-    failed=$((failed + 1))
-    while IFS= read -r l; do printf 'FAIL: %s: %s\n' "$1" "$l"; done <"$2"
-}
+tmp=$SCRATCH
 
 have_groff=0
 command -v groff >/dev/null 2>&1 && have_groff=1
@@ -353,11 +340,8 @@ check_table() {
         esac || echo "$name" >>"$tmp/missing"
     done <"$tmp/names"
     if [ -s "$tmp/missing" ]; then
-        failed=$((failed + 1))
-        while IFS= read -r name; do
-            printf "FAIL: %s: '%s' (from %s) is not documented in %s\n" \
-                "$what" "$name" "$file" "$PAGE"
-        done <"$tmp/missing"
+        sed "s|.*|'&' (from $file) is not documented in $PAGE|" "$tmp/missing" >"$tmp/missing.why"
+        fail_lines "$what" "$tmp/missing.why"
     else
         pass
     fi
@@ -378,9 +362,4 @@ if [ -f "$PAGE" ]; then
     check_table "assignment fields" 4 core/config_assign.c '^static int walk_one\(' fields field
 fi
 
-echo "[  PASSED  ] $passed test(s)."
-if [ "$failed" -gt 0 ]; then
-    echo "[  FAILED  ] $failed test(s)"
-    exit 1
-fi
-exit 0
+finish

@@ -16,20 +16,12 @@ secs=${FUZZ_SMOKE_SECONDS:-6}
 targets=$(fuzz_targets)
 ntargets=$(echo $targets | wc -w)
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}"
-passed=0
-failed=0
-
-summary() {
-    echo "[  PASSED  ] $passed test(s)."
-    [ "$failed" -gt 0 ] && echo "[  FAILED  ] $failed test(s), listed above"
-    [ "$failed" = 0 ]
-    exit $?
-}
+. tests/suite_lib.sh
 
 if ! fuzz_toolchain_ok; then
     echo "FAIL fuzz smoke: clang with libFuzzer is required (Debian: apt-get install $FUZZ_PACKAGES)"
-    failed=$ntargets
-    summary
+    fail_quiet "$ntargets"
+    finish
 fi
 
 # Build two at a time.
@@ -89,11 +81,12 @@ while [ $# -gt 0 ]; do
         p2=$!
     fi
     for p in $p1 $p2; do
-        if wait "$p"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+        # one() printed the target's line: count it only
+        if wait "$p"; then pass; else fail_quiet; fi
     done
     cat "$FUZZ_OUT/$1.smoke.out"
     [ -n "$p2" ] && cat "$FUZZ_OUT/$2.smoke.out"
     shift
     [ $# -gt 0 ] && shift
 done
-summary
+finish

@@ -2,14 +2,14 @@
 # tests/meta/test_lint.sh - `make lint` (tests/lint.sh) on made-up trees,
 # so that the lint itself is tested: each house rule broken once is
 # reported as one line naming the file and line, and fails the lint; the
-# same tree without the fault passes; a non-static function of core/ or
-# storage/ without the prefix rls__ is a finding; the allow-list of long
-# files only shrinks.  Last, the repository itself passes.
+# same tree without the fault passes; a shell suite counting on its own
+# is a fault too, and so is a non-static function of core/ or storage/
+# without the prefix rls__; the allow-list of long files only shrinks.
+# Last, the repository itself passes.
 cd "$(dirname "$0")/../.." || exit 2
 lint=$(pwd)/tests/lint.sh
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/test_lint.XXXXXX") || exit 2
-trap 'rm -rf "$tmp"' EXIT
 . tests/suite_lib.sh
+tmp=$SCRATCH
 
 # tree NAME: a clean made-up tree in $tmp/NAME (the folders of the house,
 # each with a file that keeps the rules), its path in $t
@@ -210,7 +210,26 @@ else
     bad "three findings (exit $rc)" "$tmp/out"
 fi
 
-# 7. the repository itself
+# 7. the shell suites count through tests/suite_lib.sh only
+tree harness
+mkdir -p "$t/tests/x"
+printf 'finish() { echo "[  PASSED  ] $passed test(s)."; }\nok() { passed=$((passed + 1)); }\n' >"$t/tests/suite_lib.sh"
+printf '# prints "[  PASSED  ] N test(s)." through finish()\n. tests/suite_lib.sh\nok "one"\nfinish\n' >"$t/tests/x/test_a.sh"
+lint_run "$t"
+[ "$rc" = 0 ] && ok "a suite counting through suite_lib.sh passes" || bad "harness (exit $rc)" "$tmp/out"
+printf '. tests/suite_lib.sh\n  finish () {\n    exit 0\n}\n' >"$t/tests/x/test_b.sh"
+lint_run "$t"
+expect_fail "a suite defining finish() is reported" 'tests/x/test_b.sh:2: defines a counting function of its own'
+rm "$t/tests/x/test_b.sh"
+printf '. tests/suite_lib.sh\nif true; then failed=$((failed + 1)); fi\n' >"$t/tests/x/test_c.sh"
+lint_run "$t"
+expect_fail "a suite adding to the counters is reported" 'tests/x/test_c.sh:2: counts tests on its own'
+rm "$t/tests/x/test_c.sh"
+printf '. tests/suite_lib.sh\necho "[  SKIPPED ] 3 test(s)."\n' >"$t/tests/x/test_d.sh"
+lint_run "$t"
+expect_fail "a suite printing a summary line is reported" 'tests/x/test_d.sh:2: prints a summary line of its own'
+
+# 8. the repository itself
 lint_run
 [ "$rc" = 0 ] && ok "the repository passes its lint" || bad "make lint on the repository (exit $rc)" "$tmp/out"
-summary
+finish

@@ -12,9 +12,8 @@
 # and PG_KNOBS, the others neither.  Summary lines are cmocka's.
 cd "$(dirname "$0")/../.." || exit 2
 runner=tests/run_suites.sh
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/test_run_suites.XXXXXX") || exit 2
-trap 'rm -rf "$tmp"' EXIT
 . tests/suite_lib.sh
+tmp=$SCRATCH
 
 # suite NAME BODY: a made-up suite, a script running BODY
 suite() {
@@ -162,4 +161,4 @@ else
     skip "PostgreSQL's server binaries are not installed: no test of the --pg part's databases"
 fi
 
-summary
+finish

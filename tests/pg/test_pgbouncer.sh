@@ -13,25 +13,20 @@
 # pgbouncer installed, its tests are reported as skipped.  Summary lines
 # are cmocka's, for tests/run_suites.sh.
 cd "$(dirname "$0")/../.." || exit 2
-B=${BUILD:-build}
+. tests/suite_lib.sh
+B=$BUILD
 RLCTL=$B/rlctl
 NTESTS=5
-. tests/suite_lib.sh
-skip_all() {
-    echo "skip $1"
-    echo "[  SKIPPED ] $NTESTS test(s)."
-    exit 0
-}
 
-[ -n "${RLSTORE_TEST_PG:-}" ] || skip_all "RLSTORE_TEST_PG is not set: PostgreSQL pass only"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/test_pgbouncer.XXXXXX") || exit 2
+[ -n "$PG" ] || skip_all $NTESTS "RLSTORE_TEST_PG is not set: PostgreSQL pass only"
+tmp=$SCRATCH
 bdir=""
-trap '[ -n "$bdir" ] && sh tests/pg/server.sh stop "$bdir"; rm -rf "$tmp"' EXIT
+on_exit() { [ -n "$bdir" ] && sh tests/pg/server.sh stop "$bdir"; }
 sh tests/pg/server.sh bouncer "$RLSTORE_TEST_PG" session >"$tmp/b.out" 2>"$tmp/b.err"
 case $? in
 0) ;;
-2) skip_all "$(tail -n 1 "$tmp/b.err")" ;;
-*) bad "pgbouncer did not start" "$tmp/b.err"; summary ;;
+2) skip_all $NTESTS "$(tail -n 1 "$tmp/b.err")" ;;
+*) bad "pgbouncer did not start" "$tmp/b.err"; finish ;;
 esac
 DB=$(sed -n 1p "$tmp/b.out")
 bdir=$(sed -n 2p "$tmp/b.out")
@@ -98,4 +93,4 @@ else
     bad "rltop -b through PgBouncer" "$tmp/o5"
 fi
 
-summary
+finish

@@ -7,9 +7,10 @@
 # Needs a python3 that can import `limits` (Debian: python3-limits): $PYTHON,
 # else python3, else /usr/bin/python3; without one, the suite is skipped
 # with one line.  Knobs: RLS_DIFF_CHECKS (per action, default 750),
-# RLS_DIFF_SEED.  Summary lines are cmocka's, for tests/run_suites.sh.
+# RLS_DIFF_SEED.  limits_diff.py prints the summary lines (cmocka's, for
+# tests/run_suites.sh); a skip or a setup failure is counted by the harness.
 cd "$(dirname "$0")/../.." || exit 2
-B=${BUILD:-build}
+. tests/suite_lib.sh
 NTESTS=2
 
 py=""
@@ -19,17 +20,9 @@ for p in ${PYTHON:-} python3 /usr/bin/python3; do
         break
     fi
 done
-if [ -z "$py" ]; then
-    echo "skip python3 with the limits module is not installed (Debian: python3-limits)"
-    echo "[  SKIPPED ] $NTESTS test(s)."
-    exit 0
-fi
-lib=$(cd "$B" 2>/dev/null && pwd)/librlstore.so.0
-if [ ! -f "$lib" ]; then
-    echo "FAIL $lib is not built (run make)"
-    echo "[  FAILED  ] $NTESTS test(s), listed above"
-    exit 1
-fi
+[ -n "$py" ] || skip_all $NTESTS "python3 with the limits module is not installed (Debian: python3-limits)"
+lib=$BUILD_ABS/librlstore.so.0
+[ -f "$lib" ] || setup_fail "$lib is not built (run make)"
 # A library built by make SAN=1 needs the sanitizer runtime first.
 if ldd "$lib" 2>/dev/null | grep -q libasan; then
     cc=${CC:-cc}
@@ -39,4 +32,5 @@ if ldd "$lib" 2>/dev/null | grep -q libasan; then
     export ASAN_OPTIONS
 fi
 RLSTORE_LIB=$lib PYTHONPATH=bindings/python PYTHONDONTWRITEBYTECODE=1 \
-    exec "$py" tests/reliability/limits_diff.py
+    "$py" tests/reliability/limits_diff.py
+exit $?

@@ -1,4 +1,5 @@
-# lib.sh - helpers of the rltop tests (sourced, not run).
+# lib.sh - helpers of the rltop tests (sourced, not run; bash): the layer
+# over tests/suite_lib.sh that drives rltop in tmux.
 #
 # rltop runs in a private tmux server (its own socket in the scratch
 # directory, killed on exit even after a failure) inside a shell, so the tests see what a person sees:
@@ -10,6 +11,9 @@
 #   wait_gone TEXT [S]   polls until TEXT is gone
 #   check NAME CMD...    a case that passes when CMD succeeds
 #   finish               the cmocka-style summary; exit status
+#                        (these two, report and the rest: tests/suite_lib.sh)
+#   prepare_db DB        rules.yaml (tests/fixtures/rules-live.yaml) applied
+#                        to DB, and a few keys in known states
 #   test_db NAME         $REPLY = the database for NAME: the file NAME, or
 #                        with RLSTORE_TEST_PG (the base URI of a live
 #                        PostgreSQL database) the URI of a fresh schema of
@@ -17,87 +21,29 @@
 #                        RLSTORE_TEST_PG_PREFIX (default t_tui) starts its name
 # Each failing case prints one line; a failing wait also shows the screen.
 set -u
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-BUILD=${BUILD:-build}
-case $BUILD in /*) B=$BUILD ;; *) B=$ROOT/$BUILD ;; esac
+cd "$(dirname "$0")/../.." || exit 2
+. tests/suite_lib.sh
+B=$BUILD_ABS
 RLTOP=$B/rltop
 RLCTL=$B/rlctl
 unset RLSTORE_DB NO_COLOR
 export LC_ALL=C.UTF-8
-W=$(mktemp -d "${TMPDIR:-/tmp}/rltop-test-XXXXXX") || exit 1
+W=$SCRATCH
 TM_SOCK=$W/tmux.sock   # a private server; its socket goes with $W
-pass=0
-fail=0
-
-PG=${RLSTORE_TEST_PG:-}
-_pg_schemas=()
 tm() { tmux -S "$TM_SOCK" -f /dev/null "$@"; }
-cleanup() {
-    tm kill-server >/dev/null 2>&1
-    if [ ${#_pg_schemas[@]} -gt 0 ]; then
-        local list
-        list=$(printf '%s, ' "${_pg_schemas[@]}")
-        psql -X -q "$PG" -c "SET client_min_messages = warning; DROP SCHEMA IF EXISTS ${list%, } CASCADE" \
-            </dev/null >/dev/null
-    fi
-    rm -rf "$W"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
+on_exit() { tm kill-server >/dev/null 2>&1; }
 cd "$W" || exit 1
 
-_report() {  # NAME [MESSAGE]
-    if [ $# -lt 2 ]; then
-        pass=$((pass + 1))
-    else
-        fail=$((fail + 1))
-        echo "FAIL $1: $2"
-    fi
-}
-
-check() {
-    local name=$1
-    shift
-    if "$@" >/dev/null 2>&1; then _report "$name"; else _report "$name" "'$*' is false"; fi
-}
-
-finish() {
-    echo "[  PASSED  ] $pass test(s)."
-    if [ "$fail" -gt 0 ]; then
-        echo "[  FAILED  ] $fail test(s)"
-        exit 1
-    fi
-    exit 0
-}
-
 for f in "$RLTOP" "$RLCTL"; do
-    if [ ! -x "$f" ]; then
-        echo "FAIL setup: $f not found (run make first)"
-        echo "[  PASSED  ] 0 test(s)."
-        echo "[  FAILED  ] 1 test(s)"
-        exit 1
-    fi
+    [ -x "$f" ] || setup_fail "$f not found (run make first)"
 done
-if ! command -v tmux >/dev/null 2>&1; then
-    echo "FAIL setup: tmux is not installed (Debian: apt-get install tmux)"
-    echo "[  PASSED  ] 0 test(s)."
-    echo "[  FAILED  ] 1 test(s)"
-    exit 1
-fi
+command -v tmux >/dev/null 2>&1 || setup_fail "tmux is not installed (Debian: apt-get install tmux)"
 
 test_db() {  # NAME
     REPLY=$1
     [ -n "$PG" ] || return 0
-    local schema
-    schema=$(printf '%s_%d_%d' "${RLSTORE_TEST_PG_PREFIX:-t_tui}" $$ $((${#_pg_schemas[@]} + 1)))
-    if ! psql -X -q "$PG" -c "SET client_min_messages = warning; DROP SCHEMA IF EXISTS $schema CASCADE; CREATE SCHEMA $schema" \
-        </dev/null >/dev/null; then
-        echo "FAIL setup: cannot create the schema $schema in RLSTORE_TEST_PG"
-        return 1
-    fi
-    _pg_schemas+=("$schema")
-    case $PG in *\?*) REPLY="$PG&" ;; *) REPLY="$PG?" ;; esac
-    REPLY="${REPLY}options=-csearch_path%3D$schema"
+    pg_new_schema "${RLSTORE_TEST_PG_PREFIX:-t_tui}" || setup_fail "cannot create a schema in RLSTORE_TEST_PG"
+    pg_uri_of "$REPLY"
 }
 
 start_pane() {  # W H
@@ -137,46 +83,26 @@ wait_gone() {  # TEXT [SECONDS]
 # expect NAME TEXT [SECONDS]: a case passing when TEXT shows up in time
 expect() {
     if wait_for "$2" "${3:-30}"; then
-        _report "$1"
+        report "$1"
     else
-        _report "$1" "'$2' did not appear; the screen was:"
+        report "$1" "'$2' did not appear; the screen was:"
         screen | sed 's/^/    | /'
     fi
 }
 
 expect_gone() {
     if wait_gone "$2" "${3:-30}"; then
-        _report "$1"
+        report "$1"
     else
-        _report "$1" "'$2' did not go away; the screen was:"
+        report "$1" "'$2' did not go away; the screen was:"
         screen | sed 's/^/    | /'
     fi
 }
 
-# A small rule set and a few keys in known states.
+# The shared rule set for the wall clock (tests/fixtures/rules-live.yaml)
+# and a few keys in known states.
 prepare_db() {  # FILE
-    cat >rules.yaml <<'YAML'
-version: 1
-defaults: { tier: free, timezone: UTC }
-tiers:
-  free: {}
-  pro: {}
-  vip: { unlimited: true }
-actions:
-  signup:
-    key: ip
-    limits:
-      - { name: daily, algorithm: fixed_window, limit: 3, window: 1d }
-    tiers:
-      pro: [ { name: daily, limit: 10 } ]
-  login:
-    limits:
-      - name: burst
-        algorithm: fixed_window
-        limit: 4
-        window: 1h
-      - { name: hourly, algorithm: sliding_log, limit: 5, window: 1h }
-YAML
+    cp "$FIXTURES/rules-live.yaml" rules.yaml || return 1
     "$RLCTL" --db "$1" init rules.yaml >/dev/null || return 1
     local i
     for i in 1 2 3; do "$RLCTL" --db "$1" --quiet check signup 192.0.2.1; done

@@ -10,8 +10,8 @@ run() {  # ARGS...: rltop with stdout/stderr in out/err, status in $rc
     rc=$?
 }
 expect_rc() {  # NAME WANT
-    if [ "$rc" = "$2" ]; then _report "$1"; else
-        _report "$1" "exit status $rc, expected $2 (stderr: $(head -c 300 err | tr '\n' ' '))"
+    if [ "$rc" = "$2" ]; then report "$1"; else
+        report "$1" "exit status $rc, expected $2 (stderr: $(head -c 300 err | tr '\n' ' '))"
     fi
 }
 has() { grep -qF -- "$1" out; }
@@ -135,7 +135,7 @@ PY
 check "man/help comparison ran" grep -q '^RESULT' cmp.txt
 grep -v '^RESULT\|^COUNT' cmp.txt
 while IFS=$'\t' read -r _ what msg; do
-    if [ -n "$msg" ]; then _report "man page $what" "$msg"; else _report "man page $what"; fi
+    if [ -n "$msg" ]; then report "man page $what" "$msg"; else report "man page $what"; fi
 done < <(grep '^RESULT' cmp.txt)
 check "help lists at least 25 keys" test "$(sed -n 's/^COUNT\t//p' cmp.txt)" -ge 25
 if command -v groff >/dev/null 2>&1; then
@@ -143,7 +143,7 @@ if command -v groff >/dev/null 2>&1; then
     check "groff formats rltop.1 without warnings" test ! -s groff.txt
     sed 's/^/    groff: /' groff.txt
 else
-    _report "groff formats rltop.1" "groff is not installed (Debian: groff-base)"
+    report "groff formats rltop.1" "groff is not installed (Debian: groff-base)"
 fi
 
 finish
