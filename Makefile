@@ -48,6 +48,8 @@ LDLIBS_ALL = $(PKG_LIBS) -lm -lpthread $(LDLIBS)
 
 CORE_SRCS    := $(sort $(wildcard core/*.c))
 STORAGE_SRCS := $(sort $(wildcard storage/*.c storage/sqlite/*.c storage/pg/*.c))
+# The shared-memory table of `durability: memory` (issue #19; not yet wired).
+STORAGE_SRCS += $(sort $(wildcard storage/shm/*.c))
 SCHEMA_SQL   := $(sort $(wildcard schema/*.sql))
 SCHEMA_PG    := $(sort $(wildcard schema/pg/*.sql))
 LIB_OBJS     := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRCS) $(STORAGE_SRCS)) $(BUILD)/obj/schema_embed.o \
