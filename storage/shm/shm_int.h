@@ -37,6 +37,7 @@ struct shm_head {
     uint64_t slots_off;
     uint64_t file_size;
     uint64_t recoveries;     /* atomic: EOWNERDEAD locks taken over         */
+    uint64_t boot;           /* hash of the boot id it was made in, 0 unknown */
 };
 
 struct shm_bucket {
@@ -79,6 +80,8 @@ struct shm_sizes {
     uint64_t slots_off;
     uint64_t file_size;
 };
+/* A hash of this boot of the host (Linux boot_id), 0 when unknown. */
+uint64_t rls__shm_boot(void);
 int rls__shm_sizes(uint32_t slots, uint32_t key_max, uint32_t log_max,
                    struct shm_sizes *out);
 

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,9 @@
 _Static_assert(sizeof(struct shm_head) <= SHM_HEAD_SIZE, "header fits its page");
 _Static_assert(sizeof(struct shm_bucket) <= SHM_BUCKET_SIZE, "bucket fits its lines");
 _Static_assert(sizeof(struct shm_slot) % 8 == 0, "slot keeps its alignment");
+/* the format: test_shm_table.c writes these two fields to forge files */
+_Static_assert(offsetof(struct shm_head, version) == 8, "version at 8");
+_Static_assert(offsetof(struct shm_head, boot) == 72, "boot at 72");
 
 /* Writes a line of detail into why (when given) and returns code. */
 static int fail(int code, char *why, size_t whylen, const char *fmt, ...)
@@ -42,6 +46,27 @@ static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
     return h;
 }
 
+/* Locks of a table outlive nothing but the host's boot: a lock word held
+ * by a thread of an earlier boot would never be released (no kernel marks
+ * it owner-dead), so a table is tied to the boot it was made in. */
+uint64_t rls__shm_boot(void)
+{
+    static uint64_t cached;
+    uint64_t b = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (b)
+        return b;
+    char id[64];
+    int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, id, sizeof id) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0)
+        return 0;
+    b = fnv1a(0xcbf29ce484222325ull, id, (size_t)n) | 1u;
+    __atomic_store_n(&cached, b, __ATOMIC_RELAXED);
+    return b;
+}
+
 int rls__shm_path(char *buf, size_t cap, const char *dir, const char *identity)
 {
     if (!buf || cap == 0)
@@ -50,7 +75,8 @@ int rls__shm_path(char *buf, size_t cap, const char *dir, const char *identity)
     if (!dir || !*dir || !identity || !*identity)
         return RLS_EINVAL;
     uint64_t h = fnv1a(0xcbf29ce484222325ull, identity, strlen(identity));
-    int n = snprintf(buf, cap, "%s/rlstore-%016llx.shm", dir, (unsigned long long)h);
+    int n = snprintf(buf, cap, "%s/rlstore-%016llx-%08x.shm", dir, (unsigned long long)h,
+                     (unsigned)(rls__shm_boot() & 0xffffffffu));
     if (n < 0 || (size_t)n >= cap) {
         buf[0] = '\0';
         return RLS_EINVAL;
@@ -103,6 +129,10 @@ static int head_check(const struct shm_head *h, uint64_t st_size, char *why, siz
         z.nbuckets != h->nbuckets || z.slot_size != h->slot_size ||
         z.slots_off != h->slots_off || z.file_size != h->file_size)
         return fail(RLS_ECORRUPT, why, whylen, "table header is inconsistent");
+    uint64_t boot = rls__shm_boot();
+    if (h->boot && boot && h->boot != boot)
+        return fail(RLS_ECORRUPT, why, whylen,
+                    "table was made before the host restarted: remove it");
     if (st_size != h->file_size)
         return fail(RLS_ECORRUPT, why, whylen, "table file is %llu bytes, its header says %llu",
                     (unsigned long long)st_size, (unsigned long long)h->file_size);
@@ -206,6 +236,7 @@ static int init_table(unsigned char *base, const rls__shm_geom *g, const struct 
     h->log_max = g->log_max;
     h->slots_off = z->slots_off;
     h->file_size = z->file_size;
+    h->boot = rls__shm_boot();
     memcpy(h->magic, SHM_MAGIC, sizeof h->magic);
     return RLS_OK;
 }

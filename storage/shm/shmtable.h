@@ -62,7 +62,11 @@
  * one size, the table one flat array without an allocator to crash in.
  *
  * Survives: process restarts (the file stays, every state in it).  Lost:
- * a host reboot (/dev/shm is memory) or the file's removal.
+ * a host reboot (/dev/shm is memory; a file kept on disk carries the boot
+ * id it was made in and is refused after a reboot, and rls__shm_path names
+ * a new one) or the file's removal.  Processes sharing a table share one
+ * PID namespace (robust futexes name their owner by thread id) and do not
+ * fork while holding a transaction.
  *
  * Threads: a handle (rls__shm) may be shared by threads; a transaction
  * (rls__shm_txn) belongs to one thread, which holds no other transaction
@@ -101,10 +105,13 @@ typedef struct rls__shm_info {
 } rls__shm_info;
 
 /*
- * Writes "<dir>/rlstore-<16 hex digits>.shm" into buf: the digits a hash
- * of identity (e.g. the database's path or a PostgreSQL database's name),
- * so that every process of one database finds one table.  RLS_OK, or
- * RLS_EINVAL (NULL, empty, or buf too small; buf then holds "").
+ * Writes "<dir>/rlstore-<16 hex>-<8 hex>.shm" into buf: a hash of identity
+ * (e.g. the database's path or a PostgreSQL database's name), so that
+ * every process of one database finds one table, and a hash of the host's
+ * boot id, so that a table kept on disk (beside the database) is never
+ * used after a reboot: its lock words may name threads of the earlier
+ * boot, which no kernel will ever mark dead.  RLS_OK, or RLS_EINVAL (NULL,
+ * empty, or buf too small; buf then holds "").
  */
 int rls__shm_path(char *buf, size_t cap, const char *dir, const char *identity);
 
@@ -121,7 +128,8 @@ int rls__shm_path(char *buf, size_t cap, const char *dir, const char *identity);
  *   RLS_ECANTOPEN  cannot open or create (permissions, missing folder)
  *   RLS_ENOTDB   the file is not a table of this format (magic, version,
  *                ABI, or too short to hold a header)
- *   RLS_ECORRUPT the header is ours but the file size disagrees with it
+ *   RLS_ECORRUPT the header is ours but the file size disagrees with it,
+ *                or the table was made before the host's last restart
  *   RLS_ECONFIG  a valid table of another geometry than g
  *   RLS_EFULL    no space to make the table (ENOSPC on /dev/shm)
  *   RLS_ENOMEM   out of memory, or mmap failed

@@ -341,6 +341,15 @@ static void foreign_and_wrong_size_files_are_refused_and_left_alone(void **state
     write_file(p, "", 0);
     assert_int_equal(open_code(p, &G), RLS_ENOTDB);
 
+    /* a table of ours made in another boot of the host */
+    const char *b = new_path();
+    rls__shm_close(open_ok(b, &G));
+    int bfd = open(b, O_RDWR);
+    uint64_t boot = 12345;
+    assert_int_equal(pwrite(bfd, &boot, sizeof boot, 72), sizeof boot);   /* head.boot */
+    close(bfd);
+    assert_int_equal(open_code(b, &G), RLS_ECORRUPT);
+
     /* a table of ours, then truncated, grown, of another geometry or version */
     const char *q = new_path();
     rls__shm *t = open_ok(q, &G);
@@ -425,7 +434,7 @@ static void a_table_path_is_derived_from_the_identity(void **state)
     assert_string_equal(a, b);
     assert_string_not_equal(a, c);
     assert_int_equal(strncmp(a, "/dev/shm/rlstore-", 17), 0);
-    assert_int_equal(strlen(a), strlen("/dev/shm/rlstore-") + 16 + 4);
+    assert_int_equal(strlen(a), strlen("/dev/shm/rlstore-") + 16 + 1 + 8 + 4);
     assert_int_equal(rls__shm_path(small, sizeof small, "/dev/shm", "x"), RLS_EINVAL);
     assert_string_equal(small, "");
     assert_int_equal(rls__shm_path(a, sizeof a, "/dev/shm", ""), RLS_EINVAL);
