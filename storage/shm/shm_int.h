@@ -38,6 +38,8 @@ struct shm_head {
     uint64_t file_size;
     uint64_t recoveries;     /* atomic: EOWNERDEAD locks taken over         */
     uint64_t boot;           /* hash of the boot id it was made in, 0 unknown */
+    uint64_t seed;           /* random, per table: the placement hash's key,
+                                so keys cannot be chosen to fill one bucket */
 };
 
 struct shm_bucket {
@@ -70,6 +72,7 @@ struct rls__shm {
     uint32_t key_max;
     uint32_t log_max;
     uint64_t slots_off;
+    uint64_t seed;
     uint64_t dev, ino;
 };
 

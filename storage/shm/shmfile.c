@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "rlstore.h"
@@ -198,6 +199,7 @@ static int attach(rls__shm **out, const char *path, const rls__shm_geom *g, char
     t->key_max = h.key_max;
     t->log_max = h.log_max;
     t->slots_off = h.slots_off;
+    t->seed = h.seed;
     t->dev = (uint64_t)st.st_dev;
     t->ino = (uint64_t)st.st_ino;
     *out = t;
@@ -237,6 +239,8 @@ static int init_table(unsigned char *base, const rls__shm_geom *g, const struct 
     h->slots_off = z->slots_off;
     h->file_size = z->file_size;
     h->boot = rls__shm_boot();
+    if (getrandom(&h->seed, sizeof h->seed, GRND_NONBLOCK) != (ssize_t)sizeof h->seed)
+        h->seed = fnv1a(h->boot ^ (uint64_t)getpid(), &h, sizeof h);   /* rare */
     memcpy(h->magic, SHM_MAGIC, sizeof h->magic);
     return RLS_OK;
 }

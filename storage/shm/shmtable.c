@@ -25,9 +25,11 @@ static uint64_t mix64(uint64_t z)
     return z ^ (z >> 31);
 }
 
-static uint64_t item_hash(const rls__shm_item *it)
+/* Keyed by the table's random seed: the buckets of a key cannot be
+ * predicted, so keys cannot be chosen to fill a victim key's buckets. */
+static uint64_t item_hash(const rls__shm *t, const rls__shm_item *it)
 {
-    uint64_t h = 0xcbf29ce484222325ull ^ mix64((uint64_t)it->lid);
+    uint64_t h = 0xcbf29ce484222325ull ^ mix64((uint64_t)it->lid ^ t->seed);
     const unsigned char *k = it->key;
     for (size_t i = 0; i < it->key_len; i++) {
         h ^= k[i];
@@ -220,7 +222,7 @@ static int lock_items(rls__shm *t, const rls__shm_item *items, size_t n, int64_t
     for (size_t i = 0; i < n; i++) {
         tx->item[i] = items[i];
         tx->slot[i] = UINT32_MAX;
-        placement(t, item_hash(&items[i]), &b1[i], &b2[i], &tx->tag[i]);
+        placement(t, item_hash(t, &items[i]), &b1[i], &b2[i], &tx->tag[i]);
         lockset_add(tx, b1[i]);
         lockset_add(tx, b2[i]);
     }
