@@ -348,3 +348,64 @@ int rls__shm_write(rls__shm_txn *tx, size_t i, const algo_state *st)
     hook(RLS__SHM_AT_PUBLISHED, i);
     return RLS_OK;
 }
+
+int rls__shm_drop(rls__shm_txn *tx, size_t i)
+{
+    if (!tx || i >= tx->n || tx->nlocked == 0)
+        return RLS_EINVAL;
+    uint32_t s = tx->slot[i];
+    if (s == UINT32_MAX || tx->fresh[i])
+        return RLS_OK;   /* no entry */
+    uint32_t *tag = &shm_bucket_at(tx->t, s / RLS__SHM_WAYS)->tag[s % RLS__SHM_WAYS];
+    __atomic_store_n(tag, 0, __ATOMIC_RELEASE);
+    tx->fresh[i] = 1;   /* a write now makes it again, in the same slot */
+    return RLS_OK;
+}
+
+/* ---- walking the table ---------------------------------------------------------- */
+
+/* fn for each live entry of bucket b (locked by the caller). */
+static int each_in(rls__shm *t, uint32_t b, int64_t now, rls__shm_each_fn fn, void *ctx)
+{
+    struct shm_bucket *bk = shm_bucket_at(t, b);
+    for (uint32_t w = 0; w < RLS__SHM_WAYS; w++) {
+        if (bk->tag[w] == 0)
+            continue;
+        struct shm_slot *sl = shm_slot_at(t, b * RLS__SHM_WAYS + w);
+        uint32_t cur = sl->cur & 1;
+        const struct shm_copy *c = &sl->copy[cur];
+        if (c->expires_ms <= now)
+            continue;
+        algo_state st;
+        memset(&st, 0, sizeof st);
+        st.present = 1;
+        st.a = c->a;
+        st.b = c->b;
+        st.c = c->c;
+        st.last_ms = c->last_ms;
+        st.expires_ms = c->expires_ms;
+        st.log_len = c->log_len <= (size_t)t->log_max * ALGO_LOG_ENTRY ? c->log_len : 0;
+        st.log = st.log_len ? shm_log_of(t, sl, cur) : NULL;
+        st.log_cap = st.log_len;
+        size_t klen = sl->key_len <= t->key_max ? sl->key_len : t->key_max;
+        int r = fn(ctx, sl->lid, c->kind, shm_key_of(t, sl), klen, &st);
+        if (r != 0)
+            return r;
+    }
+    return 0;
+}
+
+int rls__shm_each(rls__shm *t, int64_t now, rls__shm_each_fn fn, void *ctx)
+{
+    if (!t || !fn)
+        return RLS_EINVAL;
+    for (uint32_t b = 0; b < t->nbuckets; b++) {
+        if (bucket_lock(t, b) != 0)
+            return RLS_ECORRUPT;
+        int r = each_in(t, b, now, fn, ctx);
+        pthread_mutex_unlock(&shm_bucket_at(t, b)->mu);
+        if (r != 0)
+            return r;
+    }
+    return RLS_OK;
+}

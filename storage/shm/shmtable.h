@@ -205,8 +205,28 @@ int rls__shm_read(const rls__shm_txn *tx, size_t i, algo_state *st);
  */
 int rls__shm_write(rls__shm_txn *tx, size_t i, const algo_state *st);
 
+/*
+ * Removes the entry of item i (a reset): from now on it reads absent.  One
+ * store, so a process killed around it leaves the entry or nothing.
+ * RLS_OK (also when there was no entry), or RLS_EINVAL.
+ */
+int rls__shm_drop(rls__shm_txn *tx, size_t i);
+
 /* Releases every lock of tx.  Idempotent. */
 void rls__shm_unlock(rls__shm_txn *tx);
+
+/*
+ * Calls fn for every entry whose state has not expired at now (usage
+ * listings, counts), one bucket locked at a time: each entry is seen
+ * whole, the table not at one instant.  st->log points into the table and
+ * is valid during the call only; neither fn nor the caller may hold a
+ * transaction of the table (that would wait for itself).  A nonzero
+ * return of fn stops the walk and is returned; else RLS_OK, or
+ * RLS_ECORRUPT when a lock cannot be taken.
+ */
+typedef int (*rls__shm_each_fn)(void *ctx, int64_t lid, int kind, const void *key,
+                                size_t key_len, const algo_state *st);
+int rls__shm_each(rls__shm *t, int64_t now, rls__shm_each_fn fn, void *ctx);
 
 /*
  * Tests only: when not NULL, called at the points below inside the

@@ -4,7 +4,8 @@
  * shows it to a second handle; a state of another algorithm reads absent;
  * a transaction that writes nothing changes nothing; expired entries are
  * reused and a full table says RLS_EFULL with nothing changed; two-choice
- * buckets fill most of the table; foreign, truncated and other-geometry
+ * buckets fill most of the table; live entries are listed and dropped
+ * entries read absent; foreign, truncated and other-geometry
  * files are refused with their own codes and left as they were; bad
  * arguments are refused.  The multi-process suites (racing creators,
  * exactness, kill -9 inside the critical section) are in
@@ -304,6 +305,64 @@ static void two_choices_fill_most_of_the_table(void **state)
     rls__shm_close(t);
 }
 
+struct listing {
+    int n;
+    int64_t sum;
+    int stop_at;
+};
+
+static int list_one(void *ctx, int64_t lid, int kind, const void *key, size_t key_len,
+                    const algo_state *st)
+{
+    struct listing *l = ctx;
+    assert_int_equal(kind, ALGO_FIXED_WINDOW);
+    assert_int_equal(key_len, 2);
+    assert_int_equal(((const char *)key)[0], 'k');
+    assert_int_equal(st->b, 2 * st->a);
+    l->n++;
+    l->sum += lid * 1000 + st->a;
+    return l->n == l->stop_at ? 7 : 0;
+}
+
+static void entries_are_listed_and_dropped(void **state)
+{
+    rls__shm *t = open_ok(new_path(), &G);
+    char key[16];
+    for (int i = 0; i < 5; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        assert_int_equal(put(t, 1 + i % 2, key, i + 1, i == 4 ? 100 : 1000, 0), RLS_OK);
+    }
+    struct listing l = { 0, 0, 0 };
+    assert_int_equal(rls__shm_each(t, 100, list_one, &l), RLS_OK);   /* k4 expired */
+    assert_int_equal(l.n, 4);
+    assert_int_equal(l.sum, 1001 + 2002 + 1003 + 2004);
+    l = (struct listing){ 0, 0, 2 };
+    assert_int_equal(rls__shm_each(t, 100, list_one, &l), 7);   /* stopped */
+    assert_int_equal(l.n, 2);
+
+    rls__shm_txn tx;
+    rls__shm_item its[2] = { item(2, "k1"), item(1, "zz") };
+    assert_int_equal(rls__shm_lock(t, its, 2, 0, &tx), RLS_OK);
+    assert_int_equal(rls__shm_drop(&tx, 0), RLS_OK);
+    assert_int_equal(rls__shm_drop(&tx, 1), RLS_OK);   /* absent: nothing to do */
+    assert_int_equal(rls__shm_drop(&tx, 2), RLS_EINVAL);
+    rls__shm_unlock(&tx);
+    assert_int_equal(get(t, 2, "k1"), -1);
+    l = (struct listing){ 0, 0, 0 };
+    assert_int_equal(rls__shm_each(t, 100, list_one, &l), RLS_OK);
+    assert_int_equal(l.n, 3);
+    /* dropped and written again in one transaction: the new state */
+    assert_int_equal(rls__shm_lock(t, its, 1, 0, &tx), RLS_OK);
+    algo_state s = state_of(9, 1000);
+    assert_int_equal(rls__shm_write(&tx, 0, &s), RLS_OK);
+    assert_int_equal(rls__shm_drop(&tx, 0), RLS_OK);
+    assert_int_equal(rls__shm_write(&tx, 0, &s), RLS_OK);
+    rls__shm_unlock(&tx);
+    assert_int_equal(get(t, 2, "k1"), 9);
+    assert_int_equal(rls__shm_each(NULL, 0, list_one, &l), RLS_EINVAL);
+    rls__shm_close(t);
+}
+
 static void write_file(const char *p, const void *data, size_t n)
 {
     FILE *f = fopen(p, "wb");
@@ -450,6 +509,7 @@ int main(void)
         cmocka_unit_test(a_transaction_that_writes_nothing_changes_nothing),
         cmocka_unit_test(expired_entries_are_reused_and_a_full_table_changes_nothing),
         cmocka_unit_test(two_choices_fill_most_of_the_table),
+        cmocka_unit_test(entries_are_listed_and_dropped),
         cmocka_unit_test(foreign_and_wrong_size_files_are_refused_and_left_alone),
         cmocka_unit_test(bad_arguments_are_refused),
         cmocka_unit_test(a_table_path_is_derived_from_the_identity),
