@@ -48,6 +48,8 @@ LDLIBS_ALL = $(PKG_LIBS) -lm -lpthread $(LDLIBS)
 
 CORE_SRCS    := $(sort $(wildcard core/*.c))
 STORAGE_SRCS := $(sort $(wildcard storage/*.c storage/sqlite/*.c storage/pg/*.c))
+# The shared-memory table of `durability: memory` (issue #19; not yet wired).
+STORAGE_SRCS += $(sort $(wildcard storage/shm/*.c))
 SCHEMA_SQL   := $(sort $(wildcard schema/*.sql))
 SCHEMA_PG    := $(sort $(wildcard schema/pg/*.sql))
 LIB_OBJS     := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRCS) $(STORAGE_SRCS)) $(BUILD)/obj/schema_embed.o \
@@ -116,7 +118,7 @@ EXAMPLES     := $(BUILD)/examples/quickstart $(BUILD)/examples/simulate \
                 $(BUILD)/examples/signup $(BUILD)/examples/http429
 
 .PHONY: all deps test test-bins test-pg check-deps bench demo clean sanitize valgrind check stress fuzz
-.PHONY: install uninstall lint
+.PHONY: install uninstall lint bench-shm
 all: deps $(BUILD)/librlstore.so $(BUILD)/librlstore.a $(TOOLS) $(EXAMPLES)
 
 # ---- dependencies ----------------------------------------------------------
@@ -273,6 +275,17 @@ bench: all $(BUILD)/bench/rlbench
 	    python3 bench/plot.py $(BUILD)/bench/results.json $(BUILD)/bench/results.svg && \
 	    echo "plot: $(BUILD)/bench/results.svg" || st=1; \
 	else echo "plot skipped: python3 not found"; fi; exit $$st
+
+# The shared-memory table's micro-benchmark (issue #19, not yet wired into
+# checks): ns per locked update, one process and two.  It uses the table's
+# internal API, so it links the static library.  Figures only, no verdicts.
+$(BUILD)/bench/shm_bench: bench/shm/shm_bench.c $(BUILD)/librlstore.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(WARN) -O2 -g $(SANFLAGS) -Iinclude -Icore -Istorage $(CFLAGS) $< -o $@ \
+	    $(BUILD)/librlstore.a $(LDLIBS_ALL) $(LDFLAGS)
+
+bench-shm: $(BUILD)/bench/shm_bench
+	@$(BUILD)/bench/shm_bench $(if $(QUICK),200000)
 
 # ---- demo ------------------------------------------------------------------
 demo: all

@@ -1,0 +1,460 @@
+/*
+ * test_shm_procs.c - the shared-memory table (storage/shm/) under many
+ * processes: N processes racing to make one new table all attach the same
+ * whole table; P processes x T threads of read-modify-write transactions
+ * (several slots at once, new entries made under contention) leave exact
+ * totals; a process SIGKILLed at a chosen point inside the critical
+ * section (locks held, half a copy written, a copy written but not
+ * published, published) never wedges the others, never leaves a torn
+ * state, and every count is the acknowledged updates plus the killed
+ * call's published part, 200 rounds.  Processes wait for each other
+ * through pipes and waitpid: no sleeps, no clocks.
+ *
+ * Knobs: RLS_SHM_OPS (transactions per thread, default 20000),
+ * RLS_SHM_KILL_ROUNDS (default 200).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "rlstore.h"
+#include "shm/shmtable.h"
+
+static char dir[256];
+static const rls__shm_geom G = { 1024, 32, 0 };
+
+static int group_setup(void **state)
+{
+    snprintf(dir, sizeof dir, "%s/shmprocs.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static int knob(const char *name, int dflt)
+{
+    const char *v = getenv(name);
+    return v && atoi(v) > 0 ? atoi(v) : dflt;
+}
+
+static rls__shm_item item(int64_t lid, const char *key)
+{
+    rls__shm_item it = { lid, ALGO_GCRA, key, strlen(key) };
+    return it;
+}
+
+/* The state that holds count n: every field follows from n, so a state
+ * mixed from two writes shows. */
+static algo_state state_of(int64_t n)
+{
+    algo_state s;
+    memset(&s, 0, sizeof s);
+    s.present = 1;
+    s.a = n;
+    s.b = 2 * n;
+    s.c = -n;
+    s.last_ms = n;
+    s.expires_ms = (int64_t)1 << 60;
+    return s;
+}
+
+static int whole(const algo_state *s)
+{
+    return s->b == 2 * s->a && s->c == -s->a && s->last_ms == s->a &&
+           s->expires_ms == (int64_t)1 << 60;
+}
+
+/* One transaction adding 1 to every item's count; no cmocka (children). */
+static int incr(rls__shm *t, const rls__shm_item *its, size_t n)
+{
+    rls__shm_txn tx;
+    int rc = rls__shm_lock(t, its, n, 0, &tx);
+    for (size_t i = 0; rc == RLS_OK && i < n; i++) {
+        algo_state s;
+        memset(&s, 0, sizeof s);
+        rc = rls__shm_read(&tx, i, &s);
+        if (rc == RLS_OK && s.present && !whole(&s))
+            rc = RLS_ECORRUPT;
+        algo_state w = state_of(s.present ? s.a + 1 : 1);
+        if (rc == RLS_OK)
+            rc = rls__shm_write(&tx, i, &w);
+    }
+    rls__shm_unlock(&tx);
+    return rc;
+}
+
+/* The count of each item (0 when absent), checking each state whole. */
+static void counts(rls__shm *t, const rls__shm_item *its, size_t n, int64_t *out,
+                   size_t *nlocked)
+{
+    rls__shm_txn tx;
+    assert_int_equal(rls__shm_lock_peek(t, its, n, 0, &tx), RLS_OK);
+    for (size_t i = 0; i < n; i++) {
+        algo_state s;
+        memset(&s, 0, sizeof s);
+        assert_int_equal(rls__shm_read(&tx, i, &s), RLS_OK);
+        if (s.present && !whole(&s))
+            fail_msg("item %zu torn: a %lld b %lld c %lld last %lld", i, (long long)s.a,
+                     (long long)s.b, (long long)s.c, (long long)s.last_ms);
+        out[i] = s.present ? s.a : 0;
+    }
+    if (nlocked)
+        *nlocked = tx.nlocked;
+    rls__shm_unlock(&tx);
+}
+
+static rls__shm *open_ok(const char *p)
+{
+    rls__shm *t = NULL;
+    char why[200];
+    int rc = rls__shm_open(&t, p, &G, why, sizeof why);
+    if (rc != RLS_OK)
+        fail_msg("open '%s': %s (%s)", p, rls_errname(rc), why);
+    return t;
+}
+
+static void wait_exit0(pid_t pid)
+{
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        fail_msg("child %d ended with status 0x%x", (int)pid, st);
+}
+
+/* ---- racing creators ---------------------------------------------------------- */
+
+struct race_report {
+    int rc;
+    uint64_t ino;
+};
+
+/* A racer: waits for the start (EOF on go), opens, counts itself in. */
+static void racer(const char *p, int go, int res)
+{
+    char c;
+    struct race_report r = { RLS_EIO, 0 };
+    while (read(go, &c, 1) > 0) {
+    }
+    rls__shm *t = NULL;
+    r.rc = rls__shm_open(&t, p, &G, NULL, 0);
+    if (r.rc == RLS_OK) {
+        rls__shm_info info;
+        rls__shm_info_get(t, &info);
+        r.ino = info.ino;
+        rls__shm_item it = item(1, "racers");
+        r.rc = incr(t, &it, 1);
+        rls__shm_close(t);
+    }
+    _exit(write(res, &r, sizeof r) == (ssize_t)sizeof r ? 0 : 1);
+}
+
+/* No temporary file of a maker is left in dir. */
+static void no_temporaries_left(void)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    assert_non_null(d);
+    while ((e = readdir(d)) != NULL)
+        if (strstr(e->d_name, ".tmp"))
+            fail_msg("left behind: %s", e->d_name);
+    closedir(d);
+}
+
+static void racing_creators_all_attach_one_whole_table(void **state)
+{
+    enum { N = 6 };
+    const int rounds = 25;
+    for (int r = 0; r < rounds; r++) {
+        char p[400];
+        int go[2], res[2];
+        pid_t pid[N];
+        snprintf(p, sizeof p, "%s/race%d.shm", dir, r);
+        assert_int_equal(pipe(go), 0);
+        assert_int_equal(pipe(res), 0);
+        for (int i = 0; i < N; i++) {
+            pid[i] = fork();
+            assert_true(pid[i] >= 0);
+            if (pid[i] == 0) {
+                close(go[1]);
+                close(res[0]);
+                racer(p, go[0], res[1]);
+            }
+        }
+        close(go[0]);
+        close(res[1]);
+        close(go[1]);   /* all start at once */
+        struct race_report rep[N];
+        for (int i = 0; i < N; i++)
+            assert_int_equal(read(res[0], &rep[i], sizeof rep[i]), sizeof rep[i]);
+        close(res[0]);
+        for (int i = 0; i < N; i++)
+            wait_exit0(pid[i]);
+        struct stat st;
+        assert_int_equal(stat(p, &st), 0);
+        for (int i = 0; i < N; i++) {
+            if (rep[i].rc != RLS_OK)
+                fail_msg("round %d: racer %d got %s", r, i, rls_errname(rep[i].rc));
+            assert_int_equal(rep[i].ino, (uint64_t)st.st_ino);
+        }
+        rls__shm *t = open_ok(p);
+        rls__shm_item it = item(1, "racers");
+        int64_t n;
+        counts(t, &it, 1, &n, NULL);
+        assert_int_equal(n, N);   /* every racer counted in the one table */
+        rls__shm_close(t);
+    }
+    no_temporaries_left();
+}
+
+/* ---- exactness -------------------------------------------------------------------- */
+
+#define NITEMS 4
+static const char *const keys[NITEMS] = { "x", "y", "x", "y" };
+static const int64_t lids[NITEMS] = { 1, 1, 2, 2 };
+/* The items of transaction j (as bits), several at once and in any order. */
+static const unsigned sets[5] = { 0x1, 0x3, 0xe, 0x9, 0xf };
+
+static size_t set_items(unsigned bits, rls__shm_item *its)
+{
+    size_t n = 0;
+    for (int i = NITEMS - 1; i >= 0; i--)   /* reverse: the table orders */
+        if (bits & (1u << i))
+            its[n++] = item(lids[i], keys[i]);
+    return n;
+}
+
+struct worker {
+    rls__shm *t;
+    int id, ops, rc;
+};
+
+static void *work(void *arg)
+{
+    struct worker *w = arg;
+    rls__shm_item its[NITEMS];
+    for (int j = 0; j < w->ops && w->rc == RLS_OK; j++) {
+        size_t n = set_items(sets[(j + w->id) % 5], its);
+        w->rc = incr(w->t, its, n);
+    }
+    return NULL;
+}
+
+/* A process of T threads sharing one handle. */
+static void worker_process(const char *p, int threads, int ops)
+{
+    rls__shm *t = NULL;
+    if (rls__shm_open(&t, p, &G, NULL, 0) != RLS_OK)
+        _exit(2);
+    pthread_t th[8];
+    struct worker w[8];
+    for (int i = 0; i < threads; i++) {
+        w[i] = (struct worker){ t, i, ops, RLS_OK };
+        if (pthread_create(&th[i], NULL, work, &w[i]) != 0)
+            _exit(3);
+    }
+    int bad = 0;
+    for (int i = 0; i < threads; i++) {
+        pthread_join(th[i], NULL);
+        bad |= w[i].rc != RLS_OK;
+    }
+    rls__shm_close(t);
+    _exit(bad ? 4 : 0);
+}
+
+static void processes_and_threads_leave_exact_totals(void **state)
+{
+    enum { P = 3, T = 4 };
+    const int ops = knob("RLS_SHM_OPS", 20000);
+    char p[400];
+    snprintf(p, sizeof p, "%s/exact.shm", dir);
+    pid_t pid[P];
+    for (int i = 0; i < P; i++) {
+        pid[i] = fork();
+        assert_true(pid[i] >= 0);
+        if (pid[i] == 0)
+            worker_process(p, T, ops);
+    }
+    for (int i = 0; i < P; i++)
+        wait_exit0(pid[i]);
+    int64_t want[NITEMS] = { 0 }, got[NITEMS];
+    for (int th = 0; th < T; th++)
+        for (int j = 0; j < ops; j++)
+            for (int i = 0; i < NITEMS; i++)
+                want[i] += P * ((sets[(j + th) % 5] >> i) & 1);
+    rls__shm *t = open_ok(p);
+    rls__shm_item its[NITEMS];
+    for (int i = 0; i < NITEMS; i++)
+        its[i] = item(lids[i], keys[i]);
+    counts(t, its, NITEMS, got, NULL);
+    for (int i = 0; i < NITEMS; i++) {
+        print_message("item %d: %lld transactions\n", i, (long long)got[i]);
+        assert_int_equal(got[i], want[i]);
+    }
+    rls__shm_close(t);
+}
+
+/* ---- kill -9 inside the critical section --------------------------------------- */
+
+static int stop_op, stop_point, stop_fd;
+static size_t stop_item;
+static int cur_op;
+
+/* The victim's hook: at the chosen point, tell the parent and wait for
+ * the SIGKILL. */
+static void stop_here(int point, size_t it)
+{
+    if (cur_op != stop_op || point != stop_point || it != stop_item)
+        return;
+    char c = 'S';
+    if (write(stop_fd, &c, 1) != 1)
+        _exit(5);
+    for (;;)
+        pause();
+}
+
+/* The victim: acknowledged transactions ('A' after each unlock) until the
+ * hook stops it. */
+static void victim(const char *p, const rls__shm_item *its, size_t n, int fd)
+{
+    rls__shm *t = NULL;
+    if (rls__shm_open(&t, p, &G, NULL, 0) != RLS_OK)
+        _exit(2);
+    stop_fd = fd;
+    rls__shm_hook = stop_here;
+    for (cur_op = 0;; cur_op++) {
+        if (incr(t, its, n) != RLS_OK)
+            _exit(3);
+        char c = 'A';
+        if (write(fd, &c, 1) != 1)
+            _exit(4);
+    }
+}
+
+/* Another process updating the same items: it must get through. */
+static void waiter(const char *p, const rls__shm_item *its, size_t n)
+{
+    rls__shm *t = NULL;
+    if (rls__shm_open(&t, p, &G, NULL, 0) != RLS_OK)
+        _exit(2);
+    _exit(incr(t, its, n) == RLS_OK ? 0 : 3);
+}
+
+/* Forks the victim and returns its acknowledged transactions once it has
+ * stopped at the chosen point (its pid in *pid). */
+static int64_t run_victim(const char *p, const rls__shm_item *its, size_t n, pid_t *pid)
+{
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    *pid = fork();
+    assert_true(*pid >= 0);
+    if (*pid == 0) {
+        close(fds[0]);
+        victim(p, its, n, fds[1]);
+    }
+    close(fds[1]);
+    int64_t acks = 0;
+    char c;
+    for (;;) {
+        ssize_t k = read(fds[0], &c, 1);
+        if (k != 1) {
+            int st = 0;
+            waitpid(*pid, &st, 0);
+            fail_msg("the victim ended before its stop (status 0x%x)", st);
+        }
+        if (c == 'S')
+            break;
+        acks++;
+    }
+    close(fds[0]);
+    return acks;
+}
+
+static void a_process_killed_inside_the_critical_section_wedges_nothing(void **state)
+{
+    const int rounds = knob("RLS_SHM_KILL_ROUNDS", 200);
+    static const char *const names[] = { "", "locked", "half", "written", "published" };
+    char p[400];
+    snprintf(p, sizeof p, "%s/kill.shm", dir);
+    rls__shm *t = open_ok(p);
+    int seen[5] = { 0 };
+    for (int r = 0; r < rounds; r++) {
+        int combo = r % 24, fresh = combo % 2, with_waiter = r % 3 == 0;
+        stop_point = RLS__SHM_AT_LOCKED + (combo / 2) % 4;
+        stop_item = stop_point == RLS__SHM_AT_LOCKED ? 0 : (size_t)(combo / 8);
+        stop_op = fresh ? 0 : r % 3;   /* a fresh round makes its entries */
+        int64_t lid = fresh ? 1000 + r : 1;
+        rls__shm_item its[3] = { item(lid, "p"), item(lid, "q"), item(lid + 1, "p") };
+        int64_t before[3], after[3];
+        rls__shm_info i0, i1;
+        size_t nlocked;
+        counts(t, its, 3, before, NULL);
+        rls__shm_info_get(t, &i0);
+
+        pid_t vic, wai = 0;
+        int64_t acks = run_victim(p, its, 3, &vic);
+        if (with_waiter) {
+            wai = fork();
+            assert_true(wai >= 0);
+            if (wai == 0)
+                waiter(p, its, 3);
+        }
+        int st;
+        assert_int_equal(kill(vic, SIGKILL), 0);
+        assert_int_equal(waitpid(vic, &st, 0), vic);
+        assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+        if (wai)
+            wait_exit0(wai);   /* the others proceed */
+
+        counts(t, its, 3, after, &nlocked);
+        for (size_t i = 0; i < 3; i++) {
+            int published = stop_point != RLS__SHM_AT_LOCKED &&
+                            (i < stop_item || (i == stop_item &&
+                                               stop_point == RLS__SHM_AT_PUBLISHED));
+            int64_t want = before[i] + acks + published + with_waiter;
+            if (after[i] != want)
+                fail_msg("round %d (stop %s at item %zu of op %d): item %zu holds %lld, "
+                         "want %lld", r, names[stop_point], stop_item, stop_op, i,
+                         (long long)after[i], (long long)want);
+        }
+        /* every lock the victim held was taken over exactly once */
+        rls__shm_info_get(t, &i1);
+        assert_int_equal(i1.recoveries - i0.recoveries, nlocked);
+        seen[stop_point]++;
+        if (fresh) {   /* its entries go: any number of rounds fits the table */
+            rls__shm_txn tx;
+            assert_int_equal(rls__shm_lock(t, its, 3, 0, &tx), RLS_OK);
+            for (size_t i = 0; i < 3; i++)
+                assert_int_equal(rls__shm_drop(&tx, i), RLS_OK);
+            rls__shm_unlock(&tx);
+        }
+    }
+    print_message("%d rounds: stopped %d locked, %d half, %d written, %d published\n", rounds,
+                  seen[1], seen[2], seen[3], seen[4]);
+    rls__shm_close(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(racing_creators_all_attach_one_whole_table),
+        cmocka_unit_test(processes_and_threads_leave_exact_totals),
+        cmocka_unit_test(a_process_killed_inside_the_critical_section_wedges_nothing),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

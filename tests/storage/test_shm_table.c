@@ -1,0 +1,518 @@
+/*
+ * test_shm_table.c - the shared-memory table of `durability: memory`
+ * (storage/shm/): a new table finds nothing, keeps what is written and
+ * shows it to a second handle; a state of another algorithm reads absent;
+ * a transaction that writes nothing changes nothing; expired entries are
+ * reused and a full table says RLS_EFULL with nothing changed; two-choice
+ * buckets fill most of the table; live entries are listed and dropped
+ * entries read absent; foreign, truncated and other-geometry
+ * files are refused with their own codes and left as they were; bad
+ * arguments are refused.  The multi-process suites (racing creators,
+ * exactness, kill -9 inside the critical section) are in
+ * test_shm_procs.c.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "rlstore.h"
+#include "shm/shmtable.h"
+
+static char dir[256];
+static char path[512];
+static int seq;
+
+static int group_setup(void **state)
+{
+    snprintf(dir, sizeof dir, "%s/shmtab.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* A fresh path for each test. */
+static const char *new_path(void)
+{
+    snprintf(path, sizeof path, "%s/t%d.shm", dir, ++seq);
+    return path;
+}
+
+static const rls__shm_geom G = { 64, 32, 4 };
+
+static rls__shm *open_ok(const char *p, const rls__shm_geom *g)
+{
+    rls__shm *t = NULL;
+    char why[200];
+    int rc = rls__shm_open(&t, p, g, why, sizeof why);
+    if (rc != RLS_OK)
+        fail_msg("open '%s': %s (%s)", p, rls_errname(rc), why);
+    return t;
+}
+
+static rls__shm_item item(int64_t lid, const char *key)
+{
+    rls__shm_item it = { lid, ALGO_FIXED_WINDOW, key, strlen(key) };
+    return it;
+}
+
+static algo_state state_of(int64_t n, int64_t expires)
+{
+    algo_state s;
+    memset(&s, 0, sizeof s);
+    s.present = 1;
+    s.a = n;
+    s.b = 2 * n;
+    s.c = -n;
+    s.last_ms = n;
+    s.expires_ms = expires;
+    return s;
+}
+
+/* Writes state_of(n, expires) for (lid, key) at now: the return code of
+ * the lock. */
+static int put(rls__shm *t, int64_t lid, const char *key, int64_t n, int64_t expires,
+               int64_t now)
+{
+    rls__shm_txn tx;
+    rls__shm_item it = item(lid, key);
+    int rc = rls__shm_lock(t, &it, 1, now, &tx);
+    if (rc != RLS_OK)
+        return rc;
+    algo_state s = state_of(n, expires);
+    assert_int_equal(rls__shm_write(&tx, 0, &s), RLS_OK);
+    rls__shm_unlock(&tx);
+    return RLS_OK;
+}
+
+/* The a of (lid, key): -1 when absent. */
+static int64_t get(rls__shm *t, int64_t lid, const char *key)
+{
+    rls__shm_txn tx;
+    rls__shm_item it = item(lid, key);
+    algo_state s;
+    memset(&s, 0, sizeof s);
+    assert_int_equal(rls__shm_lock_peek(t, &it, 1, 0, &tx), RLS_OK);
+    assert_int_equal(rls__shm_read(&tx, 0, &s), RLS_OK);
+    rls__shm_unlock(&tx);
+    if (!s.present)
+        return -1;
+    assert_int_equal(s.b, 2 * s.a);
+    assert_int_equal(s.c, -s.a);
+    return s.a;
+}
+
+static void a_new_table_finds_nothing_and_keeps_what_is_written(void **state)
+{
+    rls__shm *t = open_ok(new_path(), &G);
+    assert_int_equal(get(t, 1, "k"), -1);
+    assert_int_equal(put(t, 1, "k", 5, 1000, 0), RLS_OK);
+    assert_int_equal(get(t, 1, "k"), 5);
+    assert_int_equal(put(t, 1, "k", 6, 1000, 0), RLS_OK);   /* updated in place */
+    assert_int_equal(get(t, 1, "k"), 6);
+    assert_int_equal(get(t, 2, "k"), -1);    /* another limit */
+    assert_int_equal(get(t, 1, "kk"), -1);   /* another key: bytes, not a prefix */
+    assert_int_equal(get(t, 1, "K"), -1);
+    /* a second handle (another process would map the same pages) */
+    rls__shm *u = open_ok(path, &G);
+    assert_int_equal(get(u, 1, "k"), 6);
+    assert_int_equal(put(u, 1, "k", 7, 1000, 0), RLS_OK);
+    assert_int_equal(get(t, 1, "k"), 7);
+    rls__shm_info a, b;
+    assert_int_equal(rls__shm_info_get(t, &a), RLS_OK);
+    assert_int_equal(rls__shm_info_get(u, &b), RLS_OK);
+    assert_true(a.ino == b.ino && a.dev == b.dev);
+    assert_int_equal(a.geom.slots, 64);
+    assert_int_equal(a.recoveries, 0);
+    /* attached without a geometry: whatever the file has */
+    rls__shm *v = open_ok(path, NULL);
+    assert_int_equal(get(v, 1, "k"), 7);
+    rls__shm_close(v);
+    rls__shm_close(u);
+    rls__shm_close(t);
+    /* closed and reopened: the state stays (a process restart) */
+    t = open_ok(path, &G);
+    assert_int_equal(get(t, 1, "k"), 7);
+    rls__shm_close(t);
+    rls__shm_close(NULL);
+}
+
+static void a_state_of_another_algorithm_reads_absent(void **state)
+{
+    rls__shm *t = open_ok(new_path(), &G);
+    assert_int_equal(put(t, 1, "k", 5, 1000, 0), RLS_OK);
+    rls__shm_txn tx;
+    rls__shm_item it = item(1, "k");
+    it.kind = ALGO_GCRA;
+    algo_state s = state_of(99, 99);
+    assert_int_equal(rls__shm_lock(t, &it, 1, 0, &tx), RLS_OK);
+    assert_int_equal(rls__shm_read(&tx, 0, &s), RLS_OK);
+    assert_int_equal(s.present, 0);
+    assert_int_equal(s.a, 0);
+    algo_state w = state_of(3, 1000);
+    assert_int_equal(rls__shm_write(&tx, 0, &w), RLS_OK);   /* the new kind's state */
+    rls__shm_unlock(&tx);
+    rls__shm_unlock(&tx);   /* idempotent */
+    assert_int_equal(get(t, 1, "k"), -1);    /* fixed_window's is gone */
+    assert_int_equal(rls__shm_lock(t, &it, 1, 0, &tx), RLS_OK);
+    assert_int_equal(rls__shm_read(&tx, 0, &s), RLS_OK);
+    assert_int_equal(s.present, 1);
+    assert_int_equal(s.a, 3);
+    rls__shm_unlock(&tx);
+    rls__shm_close(t);
+}
+
+static void a_sliding_log_is_kept_up_to_the_tables_bound(void **state)
+{
+    rls__shm *t = open_ok(new_path(), &G);   /* log_max 4 */
+    unsigned char log[5 * ALGO_LOG_ENTRY], back[5 * ALGO_LOG_ENTRY];
+    for (size_t i = 0; i < sizeof log; i++)
+        log[i] = (unsigned char)(i * 7 + 1);
+    rls__shm_txn tx;
+    rls__shm_item it = item(1, "k");
+    it.kind = ALGO_SLIDING_LOG;
+    algo_state s = state_of(2, 1000);
+    s.log = log;
+    s.log_len = 5 * ALGO_LOG_ENTRY;
+    assert_int_equal(rls__shm_lock(t, &it, 1, 0, &tx), RLS_OK);
+    assert_int_equal(rls__shm_write(&tx, 0, &s), RLS_EINVAL);   /* over log_max */
+    s.log_len = 3 * ALGO_LOG_ENTRY + 1;
+    assert_int_equal(rls__shm_write(&tx, 0, &s), RLS_EINVAL);   /* not whole entries */
+    s.log_len = 3 * ALGO_LOG_ENTRY;
+    assert_int_equal(rls__shm_write(&tx, 0, &s), RLS_OK);
+    rls__shm_unlock(&tx);
+    algo_state r;
+    memset(&r, 0, sizeof r);
+    r.log = back;
+    r.log_cap = 2 * ALGO_LOG_ENTRY;   /* too small: refused, nothing copied */
+    assert_int_equal(rls__shm_lock(t, &it, 1, 0, &tx), RLS_OK);
+    assert_int_equal(rls__shm_read(&tx, 0, &r), RLS_EINVAL);
+    assert_int_equal(r.present, 0);
+    r.log_cap = sizeof back;
+    assert_int_equal(rls__shm_read(&tx, 0, &r), RLS_OK);
+    assert_int_equal(r.log_len, 3 * ALGO_LOG_ENTRY);
+    assert_memory_equal(back, log, 3 * ALGO_LOG_ENTRY);
+    assert_ptr_equal(r.log, back);
+    /* a shorter log replaces it */
+    s.log = log + ALGO_LOG_ENTRY;
+    s.log_len = ALGO_LOG_ENTRY;
+    assert_int_equal(rls__shm_write(&tx, 0, &s), RLS_OK);
+    rls__shm_unlock(&tx);
+    assert_int_equal(rls__shm_lock(t, &it, 1, 0, &tx), RLS_OK);
+    assert_int_equal(rls__shm_read(&tx, 0, &r), RLS_OK);
+    assert_int_equal(r.log_len, ALGO_LOG_ENTRY);
+    assert_memory_equal(back, log + ALGO_LOG_ENTRY, ALGO_LOG_ENTRY);
+    rls__shm_unlock(&tx);
+    rls__shm_close(t);
+}
+
+static void a_transaction_that_writes_nothing_changes_nothing(void **state)
+{
+    rls__shm *t = open_ok(new_path(), &G);
+    rls__shm_txn tx;
+    rls__shm_item its[3] = { item(1, "a"), item(2, "a"), item(1, "b") };
+    assert_int_equal(put(t, 2, "a", 4, 1000, 0), RLS_OK);
+    assert_int_equal(rls__shm_lock(t, its, 3, 0, &tx), RLS_OK);
+    rls__shm_unlock(&tx);   /* a denial: nothing written */
+    assert_int_equal(get(t, 1, "a"), -1);
+    assert_int_equal(get(t, 2, "a"), 4);
+    assert_int_equal(get(t, 1, "b"), -1);
+    rls__shm_close(t);
+}
+
+/* 32 slots: 2 buckets of 16, every key's two choices are both. */
+static void expired_entries_are_reused_and_a_full_table_changes_nothing(void **state)
+{
+    const rls__shm_geom g32 = { 32, 32, 0 };
+    rls__shm *t = open_ok(new_path(), &g32);
+    char key[16];
+    for (int i = 0; i < 32; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        /* k3 expires at 500, the others at 1000 + i */
+        assert_int_equal(put(t, 1, key, i + 1, i == 3 ? 500 : 1000 + i, 0), RLS_OK);
+    }
+    /* full at 499: a new key is refused, alone or with a present one */
+    assert_int_equal(put(t, 1, "new", 77, 2000, 499), RLS_EFULL);
+    rls__shm_txn tx;
+    rls__shm_item two[2] = { item(1, "k0"), item(1, "new") };
+    assert_int_equal(rls__shm_lock(t, two, 2, 499, &tx), RLS_EFULL);
+    assert_int_equal(tx.nlocked, 0);
+    for (int i = 0; i < 32; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        assert_int_equal(get(t, 1, key), i + 1);   /* nothing changed */
+    }
+    /* a read-only transaction sees "new" absent and cannot write it */
+    rls__shm_item nw = item(1, "new");
+    algo_state s = state_of(1, 1);
+    assert_int_equal(rls__shm_lock_peek(t, &nw, 1, 499, &tx), RLS_OK);
+    assert_int_equal(rls__shm_read(&tx, 0, &s), RLS_OK);
+    assert_int_equal(s.present, 0);
+    assert_int_equal(rls__shm_write(&tx, 0, &s), RLS_EFULL);
+    rls__shm_unlock(&tx);
+    /* at 500 k3 has expired: its slot is taken, no other */
+    assert_int_equal(put(t, 1, "new", 77, 2000, 500), RLS_OK);
+    assert_int_equal(get(t, 1, "new"), 77);
+    assert_int_equal(get(t, 1, "k3"), -1);
+    for (int i = 0; i < 32; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        if (i != 3)
+            assert_int_equal(get(t, 1, key), i + 1);
+    }
+    /* two new keys in one transaction take two slots (k0, k1 expired) */
+    rls__shm_item nn[2] = { item(2, "x"), item(2, "y") };
+    assert_int_equal(rls__shm_lock(t, nn, 2, 1001, &tx), RLS_OK);
+    assert_int_not_equal(tx.slot[0], tx.slot[1]);
+    rls__shm_unlock(&tx);
+    /* a present key whose state expired keeps its slot: it is found */
+    rls__shm_item k0[2] = { item(1, "k0"), item(2, "x") };
+    assert_int_equal(rls__shm_lock(t, k0, 2, 1001, &tx), RLS_OK);
+    assert_int_equal(tx.fresh[0], 0);
+    assert_int_not_equal(tx.slot[0], tx.slot[1]);
+    rls__shm_unlock(&tx);
+    rls__shm_close(t);
+}
+
+static void two_choices_fill_most_of_the_table(void **state)
+{
+    const rls__shm_geom g = { 4096, 32, 0 };
+    rls__shm *t = open_ok(new_path(), &g);
+    char key[32];
+    int n = 0;
+    for (;; n++) {
+        snprintf(key, sizeof key, "203.0.113.%d:%d", n % 256, n);
+        int rc = put(t, 1 + n % 3, key, n + 1, 1000, 0);
+        if (rc == RLS_EFULL)
+            break;
+        assert_int_equal(rc, RLS_OK);
+    }
+    print_message("first RLS_EFULL after %d of 4096 slots (%.1f%%)\n", n, 100.0 * n / 4096);
+    assert_true(n >= 4096 * 85 / 100);
+    for (int i = 0; i < n; i += 97) {   /* and they are all there */
+        snprintf(key, sizeof key, "203.0.113.%d:%d", i % 256, i);
+        assert_int_equal(get(t, 1 + i % 3, key), i + 1);
+    }
+    rls__shm_close(t);
+}
+
+struct listing {
+    int n;
+    int64_t sum;
+    int stop_at;
+};
+
+static int list_one(void *ctx, int64_t lid, int kind, const void *key, size_t key_len,
+                    const algo_state *st)
+{
+    struct listing *l = ctx;
+    assert_int_equal(kind, ALGO_FIXED_WINDOW);
+    assert_int_equal(key_len, 2);
+    assert_int_equal(((const char *)key)[0], 'k');
+    assert_int_equal(st->b, 2 * st->a);
+    l->n++;
+    l->sum += lid * 1000 + st->a;
+    return l->n == l->stop_at ? 7 : 0;
+}
+
+static void entries_are_listed_and_dropped(void **state)
+{
+    rls__shm *t = open_ok(new_path(), &G);
+    char key[16];
+    for (int i = 0; i < 5; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        assert_int_equal(put(t, 1 + i % 2, key, i + 1, i == 4 ? 100 : 1000, 0), RLS_OK);
+    }
+    struct listing l = { 0, 0, 0 };
+    assert_int_equal(rls__shm_each(t, 100, list_one, &l), RLS_OK);   /* k4 expired */
+    assert_int_equal(l.n, 4);
+    assert_int_equal(l.sum, 1001 + 2002 + 1003 + 2004);
+    l = (struct listing){ 0, 0, 2 };
+    assert_int_equal(rls__shm_each(t, 100, list_one, &l), 7);   /* stopped */
+    assert_int_equal(l.n, 2);
+
+    rls__shm_txn tx;
+    rls__shm_item its[2] = { item(2, "k1"), item(1, "zz") };
+    assert_int_equal(rls__shm_lock(t, its, 2, 0, &tx), RLS_OK);
+    assert_int_equal(rls__shm_drop(&tx, 0), RLS_OK);
+    assert_int_equal(rls__shm_drop(&tx, 1), RLS_OK);   /* absent: nothing to do */
+    assert_int_equal(rls__shm_drop(&tx, 2), RLS_EINVAL);
+    rls__shm_unlock(&tx);
+    assert_int_equal(get(t, 2, "k1"), -1);
+    l = (struct listing){ 0, 0, 0 };
+    assert_int_equal(rls__shm_each(t, 100, list_one, &l), RLS_OK);
+    assert_int_equal(l.n, 3);
+    /* dropped and written again in one transaction: the new state */
+    assert_int_equal(rls__shm_lock(t, its, 1, 0, &tx), RLS_OK);
+    algo_state s = state_of(9, 1000);
+    assert_int_equal(rls__shm_write(&tx, 0, &s), RLS_OK);
+    assert_int_equal(rls__shm_drop(&tx, 0), RLS_OK);
+    assert_int_equal(rls__shm_write(&tx, 0, &s), RLS_OK);
+    rls__shm_unlock(&tx);
+    assert_int_equal(get(t, 2, "k1"), 9);
+    assert_int_equal(rls__shm_each(NULL, 0, list_one, &l), RLS_EINVAL);
+    rls__shm_close(t);
+}
+
+static void write_file(const char *p, const void *data, size_t n)
+{
+    FILE *f = fopen(p, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, n, f), n);
+    fclose(f);
+}
+
+static int open_code(const char *p, const rls__shm_geom *g)
+{
+    rls__shm *t = (rls__shm *)&t;   /* set to NULL on failure */
+    char why[200];
+    int rc = rls__shm_open(&t, p, g, why, sizeof why);
+    print_message("%s: %s\n", rls_errname(rc), why);
+    if (rc == RLS_OK)
+        rls__shm_close(t);
+    else
+        assert_null(t);
+    return rc;
+}
+
+static void foreign_and_wrong_size_files_are_refused_and_left_alone(void **state)
+{
+    static char zeros[8192];
+    char text[] = "SQLite format 3\0 and more";
+    const char *p = new_path();
+    write_file(p, text, sizeof text);
+    assert_int_equal(open_code(p, &G), RLS_ENOTDB);
+    assert_int_equal(open_code(p, NULL), RLS_ENOTDB);
+    struct stat st;
+    assert_int_equal(stat(p, &st), 0);
+    assert_int_equal(st.st_size, sizeof text);   /* not overwritten */
+    write_file(p, zeros, sizeof zeros);
+    assert_int_equal(open_code(p, &G), RLS_ENOTDB);
+    write_file(p, "", 0);
+    assert_int_equal(open_code(p, &G), RLS_ENOTDB);
+
+    /* a table of ours made in another boot of the host */
+    const char *b = new_path();
+    rls__shm_close(open_ok(b, &G));
+    int bfd = open(b, O_RDWR);
+    uint64_t boot = 12345;
+    assert_int_equal(pwrite(bfd, &boot, sizeof boot, 72), sizeof boot);   /* head.boot */
+    close(bfd);
+    assert_int_equal(open_code(b, &G), RLS_ECORRUPT);
+
+    /* a table of ours, then truncated, grown, of another geometry or version */
+    const char *q = new_path();
+    rls__shm *t = open_ok(q, &G);
+    assert_int_equal(put(t, 1, "k", 5, 1000, 0), RLS_OK);
+    rls__shm_info info;
+    rls__shm_info_get(t, &info);
+    rls__shm_close(t);
+    const rls__shm_geom other[3] = { { 128, 32, 4 }, { 64, 33, 4 }, { 64, 32, 5 } };
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(open_code(q, &other[i]), RLS_ECONFIG);
+    const rls__shm_geom rounded = { 49, 32, 4 };   /* 49 rounds up to 64 */
+    assert_int_equal(open_code(q, &rounded), RLS_OK);
+    assert_int_equal(truncate(q, (off_t)info.file_size - 64), 0);
+    assert_int_equal(open_code(q, &G), RLS_ECORRUPT);
+    assert_int_equal(truncate(q, (off_t)info.file_size + 4096), 0);
+    assert_int_equal(open_code(q, &G), RLS_ECORRUPT);
+    assert_int_equal(truncate(q, (off_t)info.file_size), 0);
+    t = open_ok(q, &G);
+    assert_int_equal(get(t, 1, "k"), 5);   /* the state survived the refusals */
+    rls__shm_close(t);
+    int fd = open(q, O_RDWR);
+    uint32_t v = 2;
+    assert_int_equal(pwrite(fd, &v, sizeof v, 8), sizeof v);   /* the version */
+    close(fd);
+    assert_int_equal(open_code(q, &G), RLS_ENOTDB);
+
+    assert_int_equal(open_code(dir, &G), RLS_EISDIR);
+    assert_int_equal(open_code(new_path(), NULL), RLS_ENOTFOUND);
+    char nodir[600];
+    snprintf(nodir, sizeof nodir, "%s/no/such/dir.shm", dir);
+    assert_int_equal(open_code(nodir, &G), RLS_ECANTOPEN);
+}
+
+static void bad_arguments_are_refused(void **state)
+{
+    rls__shm *t = NULL;
+    const rls__shm_geom bad[4] = { { 31, 32, 0 }, { 64, 0, 0 }, { 64, RLS_KEY_MAX_LIMIT + 1, 0 },
+                                   { 64, 32, ALGO_SLIDING_LOG_MAX + 1 } };
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(rls__shm_open(&t, new_path(), &bad[i], NULL, 0), RLS_EINVAL);
+    assert_int_equal(rls__shm_open(NULL, new_path(), &G, NULL, 0), RLS_EINVAL);
+    assert_int_equal(rls__shm_open(&t, "", &G, NULL, 0), RLS_EINVAL);
+    assert_int_equal(rls__shm_open(&t, NULL, &G, NULL, 0), RLS_EINVAL);
+    t = open_ok(new_path(), &G);
+    rls__shm_txn tx;
+    char longkey[40];
+    memset(longkey, 'x', sizeof longkey - 1);
+    longkey[sizeof longkey - 1] = '\0';
+    rls__shm_item its[RLS__SHM_TXN_MAX + 1];
+    for (int i = 0; i <= RLS__SHM_TXN_MAX; i++)
+        its[i] = item(i, "k");
+    assert_int_equal(rls__shm_lock(t, its, 0, 0, &tx), RLS_EINVAL);
+    assert_int_equal(rls__shm_lock(t, its, RLS__SHM_TXN_MAX + 1, 0, &tx), RLS_EINVAL);
+    assert_int_equal(rls__shm_lock(t, its, RLS__SHM_TXN_MAX, 0, &tx), RLS_OK);  /* the most */
+    rls__shm_unlock(&tx);
+    rls__shm_item dup[2] = { item(1, "k"), item(1, "k") };
+    assert_int_equal(rls__shm_lock(t, dup, 2, 0, &tx), RLS_EINVAL);
+    rls__shm_item e = item(1, ""), l = item(1, longkey), z = item(1, "k");
+    z.kind = 0;
+    assert_int_equal(rls__shm_lock(t, &e, 1, 0, &tx), RLS_EKEY);
+    assert_int_equal(rls__shm_lock(t, &l, 1, 0, &tx), RLS_EKEY);
+    assert_int_equal(rls__shm_lock(t, &z, 1, 0, &tx), RLS_EINVAL);
+    longkey[32] = '\0';   /* exactly key_max */
+    assert_int_equal(put(t, 1, longkey, 3, 1000, 0), RLS_OK);
+    assert_int_equal(get(t, 1, longkey), 3);
+    algo_state s = state_of(1, 1);
+    rls__shm_item k = item(1, "k");
+    assert_int_equal(rls__shm_lock(t, &k, 1, 0, &tx), RLS_OK);
+    assert_int_equal(rls__shm_read(&tx, 1, &s), RLS_EINVAL);
+    assert_int_equal(rls__shm_write(&tx, 1, &s), RLS_EINVAL);
+    rls__shm_unlock(&tx);
+    assert_int_equal(rls__shm_write(&tx, 0, &s), RLS_EINVAL);   /* after unlock */
+    rls__shm_close(t);
+}
+
+static void a_table_path_is_derived_from_the_identity(void **state)
+{
+    char a[128], b[128], c[128], small[20];
+    assert_int_equal(rls__shm_path(a, sizeof a, "/dev/shm", "/srv/app/limits.db"), RLS_OK);
+    assert_int_equal(rls__shm_path(b, sizeof b, "/dev/shm", "/srv/app/limits.db"), RLS_OK);
+    assert_int_equal(rls__shm_path(c, sizeof c, "/dev/shm", "/srv/app/other.db"), RLS_OK);
+    assert_string_equal(a, b);
+    assert_string_not_equal(a, c);
+    assert_int_equal(strncmp(a, "/dev/shm/rlstore-", 17), 0);
+    assert_int_equal(strlen(a), strlen("/dev/shm/rlstore-") + 16 + 1 + 8 + 4);
+    assert_int_equal(rls__shm_path(small, sizeof small, "/dev/shm", "x"), RLS_EINVAL);
+    assert_string_equal(small, "");
+    assert_int_equal(rls__shm_path(a, sizeof a, "/dev/shm", ""), RLS_EINVAL);
+    assert_int_equal(rls__shm_path(a, sizeof a, NULL, "x"), RLS_EINVAL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(a_new_table_finds_nothing_and_keeps_what_is_written),
+        cmocka_unit_test(a_state_of_another_algorithm_reads_absent),
+        cmocka_unit_test(a_sliding_log_is_kept_up_to_the_tables_bound),
+        cmocka_unit_test(a_transaction_that_writes_nothing_changes_nothing),
+        cmocka_unit_test(expired_entries_are_reused_and_a_full_table_changes_nothing),
+        cmocka_unit_test(two_choices_fill_most_of_the_table),
+        cmocka_unit_test(entries_are_listed_and_dropped),
+        cmocka_unit_test(foreign_and_wrong_size_files_are_refused_and_left_alone),
+        cmocka_unit_test(bad_arguments_are_refused),
+        cmocka_unit_test(a_table_path_is_derived_from_the_identity),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
