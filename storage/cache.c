@@ -11,7 +11,6 @@
 #include <string.h>
 #include "config.h"
 #include "db.h"
-#include "sqlite/lite.h"
 
 void rls__cache_free(rls_db *db)
 {
@@ -278,41 +277,27 @@ static int load_rules(rls_db *db, int64_t version, ruleset **out)
 }
 
 /*
- * Trusting what the handle knew.  SQLite's data version of the connection
- * (SQLITE_FCNTL_DATA_VERSION) changes with every commit of a write
- * transaction on this connection and, when a transaction starts, whenever
- * another connection has committed since.  A check records it right after its
- * own commit (rls__cache_validate); its own changes to rls_meta (the GC
- * cursor and horizon) the handle mirrors in memory.  If a later write
- * transaction still finds that same version, nothing at all was committed in
- * between, by this handle (an admin change, a GC run) or any other, so
- * rls_meta, the rule cache and the emptiness of the policy and reservation
- * tables are as they were: the check skips reading them.  Only a check can
- * rely on it (only the check path tracks the rows it adds), and only in its
- * write transaction: BEGIN IMMEDIATE takes its snapshot at once, a deferred
- * BEGIN only at its first read.  Any other write transaction, a rollback, or
- * a version that moved for any reason ends the trust.  A split handle
- * (counters main, rules attached) trusts only while neither file's version
- * moved: an admin change commits to the rules file alone.
+ * Trusting what the handle knew.  A check marks what its commit left
+ * (rls__cache_validate; backend.h, mark); its own changes to rls_meta (the
+ * GC cursor and horizon) the handle mirrors in memory.  If a later write
+ * transaction finds that nothing at all was committed since, by this
+ * handle (an admin change, a GC run) or any other (backend.h, unchanged:
+ * SQLite's data version), rls_meta, the rule cache and the emptiness of the
+ * policy and reservation tables are as they were: the check skips reading
+ * them.  Only a check can rely on it (only the check path tracks the rows
+ * it adds), and only in its write transaction: BEGIN IMMEDIATE takes its
+ * snapshot at once, a deferred BEGIN only at its first read.  Any other
+ * write transaction, a rollback, or a version that moved for any reason
+ * ends the trust.
  */
 static int same_version(rls_db *db)
 {
-    unsigned int dv, rdv;
-    return db->trust.meta_dv_ok && db->rc.rules_gen >= 0 &&
-           db->lite->sql &&
-           sqlite3_file_control(db->lite->sql, "main", SQLITE_FCNTL_DATA_VERSION, &dv) == SQLITE_OK &&
-           dv == db->trust.meta_dv &&
-           /* split: an admin change commits to the rules file only */
-           (!db->lite->split ||
-            (sqlite3_file_control(db->lite->sql, "rules", SQLITE_FCNTL_DATA_VERSION, &rdv) ==
-                 SQLITE_OK && rdv == db->lite->rules_meta_dv));
+    return db->rc.rules_gen >= 0 && db->be->unchanged(db);
 }
 
 void rls__cache_validate(rls_db *db)
 {
-    db->trust.meta_dv = db->trust.commit_dv;
-    db->lite->rules_meta_dv = db->lite->rules_commit_dv;
-    db->trust.meta_dv_ok = db->trust.commit_dv_ok;
+    db->be->mark(db);
 }
 
 /* Inside a trusted transaction: learns once per trust which tables are
@@ -340,12 +325,14 @@ int rls__cache_empties(rls_db *db)
  * control row at the start of this transaction (rls__cache_refresh). */
 int rls__no_policy_rows(const rls_db *db)
 {
-    return (db->trust.tx_trusted || db->pg) && db->trust.empties_known && db->trust.policy_none;
+    return (db->trust.tx_trusted || db->be->meta_per_tx) && db->trust.empties_known &&
+           db->trust.policy_none;
 }
 
 int rls__no_reservations(const rls_db *db)
 {
-    return (db->trust.tx_trusted || db->pg) && db->trust.empties_known && db->trust.res_none;
+    return (db->trust.tx_trusted || db->be->meta_per_tx) && db->trust.empties_known &&
+           db->trust.res_none;
 }
 
 int rls__cache_refresh(rls_db *db)
@@ -360,7 +347,7 @@ int rls__cache_refresh(rls_db *db)
      * resolved (and the pointers into it) stays valid to its end, as
      * SQLite's snapshot gives.  A one-flight check (pg_fast.c) decides
      * with the rules as cached, and its guard fails if they changed. */
-    if (db->pg && ((db->conn.in_tx && db->trust.tx_refreshed) || db->trust.fast_trust))
+    if (db->be->meta_per_tx && ((db->conn.in_tx && db->trust.tx_refreshed) || db->trust.fast_trust))
         return RLS_OK;
     int same = same_version(db);
     if (!same)
@@ -380,7 +367,7 @@ int rls__cache_refresh(rls_db *db)
     gen = sql_column_int64(st, 0);
     db->trust.gc_horizon = sql_column_int64(st, 1);
     version = sql_column_int64(st, 2);
-    if (db->pg) {   /* PostgreSQL: known for this transaction (db.h) */
+    if (db->be->meta_per_tx) {   /* PostgreSQL: known for this transaction (pg_forms.h) */
         db->trust.policy_none = sql_column_int(st, 3);
         db->trust.res_none = sql_column_int(st, 4);
         db->trust.policy_gen = sql_column_int64(st, 5);

@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "db.h"
-#include "sqlite/lite.h"
 #include "keycount.h"
 
 #define STATS_KEEP_MS (3600 * 1000LL)
@@ -274,9 +273,9 @@ int rls__gc_step(rls_db *db, int64_t now, int max_rows, int64_t *deleted)
     if (now - db->stats.gc_misc_ms >= MISC_EVERY_MS || now < db->stats.gc_misc_ms) {
         /* split: rows of the rules file only where the handle may write
          * it (admin handles, rlctl gc); expired ones decide nothing */
-        int rules = !db->lite->split || db->lite->rules_rw;
+        int rules = db->be->rules_writable(db);
         if ((rc = exec_time(db, STMT_GC_BLOCKS, now)) ||
-            (db->lite->split && rules && (rc = exec_time(db, STMT_GC_RULES_BLOCKS, now))) ||
+            (db->be->rules_apart(db) && rules && (rc = exec_time(db, STMT_GC_RULES_BLOCKS, now))) ||
             (rules && (rc = exec_time(db, STMT_GC_OVERRIDES, now))) ||
             (rules && (rc = exec_time(db, STMT_GC_ASSIGN, now))) ||
             (rc = exec_time(db, STMT_GC_STATS, now / 1000 - STATS_KEEP_MS / 1000)) ||
