@@ -1,7 +1,7 @@
 /*
  * backend.h - what storage asks of a database engine: one table of
- * operations, filled in by each backend, as SQLite's sqlite3_io_methods is
- * by each operating system.
+ * operations, filled in by each backend, as SQLite's VFS I/O methods are
+ * filled in by each operating system.
  *
  * Storage keeps every statement's text (statements.h, admin.h, copy.h, in
  * SQLite's dialect) and every decision: which rows a check reads and
@@ -18,9 +18,10 @@
  *                    the one-round-trip check)
  *
  * rls_open (handle.c) picks one from the path and puts it in db->be; its
- * part of the handle is db->lite or db->pg, which only its folder reads.
- * Nothing outside the two folders includes <sqlite3.h> or <libpq-fe.h>
- * (tests/lint.sh).  A new backend fills this table and nothing else.
+ * part of the handle (the handle's lite or pg member) only its folder
+ * reads.  Nothing outside the two folders includes SQLite's or libpq's
+ * header or calls them (tests/lint.sh).  A new backend fills this table
+ * and nothing else.
  *
  * Every operation that can fail returns an rlstore code with the error
  * recorded in the handle (rls_errmsg), unless it says otherwise.

@@ -150,6 +150,47 @@ static int attach_ids(rls_db *db, ruleset *rs)
     return RLS_OK;
 }
 
+/* The YAML assignments (all kinds) as candidates: their count.  Their
+ * strings are the rule set's (offset -1). */
+static int yaml_patterns(const ruleset *rs, assign_cand *c, size_t *off)
+{
+    int n = 0;
+    for (int i = 0; i < rs->nassignments; i++) {
+        const rule_assignment *a = &rs->assignments[i];
+        const char *why;
+        if (rls__key_pattern_parse(a->key, &c[n].pat, &why) != 0)
+            continue;  /* validated at apply time; never happens */
+        c[n].text = a->key;
+        c[n].action = a->action;
+        c[n].tier = a->tier;
+        c[n].expires_ms = a->expires_ms;
+        c[n].dynamic = 0;
+        off[n * 3] = (size_t)-1;
+        n++;
+    }
+    return n;
+}
+
+/* Appends s and its NUL to the pattern text *text (of *tlen bytes in
+ * *tcap), its offset into *off: 0, or -1 out of memory. */
+static int text_put(char **text, size_t *tlen, size_t *tcap, const char *s, size_t *off)
+{
+    size_t l = strlen(s) + 1, cap = *tcap;
+    if (*tlen + l > cap) {
+        while (*tlen + l > cap)
+            cap *= 2;
+        char *nt = realloc(*text, cap);
+        if (!nt)
+            return -1;
+        *text = nt;
+        *tcap = cap;
+    }
+    memcpy(*text + *tlen, s, l);
+    *off = *tlen;
+    *tlen += l;
+    return 0;
+}
+
 /* YAML assignments (all kinds) plus the table's non-exact patterns. */
 static int load_patterns(rls_db *db, const ruleset *rs)
 {
@@ -165,19 +206,7 @@ static int load_patterns(rls_db *db, const ruleset *rs)
         rc = st ? RLS_ENOMEM : rls__stmt_failed(db);
         goto fail;
     }
-    for (int i = 0; i < rs->nassignments; i++) {
-        const rule_assignment *a = &rs->assignments[i];
-        const char *why;
-        if (rls__key_pattern_parse(a->key, &c[n].pat, &why) != 0)
-            continue;  /* validated at apply time; never happens */
-        c[n].text = a->key;
-        c[n].action = a->action;
-        c[n].tier = a->tier;
-        c[n].expires_ms = a->expires_ms;
-        c[n].dynamic = 0;
-        off[n * 3] = (size_t)-1;
-        n++;
-    }
+    n = yaml_patterns(rs, c, off);
     while ((rc = sql_step(st)) == SQL_ROW) {
         const char *pat = (const char *)sql_column_text(st, 0);
         const char *act = (const char *)sql_column_text(st, 1);
@@ -196,17 +225,10 @@ static int load_patterns(rls_db *db, const ruleset *rs)
         if (rls__key_pattern_parse(strs[0], &c[n].pat, &why) != 0)
             continue;
         for (int k = 0; k < 3; k++) {
-            size_t l = strlen(strs[k]) + 1;
-            if (tlen + l > tcap) {
-                while (tlen + l > tcap)
-                    tcap *= 2;
-                char *nt = realloc(text, tcap);
-                if (!nt) { rc = SQL_NOMEM; goto out_loop; }
-                text = nt;
+            if (text_put(&text, &tlen, &tcap, strs[k], &off[n * 3 + (size_t)k]) != 0) {
+                rc = SQL_NOMEM;
+                goto out_loop;
             }
-            memcpy(text + tlen, strs[k], l);
-            off[n * 3 + (size_t)k] = tlen;
-            tlen += l;
         }
         c[n].expires_ms = sql_column_int64(st, 3);
         c[n].dynamic = 1;

@@ -272,9 +272,9 @@ int rls__housekeeping_due(const rls_db *db, int64_t now);
 int rls__pg_conflict(rls_db *db, const char *what);
 
 /* TEMPORARY (issue #18, the lead removes it at merge): deny.c still reads
- * db->lite->sql on every handle; until it asks db->be->shared_page, a
- * handle of another backend points db->lite at an empty SQLite part that
- * nothing writes (storage/sqlite/lite.c). */
+ * the SQLite part's connection on every handle; until it asks
+ * be->shared_page, a handle of another backend points its lite member at
+ * an empty SQLite part that nothing writes (storage/sqlite/lite.c). */
 void rls__lite_interim(rls_db *db);
 
 /* ---- statecache.c: last known states (PostgreSQL's one-flight check) --- */
