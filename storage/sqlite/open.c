@@ -436,11 +436,13 @@ static int options_own(rls_db *db)
 int rls__lite_init(rls_db *db, const char *path)
 {
     int created_counters = 0;
-    if (!(db->lite = calloc(1, sizeof *db->lite)) || !(db->ident.path = strdup(path)))
+    if (!(db->lite = calloc(1, sizeof *db->lite)))
         return rls__error(db, RLS_ENOMEM, "out of memory");
     db->lite->ckpt_fd = RLS_CKPT_FD_NONE;
     db->lite->rules_ckpt_fd = RLS_CKPT_FD_NONE;
     db->lite->file_dir[0] = db->lite->file_dir[1] = -1;
+    if (!(db->ident.path = strdup(path)))
+        return rls__error(db, RLS_ENOMEM, "out of memory");
     int rc = options_own(db);
     return rc == RLS_OK ? prepare_files(db, &db->ident.created, &created_counters) : rc;
 }
