@@ -29,9 +29,10 @@ typedef struct stat_acc {
 
 /*
  * The handle, in parts each owned by one module (the others call its
- * functions): what it is (ident), the statement layer (conn: stmt.c), the
- * backend's private connection (lite: storage/sqlite/, pg: storage/pg/,
- * exactly one of them non-NULL while connected), the rule cache (rc:
+ * functions): its backend's operations (be: backend.h), what it is
+ * (ident), the statement layer (conn: stmt.c), the backend's own part
+ * (lite: storage/sqlite/, pg: storage/pg/; only the handle's backend
+ * allocates its own, and only its folder reads it), the rule cache (rc:
  * cache.c, everykey.c), what the handle may trust between transactions
  * (trust: cache.c), the in-process stats (stats: gc.c, keystats.c) and the
  * denial cache (deny: deny.c).
