@@ -19,8 +19,8 @@ rls_stmt *rls__astmt(rls_db *db, int id)
     rls_stmt *st = db->conn.astmt[id];
     if (st)
         return st;
-    if (rls__prepare(db, 1, id, astmt_sql[id], &st) != RLS_OK)
-        return NULL;   /* in its split form in a split handle (stmt.c) */
+    if (rls__prepare(db, RLS_TABLE_ADMIN, id, astmt_sql[id], &st) != RLS_OK)
+        return NULL;   /* in its backend's form (backend.h, prepare) */
     db->conn.astmt[id] = st;
     return st;
 }

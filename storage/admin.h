@@ -42,22 +42,6 @@
     /* the actions a key as stored has a block for (unblock of every action) */ \
     XX(BLOCK_KEY_ACTIONS, "SELECT action FROM rls_blocks WHERE key = ?1")
 
-/* Their split forms (db.h explains RLS_STMT_SPLIT_MAP).  A key may have a
- * manual block (rules) and a penalty (counters) for the same action. */
-#define RLS__ALL_BLOCKS(cols)                                                 \
-    "(SELECT " cols " FROM rules.rls_blocks UNION ALL SELECT " cols " FROM main.rls_blocks)"
-
-#define RLS_ADMIN_SPLIT_MAP(XX)                                               \
-    XX(VERSIONS, SPLIT_RULES, NULL)                                           \
-    XX(RULES_ACTIVE, SPLIT_RULES, NULL)                                       \
-    XX(BLOCK_LIST, SPLIT_OWN, "SELECT CAST(key AS TEXT), action, until_ms,"   \
-       " CASE kind WHEN 0 THEN 'manual' ELSE 'penalty' END, level, rule, reason, os_user, created_ms" \
-       " FROM " RLS__ALL_BLOCKS("*") " WHERE until_ms = 0 OR until_ms > ?1"    \
-       " ORDER BY key, action, kind")                                          \
-    XX(EVERY_ROWS, SPLIT_RULES, NULL)                                         \
-    XX(BLOCK_KEY_ACTIONS, SPLIT_OWN, "SELECT action FROM "                    \
-       RLS__ALL_BLOCKS("key, action") " WHERE key = ?1")
-
 enum rls_admin_stmt_id {
 #define RLS__ASTMT_ENUM(name, sql) ASTMT_##name,
     RLS_ADMIN_STMT_MAP(RLS__ASTMT_ENUM)
@@ -90,6 +74,12 @@ int rls__rules_yaml(rls_db *db, int64_t version, char **yaml, size_t *len);
 /* Inside a transaction: the active rule-set version into *version, or
  * ENORULES when none is. */
 int rls__rules_active(rls_db *db, int64_t *version);
+
+/* rls_doctor's rows (doctor.c), for the backends' doctor (backend.h):
+ * add appends one (-1: out of memory); text reads the first column of a
+ * one-row statement into buf ("" when there is no row). */
+int rls__doctor_add(rls_rows *r, const char *check, const char *status, const char *detail);
+int rls__doctor_text(rls_db *db, const char *sql, char *buf, size_t size);
 
 /* Starts a read transaction for a listing; rls__commit ends it. */
 int rls__admin_begin_read(rls_db *db);

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "admin.h"
-#include "sqlite/lite.h"
 #include "keyctx.h"
 #include "keycount.h"
 #include "keynorm.h"
@@ -454,7 +453,7 @@ static int reset_fn(rls_db *db, void *p)
     if (rc == RLS_OK && !(a->lids = action_lids(a->ctx->act, &a->nlids)))
         rc = rls__error(db, RLS_ENOMEM, "out of memory");
     if (rc == RLS_OK)
-        rc = key_rows(db, a->ctx, a->lids, a->nlids, !db->lite->split, &a->n);
+        rc = key_rows(db, a->ctx, a->lids, a->nlids, !db->be->rules_apart(db), &a->n);
     if (rc == RLS_OK && a->n == 0)
         rc = rls__error(db, RLS_ENOTFOUND, "key has no counters for action '%s'", a->action);
     if (rc == RLS_OK) {
@@ -487,7 +486,7 @@ int rls_reset_at(rls_db *db, const char *action, const char *key, int64_t now_ms
     rc = rls__write_tx(db, reset_fn, &a);
     lids = a.lids;
     nlids = a.nlids;
-    if (rc == RLS_OK && db->lite->split) {
+    if (rc == RLS_OK && db->be->rules_apart(db)) {
         if ((rc = rls__begin(db, 1)) == RLS_OK &&
             (rc = key_rows(db, ctx, lids, nlids, 1, &n)) == RLS_OK)
             rc = rls__commit(db);

@@ -11,7 +11,6 @@
 #include <string.h>
 #include "config.h"
 #include "db.h"
-#include "sqlite/lite.h"
 
 void rls__cache_free(rls_db *db)
 {
@@ -151,6 +150,47 @@ static int attach_ids(rls_db *db, ruleset *rs)
     return RLS_OK;
 }
 
+/* The YAML assignments (all kinds) as candidates: their count.  Their
+ * strings are the rule set's (offset -1). */
+static int yaml_patterns(const ruleset *rs, assign_cand *c, size_t *off)
+{
+    int n = 0;
+    for (int i = 0; i < rs->nassignments; i++) {
+        const rule_assignment *a = &rs->assignments[i];
+        const char *why;
+        if (rls__key_pattern_parse(a->key, &c[n].pat, &why) != 0)
+            continue;  /* validated at apply time; never happens */
+        c[n].text = a->key;
+        c[n].action = a->action;
+        c[n].tier = a->tier;
+        c[n].expires_ms = a->expires_ms;
+        c[n].dynamic = 0;
+        off[n * 3] = (size_t)-1;
+        n++;
+    }
+    return n;
+}
+
+/* Appends s and its NUL to the pattern text *text (of *tlen bytes in
+ * *tcap), its offset into *off: 0, or -1 out of memory. */
+static int text_put(char **text, size_t *tlen, size_t *tcap, const char *s, size_t *off)
+{
+    size_t l = strlen(s) + 1, cap = *tcap;
+    if (*tlen + l > cap) {
+        while (*tlen + l > cap)
+            cap *= 2;
+        char *nt = realloc(*text, cap);
+        if (!nt)
+            return -1;
+        *text = nt;
+        *tcap = cap;
+    }
+    memcpy(*text + *tlen, s, l);
+    *off = *tlen;
+    *tlen += l;
+    return 0;
+}
+
 /* YAML assignments (all kinds) plus the table's non-exact patterns. */
 static int load_patterns(rls_db *db, const ruleset *rs)
 {
@@ -166,19 +206,7 @@ static int load_patterns(rls_db *db, const ruleset *rs)
         rc = st ? RLS_ENOMEM : rls__stmt_failed(db);
         goto fail;
     }
-    for (int i = 0; i < rs->nassignments; i++) {
-        const rule_assignment *a = &rs->assignments[i];
-        const char *why;
-        if (rls__key_pattern_parse(a->key, &c[n].pat, &why) != 0)
-            continue;  /* validated at apply time; never happens */
-        c[n].text = a->key;
-        c[n].action = a->action;
-        c[n].tier = a->tier;
-        c[n].expires_ms = a->expires_ms;
-        c[n].dynamic = 0;
-        off[n * 3] = (size_t)-1;
-        n++;
-    }
+    n = yaml_patterns(rs, c, off);
     while ((rc = sql_step(st)) == SQL_ROW) {
         const char *pat = (const char *)sql_column_text(st, 0);
         const char *act = (const char *)sql_column_text(st, 1);
@@ -197,17 +225,10 @@ static int load_patterns(rls_db *db, const ruleset *rs)
         if (rls__key_pattern_parse(strs[0], &c[n].pat, &why) != 0)
             continue;
         for (int k = 0; k < 3; k++) {
-            size_t l = strlen(strs[k]) + 1;
-            if (tlen + l > tcap) {
-                while (tlen + l > tcap)
-                    tcap *= 2;
-                char *nt = realloc(text, tcap);
-                if (!nt) { rc = SQL_NOMEM; goto out_loop; }
-                text = nt;
+            if (text_put(&text, &tlen, &tcap, strs[k], &off[n * 3 + (size_t)k]) != 0) {
+                rc = SQL_NOMEM;
+                goto out_loop;
             }
-            memcpy(text + tlen, strs[k], l);
-            off[n * 3 + (size_t)k] = tlen;
-            tlen += l;
         }
         c[n].expires_ms = sql_column_int64(st, 3);
         c[n].dynamic = 1;
@@ -278,41 +299,27 @@ static int load_rules(rls_db *db, int64_t version, ruleset **out)
 }
 
 /*
- * Trusting what the handle knew.  SQLite's data version of the connection
- * (SQLITE_FCNTL_DATA_VERSION) changes with every commit of a write
- * transaction on this connection and, when a transaction starts, whenever
- * another connection has committed since.  A check records it right after its
- * own commit (rls__cache_validate); its own changes to rls_meta (the GC
- * cursor and horizon) the handle mirrors in memory.  If a later write
- * transaction still finds that same version, nothing at all was committed in
- * between, by this handle (an admin change, a GC run) or any other, so
- * rls_meta, the rule cache and the emptiness of the policy and reservation
- * tables are as they were: the check skips reading them.  Only a check can
- * rely on it (only the check path tracks the rows it adds), and only in its
- * write transaction: BEGIN IMMEDIATE takes its snapshot at once, a deferred
- * BEGIN only at its first read.  Any other write transaction, a rollback, or
- * a version that moved for any reason ends the trust.  A split handle
- * (counters main, rules attached) trusts only while neither file's version
- * moved: an admin change commits to the rules file alone.
+ * Trusting what the handle knew.  A check marks what its commit left
+ * (rls__cache_validate; backend.h, mark); its own changes to rls_meta (the
+ * GC cursor and horizon) the handle mirrors in memory.  If a later write
+ * transaction finds that nothing at all was committed since, by this
+ * handle (an admin change, a GC run) or any other (backend.h, unchanged:
+ * SQLite's data version), rls_meta, the rule cache and the emptiness of the
+ * policy and reservation tables are as they were: the check skips reading
+ * them.  Only a check can rely on it (only the check path tracks the rows
+ * it adds), and only in its write transaction: BEGIN IMMEDIATE takes its
+ * snapshot at once, a deferred BEGIN only at its first read.  Any other
+ * write transaction, a rollback, or a version that moved for any reason
+ * ends the trust.
  */
 static int same_version(rls_db *db)
 {
-    unsigned int dv, rdv;
-    return db->trust.meta_dv_ok && db->rc.rules_gen >= 0 &&
-           db->lite->sql &&
-           sqlite3_file_control(db->lite->sql, "main", SQLITE_FCNTL_DATA_VERSION, &dv) == SQLITE_OK &&
-           dv == db->trust.meta_dv &&
-           /* split: an admin change commits to the rules file only */
-           (!db->lite->split ||
-            (sqlite3_file_control(db->lite->sql, "rules", SQLITE_FCNTL_DATA_VERSION, &rdv) ==
-                 SQLITE_OK && rdv == db->lite->rules_meta_dv));
+    return db->rc.rules_gen >= 0 && db->be->unchanged(db);
 }
 
 void rls__cache_validate(rls_db *db)
 {
-    db->trust.meta_dv = db->trust.commit_dv;
-    db->lite->rules_meta_dv = db->lite->rules_commit_dv;
-    db->trust.meta_dv_ok = db->trust.commit_dv_ok;
+    db->be->mark(db);
 }
 
 /* Inside a trusted transaction: learns once per trust which tables are
@@ -340,12 +347,14 @@ int rls__cache_empties(rls_db *db)
  * control row at the start of this transaction (rls__cache_refresh). */
 int rls__no_policy_rows(const rls_db *db)
 {
-    return (db->trust.tx_trusted || db->pg) && db->trust.empties_known && db->trust.policy_none;
+    return (db->trust.tx_trusted || db->be->meta_per_tx) && db->trust.empties_known &&
+           db->trust.policy_none;
 }
 
 int rls__no_reservations(const rls_db *db)
 {
-    return (db->trust.tx_trusted || db->pg) && db->trust.empties_known && db->trust.res_none;
+    return (db->trust.tx_trusted || db->be->meta_per_tx) && db->trust.empties_known &&
+           db->trust.res_none;
 }
 
 int rls__cache_refresh(rls_db *db)
@@ -360,7 +369,7 @@ int rls__cache_refresh(rls_db *db)
      * resolved (and the pointers into it) stays valid to its end, as
      * SQLite's snapshot gives.  A one-flight check (pg_fast.c) decides
      * with the rules as cached, and its guard fails if they changed. */
-    if (db->pg && ((db->conn.in_tx && db->trust.tx_refreshed) || db->trust.fast_trust))
+    if (db->be->meta_per_tx && ((db->conn.in_tx && db->trust.tx_refreshed) || db->trust.fast_trust))
         return RLS_OK;
     int same = same_version(db);
     if (!same)
@@ -380,7 +389,7 @@ int rls__cache_refresh(rls_db *db)
     gen = sql_column_int64(st, 0);
     db->trust.gc_horizon = sql_column_int64(st, 1);
     version = sql_column_int64(st, 2);
-    if (db->pg) {   /* PostgreSQL: known for this transaction (db.h) */
+    if (db->be->meta_per_tx) {   /* PostgreSQL: known for this transaction (pg_forms.h) */
         db->trust.policy_none = sql_column_int(st, 3);
         db->trust.res_none = sql_column_int(st, 4);
         db->trust.policy_gen = sql_column_int64(st, 5);

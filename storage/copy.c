@@ -22,21 +22,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include "admin.h"
-#include "sqlite/lite.h"
 #include "copy.h"
 
-typedef struct copy_form {
-    const char *sql, *pg;
-    int side;
-    const char *split;
-} copy_form;
-
-static const copy_form cst_form[CST__COUNT] = {
-#define RLS__CST_FORM(name, sql, pg, side, split) {sql, pg, side, split},
-    RLS_COPY_STMT_MAP(RLS__CST_FORM)
-#undef RLS__CST_FORM
+static const char *const cst_sql[CST__COUNT] = {
+#define RLS__CST_SQL(name, sql) sql,
+    RLS_COPY_STMT_MAP(RLS__CST_SQL)
+#undef RLS__CST_SQL
 };
 
 static const char *const kind_name[K__COUNT] = {
@@ -57,7 +49,7 @@ static const char *const why_text[K__COUNT][3] = {
 
 static int is_src_stmt(int id)
 {
-    return id <= CST_SRC_WHO;
+    return id <= CST_SRC_RES;
 }
 
 /* rls_errmsg(dst) tells a failure of the source too. */
@@ -71,8 +63,7 @@ int rls__copy_src_failed(copy *c, int rc)
 rls_stmt *rls__copy_stmt(copy *c, int id)
 {
     rls_db *db = is_src_stmt(id) ? c->src : c->dst;
-    const copy_form *f = &cst_form[id];
-    if (!c->st[id] && rls__prepare_form(db, f->sql, f->pg, f->side, f->split, &c->st[id]) != RLS_OK) {
+    if (!c->st[id] && rls__prepare(db, RLS_TABLE_COPY, id, cst_sql[id], &c->st[id]) != RLS_OK) {
         if (db == c->src)
             rls__copy_src_failed(c, rls__stmt_failed(db));
         return NULL;
@@ -206,48 +197,15 @@ static int run(copy *c)
 
 /* ---- the same database? -------------------------------------------------------- */
 
-static int same_file(const char *a, const char *b)
-{
-    struct stat x, y;
-    return a && b && stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev &&
-           x.st_ino == y.st_ino;
-}
-
-/* What a PostgreSQL handle's statement id says it is (malloc'd). */
-static int who(copy *c, int id, char **out)
-{
-    rls_db *db = is_src_stmt(id) ? c->src : c->dst;
-    rls_stmt *st = rls__copy_stmt(c, id);
-    *out = NULL;
-    if (!st)
-        return rls__copy_stmt_failed(c, id);
-    int rc = sql_step(st);
-    if (rc == SQL_ROW) {
-        const char *s = (const char *)sql_column_text(st, 0);
-        *out = strdup(s ? s : "");
-    }
-    sql_reset(st);
-    if (rc != SQL_ROW) {
-        rc = rls__sql_error(db, rc, "cannot tell which database this is");
-        return db == c->src ? rls__copy_src_failed(c, rc) : rc;
-    }
-    return *out ? RLS_OK : rls__error(c->dst, RLS_ENOMEM, "out of memory");
-}
-
+/* Two handles of one backend may be on the same database (backend.h,
+ * same_db); of two backends never. */
 static int refuse_same(copy *c)
 {
-    rls_db *d = c->dst, *s = c->src;
+    rls_db *d = c->dst, *s = c->src, *failed = NULL;
     int same = 0, rc = RLS_OK;
-    if (d->lite->sql && s->lite->sql)
-        same = same_file(d->ident.path, s->ident.path) || same_file(d->ident.path, s->lite->counters_path);
-    if (d->pg && s->pg) {
-        char *a = NULL, *b = NULL;
-        if ((rc = who(c, CST_DST_WHO, &a)) == RLS_OK && (rc = who(c, CST_SRC_WHO, &b)) == RLS_OK)
-            same = strcmp(a, b) == 0;
-        free(a);
-        free(b);
-    }
-    if (rc == RLS_OK && same)
+    if (d->be == s->be && (rc = d->be->same_db(d, s, &same, &failed)) != RLS_OK)
+        return failed == s ? rls__copy_src_failed(c, rc) : rc;
+    if (same)
         rc = rls__error(d, RLS_EINVAL, "the source '%s' is the destination '%s'", s->ident.path,
                         d->ident.path);
     return rc;
@@ -316,7 +274,7 @@ static int copy_args(rls_db *dst, rls_db *src, unsigned int what, int64_t now)
         return rls__error(dst, RLS_ETIME, "time %lld ms is outside 1970..9999", (long long)now);
     if ((rc = rls__db_usable(src)) != RLS_OK)
         return rls__error(dst, rc, "the source handle is not usable: %s", src->errmsg);
-    if (dst->lite->split)
+    if (dst->be->rules_apart(dst))
         return rls__error(dst, RLS_EINVAL, "the destination '%s' is a split deployment: copy "
                           "into a single database", dst->ident.path);
     return rls__rules_writable(dst);

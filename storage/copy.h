@@ -19,71 +19,50 @@
     " WHERE (key, action, kind) > (?1, ?2, ?3) ORDER BY key, action, kind LIMIT ?4"
 
 /*
- * The statements: XX(name, SQLite text, PostgreSQL's own text or NULL,
- * split side, split text).  SRC_* run on the source, the rest on the
- * destination (never a split deployment).  The first columns of a SRC_*
- * page are its primary key, bound back as ?1.. for the next page.
+ * The statements: XX(name, reference text).  SRC_* run on the source, the
+ * rest on the destination (never a split deployment).  The first columns
+ * of a SRC_* page are its primary key, bound back as ?1.. for the next
+ * page.  The split deployment's forms (a source may be one) are in
+ * storage/sqlite/split_forms.h, PostgreSQL's own texts in
+ * storage/pg/pg_forms.h.
  */
 #define RLS_COPY_STMT_MAP(XX)                                                 \
     XX(SRC_ASSIGN, "SELECT pattern, action, kind, tier, expires_ms, created_ms" \
        " FROM rls_assignments WHERE (pattern, action) > (?1, ?2)"             \
-       " ORDER BY pattern, action LIMIT ?3", NULL, SPLIT_NONE, NULL)          \
+       " ORDER BY pattern, action LIMIT ?3")                                  \
     XX(SRC_OVERRIDES, "SELECT key, action, limit_name, lim, expires_ms, created_ms" \
        " FROM rls_overrides WHERE (key, action, limit_name) > (?1, ?2, ?3)"   \
-       " ORDER BY key, action, limit_name LIMIT ?4", NULL, SPLIT_NONE, NULL)  \
-    /* split: manual blocks (rules file) and penalties (counters file) */    \
-    XX(SRC_BLOCKS, "SELECT " RLS__COPY_BLOCK_COLS " FROM rls_blocks" RLS__COPY_BLOCK_PAGE, \
-       NULL, SPLIT_OWN,                                                       \
-       "SELECT * FROM (SELECT " RLS__COPY_BLOCK_COLS " FROM rules.rls_blocks" \
-       " UNION ALL SELECT " RLS__COPY_BLOCK_COLS " FROM main.rls_blocks)"     \
-       RLS__COPY_BLOCK_PAGE)                                                  \
+       " ORDER BY key, action, limit_name LIMIT ?4")                          \
+    XX(SRC_BLOCKS, "SELECT " RLS__COPY_BLOCK_COLS " FROM rls_blocks" RLS__COPY_BLOCK_PAGE) \
     XX(SRC_STATES, "SELECT key, lid, alg, a, b, c, last_ms, exp_ms, log FROM rls_state" \
-       " WHERE (key, lid) > (?1, ?2) ORDER BY key, lid LIMIT ?3", NULL, SPLIT_NONE, NULL) \
+       " WHERE (key, lid) > (?1, ?2) ORDER BY key, lid LIMIT ?3")             \
     XX(SRC_RES, "SELECT id, action, key, cost, created_ms, expires_ms, lids"  \
-       " FROM rls_reservations WHERE id > ?1 ORDER BY id LIMIT ?2", NULL, SPLIT_NONE, NULL) \
-    /* which database a PostgreSQL handle is: the same text for two handles \
-     * on the same database and schema (the schema's own table's oid) */   \
-    XX(SRC_WHO, "SELECT ''", "SELECT current_database() || '/' ||"            \
-       " ('rls_state'::regclass)::oid || '/' ||"                              \
-       " extract(epoch FROM pg_postmaster_start_time())", SPLIT_NONE, NULL)   \
-    XX(DST_WHO, "SELECT ''", "SELECT current_database() || '/' ||"            \
-       " ('rls_state'::regclass)::oid || '/' ||"                              \
-       " extract(epoch FROM pg_postmaster_start_time())", SPLIT_NONE, NULL)   \
+       " FROM rls_reservations WHERE id > ?1 ORDER BY id LIMIT ?2")           \
     /* SQLite: BEGIN IMMEDIATE holds the write lock already */              \
-    XX(DST_LOCK, "SELECT 1", "LOCK TABLE rls_state, rls_key_counts, rls_reservations," \
-       " rls_blocks, rls_assignments, rls_overrides IN SHARE ROW EXCLUSIVE MODE", \
-       SPLIT_NONE, NULL)                                                      \
+    XX(DST_LOCK, "SELECT 1")                                                  \
     /* needs an answer: sends the deferred inserts before it (PostgreSQL) */ \
-    XX(DST_SYNC, "SELECT 1", NULL, SPLIT_NONE, NULL)                          \
+    XX(DST_SYNC, "SELECT 1")                                                  \
     XX(DST_ASSIGN, "INSERT INTO rls_assignments(pattern, action, kind, tier, expires_ms," \
-       " created_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(pattern, action) DO NOTHING", \
-       NULL, SPLIT_NONE, NULL)                                                \
+       " created_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(pattern, action) DO NOTHING") \
     XX(DST_OVERRIDE, "INSERT INTO rls_overrides(key, action, limit_name, lim, expires_ms," \
        " created_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"                          \
-       " ON CONFLICT(key, action, limit_name) DO NOTHING", NULL, SPLIT_NONE, NULL) \
+       " ON CONFLICT(key, action, limit_name) DO NOTHING")                    \
     XX(DST_BLOCK, "INSERT INTO rls_blocks(" RLS__COPY_BLOCK_COLS ")"          \
-       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT(key, action) DO NOTHING", \
-       NULL, SPLIT_COUNTERS, NULL)                                            \
-    XX(DST_STATE, RLS__STATE_INSERT " ON CONFLICT(key, lid) DO NOTHING", NULL, SPLIT_NONE, \
-       NULL)                                                                  \
+       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT(key, action) DO NOTHING") \
+    XX(DST_STATE, RLS__STATE_INSERT " ON CONFLICT(key, lid) DO NOTHING")     \
     XX(DST_RES, "INSERT INTO rls_reservations(id, action, key, cost, created_ms, expires_ms," \
-       " lids) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT(id) DO NOTHING", NULL, \
-       SPLIT_NONE, NULL)                                                      \
+       " lids) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT(id) DO NOTHING") \
     /* SQLite's AUTOINCREMENT follows explicit ids by itself; PostgreSQL's \
      * identity sequence is moved past the largest copied id, never back */ \
-    XX(DST_RES_SEQ, "SELECT ?1", "SELECT setval(s, GREATEST(?1,"              \
-       " coalesce(pg_sequence_last_value(s), 0))) FROM (SELECT"               \
-       " CAST(pg_get_serial_sequence('rls_reservations', 'id') AS regclass) AS s) q", \
-       SPLIT_NONE, NULL)                                                      \
-    XX(DST_HORIZON, "UPDATE rls_meta SET gc_horizon = max(gc_horizon, ?1) WHERE id = 1", \
-       NULL, SPLIT_COUNTERS, NULL)                                            \
+    XX(DST_RES_SEQ, "SELECT ?1")                                              \
+    XX(DST_HORIZON, "UPDATE rls_meta SET gc_horizon = max(gc_horizon, ?1) WHERE id = 1") \
     /* and every limit's clock floor (schema/004) */                        \
     XX(DST_LID_HORIZONS, "INSERT INTO rls_horizons(lid, horizon) SELECT lid, ?1"  \
        " FROM rls_limits WHERE true ON CONFLICT(lid) DO UPDATE SET"           \
-       " horizon = max(rls_horizons.horizon, excluded.horizon)", NULL, SPLIT_NONE, NULL)
+       " horizon = max(rls_horizons.horizon, excluded.horizon)")
 
 enum copy_stmt_id {
-#define RLS__CST_ENUM(name, sql, pg, side, split) CST_##name,
+#define RLS__CST_ENUM(name, sql) CST_##name,
     RLS_COPY_STMT_MAP(RLS__CST_ENUM)
 #undef RLS__CST_ENUM
     CST__COUNT

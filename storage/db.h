@@ -4,9 +4,9 @@
  * Storage owns the connection, the prepared statements, the per-handle cache
  * of the active rule set and the stats accumulator.  It does no algorithm
  * arithmetic: core decides, storage reads and writes rows.  The statements
- * below run on SQLite or PostgreSQL through a driver (sql.h); what only a
- * SQLite file has (WAL, checkpoints, the writers' turn, split files) is
- * declared here too and used only when db->lite->sql is set.
+ * (statements.h) run on the handle's backend (backend.h: SQLite or
+ * PostgreSQL, each in its folder), which also does what only its engine
+ * needs; this header names neither engine.
  */
 #ifndef RLS_DB_H
 #define RLS_DB_H
@@ -17,251 +17,8 @@
 #include "resolve.h"
 #include "rules.h"
 #include "sql.h"
-
-#define RLS__STATE_INSERT                                                     \
-    "INSERT INTO rls_state(lid, key, alg, a, b, c, last_ms, exp_ms, log)"      \
-    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
-
-/* One block arm of KEY_POLICY in the file `schema` ("", "rules." or "main."). */
-#define RLS__POLICY_BLOCKS(schema, where)                                     \
-    " SELECT 1, action, until_ms, kind, rule, level, forget_ms, reason FROM " schema "rls_blocks" \
-    " WHERE " where
-/* The arms of every action's rows for the canonical (?3) and the given (?4)
- * key, each only if it is another key than the ones before. */
-#define RLS__POLICY_CANON "key = ?3 AND action = '' AND ?3 <> ?1"
-#define RLS__POLICY_RAW "key = ?4 AND action = '' AND ?4 <> ?1 AND ?4 <> ?3"
-/* The assignment and override arms, from `schema` ("" or "rules.") */
-#define RLS__POLICY_ASSIGN_OV(schema)                                         \
-    " UNION ALL SELECT 2, action, expires_ms, 0, tier, 0, 0, '' FROM " schema "rls_assignments" \
-    " WHERE pattern = ?1 AND action = '' AND kind = 0"                        \
-    " UNION ALL SELECT 2, action, expires_ms, 0, tier, 0, 0, '' FROM " schema "rls_assignments" \
-    " WHERE pattern = ?1 AND action = ?2 AND kind = 0"                        \
-    " UNION ALL SELECT 2, action, expires_ms, 0, tier, 0, 0, '' FROM " schema "rls_assignments" \
-    " WHERE pattern = ?3 AND action = '' AND kind = 0 AND ?3 <> ?1"           \
-    " UNION ALL SELECT 2, action, expires_ms, 0, tier, 0, 0, '' FROM " schema "rls_assignments" \
-    " WHERE pattern = ?4 AND action = '' AND kind = 0 AND ?4 <> ?1 AND ?4 <> ?3" \
-    " UNION ALL SELECT 3, action, expires_ms, lim, limit_name, 0, 0, '' FROM " schema "rls_overrides" \
-    " WHERE key = ?1 AND action = ?2"
-
-/* Every statement the library runs, prepared once per connection on first
- * use and reset after every use. */
-#define RLS_STMT_MAP(XX)                                                      \
-    XX(BEGIN_IMM, "BEGIN IMMEDIATE")                                          \
-    XX(BEGIN_READ, "BEGIN")                                                   \
-    XX(COMMIT, "COMMIT")                                                      \
-    XX(ROLLBACK, "ROLLBACK")                                                  \
-    XX(META_GET, "SELECT rules_gen, gc_horizon, active_version FROM rls_meta WHERE id = 1") \
-    XX(RULES_GET, "SELECT yaml FROM rls_rulesets WHERE version = ?1")        \
-    XX(LIMITS_ALL, "SELECT lid, action, name FROM rls_limits")               \
-    XX(LIMIT_ADD, "INSERT OR IGNORE INTO rls_limits(action, name) VALUES (?1, ?2)") \
-    /* a limit registered before variants (apply.c): named for the variant \
-     * of the rules it was counted under, unless that name is taken */      \
-    XX(LIMIT_ADOPT, "UPDATE rls_limits SET name = ?3 WHERE action = ?1 AND name = ?2" \
-       " AND NOT EXISTS (SELECT 1 FROM rls_limits WHERE action = ?1 AND name = ?3)") \
-    XX(PATTERNS_ALL, "SELECT pattern, action, tier, expires_ms FROM rls_assignments WHERE kind <> 0") \
-    /* Rows for this action match the normalised key (?1); rows for every   \
-     * action ('') match it, the key's canonical form (?3, keynorm.h: how    \
-     * such rows are stored) or the key as given (?4: rows stored before     \
-     * keys of every action were canonical).  One primary-key seek per arm;  \
-     * an arm whose key equals an earlier one's is skipped.  Not IN/OR: with \
-     * bound parameters SQLite builds an ephemeral b-tree for them on every  \
-     * execution.  Column 7 is a block's reason (explain). */               \
-    XX(KEY_POLICY,                                                            \
-       RLS__POLICY_BLOCKS("", "key = ?1 AND action = ''") " UNION ALL"    \
-       RLS__POLICY_BLOCKS("", "key = ?1 AND action = ?2") " UNION ALL"    \
-       RLS__POLICY_BLOCKS("", RLS__POLICY_CANON) " UNION ALL"             \
-       RLS__POLICY_BLOCKS("", RLS__POLICY_RAW)                            \
-       RLS__POLICY_ASSIGN_OV(""))                                             \
-    XX(EMPTIES,                                                               \
-       "SELECT NOT EXISTS (SELECT 1 FROM rls_blocks)"                         \
-       " AND NOT EXISTS (SELECT 1 FROM rls_assignments WHERE kind = 0)"       \
-       " AND NOT EXISTS (SELECT 1 FROM rls_overrides),"                       \
-       " NOT EXISTS (SELECT 1 FROM rls_reservations)")                        \
-    XX(STATE_GET, "SELECT alg, a, b, c, last_ms, exp_ms, log FROM rls_state WHERE lid = ?1 AND key = ?2") \
-    /* the same in a read transaction (a peek): locks nothing on PostgreSQL */ \
-    XX(STATE_READ, "SELECT alg, a, b, c, last_ms, exp_ms, log FROM rls_state WHERE lid = ?1 AND key = ?2") \
-    XX(STATE_PUT, RLS__STATE_INSERT " ON CONFLICT(key, lid) DO UPDATE SET"     \
-       " alg = excluded.alg, a = excluded.a, b = excluded.b, c = excluded.c," \
-       " last_ms = excluded.last_ms, exp_ms = excluded.exp_ms, log = excluded.log") \
-    /* the state of a key that had none (keyctx.c); under SQLite's write lock \
-     * the same upsert, on PostgreSQL see RLS_STMT_PG_MAP */                  \
-    XX(STATE_NEW, RLS__STATE_INSERT " ON CONFLICT(key, lid) DO UPDATE SET"     \
-       " alg = excluded.alg, a = excluded.a, b = excluded.b, c = excluded.c," \
-       " last_ms = excluded.last_ms, exp_ms = excluded.exp_ms, log = excluded.log") \
-    /* serialises rule-set changes (apply.c): a no-op under SQLite's lock */ \
-    XX(META_LOCK, "SELECT 1")                                                 \
-    XX(STATE_DEL, "DELETE FROM rls_state WHERE lid = ?1 AND key = ?2")       \
-    XX(PENALTY_PUT,                                                           \
-       "INSERT INTO rls_blocks(key, action, until_ms, kind, level, forget_ms, rule, reason, created_ms)" \
-       " VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, 'penalty', ?7) ON CONFLICT(key, action) DO UPDATE SET" \
-       " until_ms = excluded.until_ms, kind = 1, level = excluded.level," \
-       " forget_ms = excluded.forget_ms, rule = excluded.rule, reason = excluded.reason," \
-       " created_ms = excluded.created_ms")                                   \
-    XX(STATS_ADD,                                                             \
-       "INSERT INTO rls_stats(action, sec, allowed, denied) VALUES (?1, ?2, ?3, ?4)" \
-       " ON CONFLICT(action, sec) DO UPDATE SET allowed = rls_stats.allowed + excluded.allowed," \
-       " denied = rls_stats.denied + excluded.denied")                                  \
-    XX(STATS_TOTAL_ADD,                                                       \
-       "INSERT INTO rls_stats_total(action, allowed, denied) VALUES (?1, ?2, ?3)" \
-       " ON CONFLICT(action) DO UPDATE SET allowed = rls_stats_total.allowed + excluded.allowed," \
-       " denied = rls_stats_total.denied + excluded.denied")                                  \
-    XX(GC_SCAN, "SELECT lid, key, exp_ms FROM rls_state WHERE (key, lid) > (?2, ?1) ORDER BY key, lid LIMIT ?3") \
-    XX(GC_CURSOR, "SELECT gc_lid, gc_key FROM rls_meta WHERE id = 1")        \
-    /* the clock floor of one limit (gc.c, keyctx.c; schema/004) */         \
-    XX(HORIZON_GET, "SELECT horizon FROM rls_horizons WHERE lid = ?1")       \
-    XX(HORIZON_RAISE, "INSERT INTO rls_horizons(lid, horizon) VALUES (?1, ?2)" \
-       " ON CONFLICT(lid) DO UPDATE SET"                                      \
-       " horizon = max(rls_horizons.horizon, excluded.horizon)")             \
-    XX(GC_META_SET, "UPDATE rls_meta SET gc_lid = ?1, gc_key = ?2, gc_horizon = max(gc_horizon, ?3) WHERE id = 1") \
-    XX(GC_STATS, "DELETE FROM rls_stats WHERE sec < ?1")                     \
-    XX(GC_KEY_STATS, "DELETE FROM rls_key_stats WHERE seen_ms < ?1")          \
-    XX(KEY_STATS_ADD,                                                         \
-       "INSERT INTO rls_key_stats(action, key, denied, last_denied_ms, ppm, seen_ms)" \
-       " VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(action, key) DO UPDATE SET" \
-       " denied = rls_key_stats.denied + excluded.denied,"                    \
-       " last_denied_ms = max(rls_key_stats.last_denied_ms, excluded.last_denied_ms)," \
-       " ppm = excluded.ppm, seen_ms = max(rls_key_stats.seen_ms, excluded.seen_ms)")      \
-    XX(GC_BLOCKS, "DELETE FROM rls_blocks WHERE until_ms <> 0 AND until_ms <= ?1 AND forget_ms <= ?1") \
-    XX(GC_ASSIGN, "DELETE FROM rls_assignments WHERE kind = 0 AND expires_ms <> 0 AND expires_ms <= ?1") \
-    XX(GC_OVERRIDES, "DELETE FROM rls_overrides WHERE expires_ms <> 0 AND expires_ms <= ?1") \
-    XX(RES_EXPIRED, "SELECT id FROM rls_reservations WHERE expires_ms <= ?1 ORDER BY expires_ms LIMIT ?2") \
-    XX(RES_EXPIRED_KEY, "SELECT id FROM rls_reservations WHERE key = ?1 AND action = ?2 AND expires_ms <= ?3 LIMIT 16") \
-    XX(HK_SAVE, "SAVEPOINT rls_housekeeping")                                 \
-    XX(HK_RELEASE, "RELEASE rls_housekeeping")                                \
-    XX(HK_UNDO, "ROLLBACK TO rls_housekeeping")                               \
-    XX(RES_ADD, "INSERT INTO rls_reservations(action, key, cost, created_ms, expires_ms, lids)" \
-       " VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id") \
-    XX(RES_GET, "SELECT action, key, cost, created_ms, expires_ms, lids FROM rls_reservations WHERE id = ?1") \
-    XX(RES_DEL, "DELETE FROM rls_reservations WHERE id = ?1")                \
-    XX(RULESET_ADD, "INSERT INTO rls_rulesets(created_ms, os_user, tool, source, comment, yaml)" \
-       " VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING version") \
-    XX(META_ACTIVATE, "UPDATE rls_meta SET active_version = ?1, rules_gen = rules_gen + 1 WHERE id = 1") \
-    XX(META_BUMP, "UPDATE rls_meta SET rules_gen = rules_gen + 1 WHERE id = 1") \
-    XX(AUDIT_ADD, "INSERT INTO rls_audit(ts_ms, os_user, tool, op, action, key, before, after, reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)") \
-    XX(BLOCK_GET_ONE, "SELECT until_ms, kind, reason FROM rls_blocks WHERE key = ?1 AND action = ?2") \
-    XX(BLOCK_SET,                                                             \
-       "INSERT INTO rls_blocks(key, action, until_ms, kind, level, forget_ms, rule, reason, os_user, created_ms)" \
-       " VALUES (?1, ?2, ?3, 0, 0, 0, '', ?4, ?5, ?6) ON CONFLICT(key, action) DO UPDATE SET" \
-       " until_ms = excluded.until_ms, kind = 0, level = 0, forget_ms = 0, rule = ''," \
-       " reason = excluded.reason, os_user = excluded.os_user, created_ms = excluded.created_ms") \
-    XX(BLOCK_DEL, "DELETE FROM rls_blocks WHERE key = ?1 AND action = ?2")   \
-    XX(ASSIGN_GET_ONE, "SELECT tier, expires_ms FROM rls_assignments WHERE pattern = ?1 AND action = ?2") \
-    XX(ASSIGN_SET,                                                            \
-       "INSERT INTO rls_assignments(pattern, action, kind, tier, expires_ms, created_ms)" \
-       " VALUES (?1, ?6, ?2, ?3, ?4, ?5) ON CONFLICT(pattern, action) DO UPDATE SET" \
-       " kind = excluded.kind, tier = excluded.tier, expires_ms = excluded.expires_ms," \
-       " created_ms = excluded.created_ms")                                   \
-    XX(ASSIGN_DEL, "DELETE FROM rls_assignments WHERE pattern = ?1 AND action = ?6") \
-    XX(OVERRIDE_GET_ONE, "SELECT lim, expires_ms FROM rls_overrides WHERE key = ?1 AND action = ?2 AND limit_name = ?3") \
-    XX(OVERRIDE_SET,                                                          \
-       "INSERT INTO rls_overrides(key, action, limit_name, lim, expires_ms, created_ms)" \
-       " VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(key, action, limit_name) DO UPDATE SET" \
-       " lim = excluded.lim, expires_ms = excluded.expires_ms, created_ms = excluded.created_ms") \
-    XX(OVERRIDE_DEL, "DELETE FROM rls_overrides WHERE key = ?1 AND action = ?2 AND limit_name = ?3") \
-    /* split deployments only (policy.c, gc.c): the penalty of a key in the \
-     * counters file, and expired manual blocks in the rules file */       \
-    XX(PENALTY_GET_ONE, "SELECT until_ms, kind, reason FROM rls_blocks WHERE key = ?1 AND action = ?2") \
-    XX(PENALTY_DEL, "DELETE FROM rls_blocks WHERE key = ?1 AND action = ?2") \
-    XX(GC_RULES_BLOCKS, "DELETE FROM rls_blocks WHERE until_ms <> 0 AND until_ms <= ?1")
-
-/*
- * Split deployment (rls_options.counters_path, docs/SECURITY.md): the
- * connection's main database is the counters file and the rules file is
- * attached as schema "rules".  Every statement is prepared from its text
- * above, with the tables that live in the rules file (RLS_RULES_TABLES)
- * qualified "rules." (stmt.c).  Two tables live in both files: rls_blocks
- * (manual blocks in rules, penalties in counters) and rls_meta (rules
- * generation and active version in rules, GC cursor and horizon in
- * counters).  A statement that names either needs an entry here: the file
- * its unqualified names mean (SPLIT_RULES, SPLIT_COUNTERS), or a text of its
- * own (SPLIT_OWN); without one it does not prepare in a split handle.
- */
-#define RLS_RULES_TABLES "rls_rulesets", "rls_limits", "rls_assignments", "rls_overrides", \
-                         "rls_audit"
-#define RLS_BOTH_TABLES "rls_blocks", "rls_meta", "rls_role"
-
-#define RLS_STMT_SPLIT_MAP(XX)                                                \
-    XX(META_GET, SPLIT_OWN,                                                   \
-       "SELECT r.rules_gen, c.gc_horizon, r.active_version"                   \
-       " FROM rules.rls_meta r, main.rls_meta c WHERE r.id = 1 AND c.id = 1") \
-    /* Manual blocks (rules) before penalties (counters) in each arm: the    \
-     * last row of the action's own pair is the penalty that escalates. */   \
-    XX(KEY_POLICY, SPLIT_OWN,                                                 \
-       RLS__POLICY_BLOCKS("rules.", "key = ?1 AND action = ''") " UNION ALL"   \
-       RLS__POLICY_BLOCKS("main.", "key = ?1 AND action = ''") " UNION ALL"    \
-       RLS__POLICY_BLOCKS("rules.", "key = ?1 AND action = ?2") " UNION ALL"   \
-       RLS__POLICY_BLOCKS("main.", "key = ?1 AND action = ?2") " UNION ALL"    \
-       RLS__POLICY_BLOCKS("rules.", RLS__POLICY_CANON) " UNION ALL"            \
-       RLS__POLICY_BLOCKS("main.", RLS__POLICY_CANON) " UNION ALL"             \
-       RLS__POLICY_BLOCKS("rules.", RLS__POLICY_RAW) " UNION ALL"              \
-       RLS__POLICY_BLOCKS("main.", RLS__POLICY_RAW)                            \
-       RLS__POLICY_ASSIGN_OV("rules."))                                       \
-    XX(EMPTIES, SPLIT_OWN,                                                    \
-       "SELECT NOT EXISTS (SELECT 1 FROM rules.rls_blocks)"                   \
-       " AND NOT EXISTS (SELECT 1 FROM main.rls_blocks)"                      \
-       " AND NOT EXISTS (SELECT 1 FROM rules.rls_assignments WHERE kind = 0)" \
-       " AND NOT EXISTS (SELECT 1 FROM rules.rls_overrides),"                 \
-       " NOT EXISTS (SELECT 1 FROM main.rls_reservations)")                   \
-    XX(PENALTY_PUT, SPLIT_COUNTERS, NULL)                                     \
-    XX(GC_CURSOR, SPLIT_COUNTERS, NULL)                                       \
-    XX(GC_META_SET, SPLIT_COUNTERS, NULL)                                     \
-    XX(GC_BLOCKS, SPLIT_COUNTERS, NULL)                                       \
-    XX(META_ACTIVATE, SPLIT_RULES, NULL)                                      \
-    XX(META_BUMP, SPLIT_RULES, NULL)                                          \
-    XX(BLOCK_GET_ONE, SPLIT_RULES, NULL)                                      \
-    XX(BLOCK_SET, SPLIT_RULES, NULL)                                          \
-    XX(BLOCK_DEL, SPLIT_RULES, NULL)                                          \
-    XX(PENALTY_GET_ONE, SPLIT_COUNTERS, NULL)                                 \
-    XX(PENALTY_DEL, SPLIT_COUNTERS, NULL)                                     \
-    XX(GC_RULES_BLOCKS, SPLIT_RULES, NULL)
-
-/*
- * PostgreSQL (pg.c): a check's transaction is READ COMMITTED, where nothing
- * stops two hosts from reading the same counter and both writing it back.
- * So the states a check reads are locked (FOR UPDATE: a second check of
- * the key waits for the first to commit, then reads its result), and a
- * state created by a check is inserted only if no other check created it
- * meanwhile: when one did, the insert changes nothing, and the check runs
- * again (keyctx.c).  A reservation is locked before it is refunded or
- * confirmed, and a rule-set change locks rls_meta before it compares the
- * active version.  Everything else is the text above, translated.
- */
-#define RLS_STMT_PG_MAP(XX)                                                   \
-    /* a read transaction sees one snapshot, as on SQLite: a listing is     \
-     * consistent, and the rules cannot change under it */                  \
-    XX(BEGIN_READ, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")         \
-    /* no data version to trust between transactions: the emptiness of the  \
-     * policy and reservation tables comes with the control row, so a check \
-     * of a key without any skips those reads (cache.c), and so do the      \
-     * policy tables' generation (schema/pg/002, pg_fast.c) and whether a   \
-     * reservation was ever stored (schema/pg/003, pg_fast.c) */            \
-    XX(META_GET, "SELECT rules_gen, gc_horizon, active_version,"              \
-       " NOT EXISTS (SELECT 1 FROM rls_blocks)"                               \
-       " AND NOT EXISTS (SELECT 1 FROM rls_assignments WHERE kind = 0)"       \
-       " AND NOT EXISTS (SELECT 1 FROM rls_overrides),"                       \
-       " NOT EXISTS (SELECT 1 FROM rls_reservations), policy_gen, NOT resv_seen" \
-       " FROM rls_meta WHERE id = 1")                                         \
-    XX(STATE_GET, "SELECT alg, a, b, c, last_ms, exp_ms, log FROM rls_state"  \
-       " WHERE lid = ?1 AND key = ?2 FOR UPDATE")                             \
-    XX(STATE_NEW, RLS__STATE_INSERT " ON CONFLICT(key, lid) DO NOTHING")     \
-    XX(RES_GET, "SELECT action, key, cost, created_ms, expires_ms, lids FROM rls_reservations" \
-       " WHERE id = ?1 FOR UPDATE")                                           \
-    XX(META_LOCK, "SELECT 1 FROM rls_meta WHERE id = 1 FOR UPDATE")              \
-    /* rule-set versions 1..n, as SQLite numbers them: an identity sequence \
-     * would skip the number of every apply rolled back or killed (the     \
-     * inserts are serialised by META_LOCK, apply.c) */                     \
-    XX(RULESET_ADD, "INSERT INTO rls_rulesets(version, created_ms, os_user, tool, source," \
-       " comment, yaml) SELECT coalesce(max(version), 0) + 1, ?1, ?2, ?3, ?4, ?5, ?6"     \
-       " FROM rls_rulesets RETURNING version")
-
-enum rls_split_side { SPLIT_NONE = 0, SPLIT_RULES, SPLIT_COUNTERS, SPLIT_OWN };
-
-enum rls_stmt_id {
-#define RLS__STMT_ENUM(name, sql) STMT_##name,
-    RLS_STMT_MAP(RLS__STMT_ENUM)
-#undef RLS__STMT_ENUM
-    STMT__COUNT
-};
+#include "backend.h"
+#include "statements.h"
 
 /* In-process stats of one action for the current second. */
 typedef struct stat_acc {
@@ -272,9 +29,10 @@ typedef struct stat_acc {
 
 /*
  * The handle, in parts each owned by one module (the others call its
- * functions): what it is (ident), the statement layer (conn: stmt.c), the
- * backend's private connection (lite: storage/sqlite/, pg: storage/pg/,
- * exactly one of them non-NULL while connected), the rule cache (rc:
+ * functions): its backend's operations (be: backend.h), what it is
+ * (ident), the statement layer (conn: stmt.c), the backend's own part
+ * (lite: storage/sqlite/, pg: storage/pg/; only the handle's backend
+ * allocates its own, and only its folder reads it), the rule cache (rc:
  * cache.c, everykey.c), what the handle may trust between transactions
  * (trust: cache.c), the in-process stats (stats: gc.c, keystats.c) and the
  * denial cache (deny: deny.c).
@@ -290,7 +48,6 @@ struct rls_ident {
 };
 
 struct rls_conn {
-    const sql_driver *drv;         /* lite.c or pg.c (sql.h) */
     rls_stmt *stmt[STMT__COUNT];
     rls_stmt *astmt[32];           /* admin statements (admin.h) */
     int in_tx;
@@ -323,10 +80,6 @@ struct rls_trust {
     int tx_refreshed;              /* PostgreSQL: the rules were read in it (cache.c) */
     int in_check;                  /* ... of a charging check */
     int tx_trusted;                /* ... and nothing was committed since */
-    unsigned int commit_dv;        /* data version right after the last commit */
-    int commit_dv_ok;              /* ... could be read */
-    unsigned int meta_dv;          /* data version at which rls_meta was known */
-    int meta_dv_ok;                /* meta_dv is valid */
     int empties_known;             /* the two flags below are valid */
     int policy_none;               /* no blocks, exact assignments, overrides */
     int res_none;                  /* no reservations */
@@ -358,11 +111,12 @@ struct rls_denystate {
 };
 
 struct rls_db {
+    const rls_backend *be;         /* its operations (backend.h), chosen by rls_open */
     struct rls_ident ident;
     char errmsg[512];
     struct rls_conn conn;
-    struct rls_lite *lite;         /* SQLite (storage/sqlite/lite.h), or NULL */
-    struct pg_conn *pg;            /* PostgreSQL (storage/pg/pg.h), or NULL */
+    struct rls_lite *lite;         /* be's part: SQLite's (storage/sqlite/lite.h) ... */
+    struct pg_conn *pg;            /* ... or PostgreSQL's (storage/pg/pg.h); only its folder reads it */
     struct rls_rulecache rc;
     struct rls_trust trust;
     struct rls_stats stats;
@@ -372,49 +126,33 @@ struct rls_db {
 /* Handle-level driver calls (sql.h). */
 static inline int sql_prepare(rls_db *db, const char *sql, rls_stmt **out)
 {
-    return db->conn.drv->prepare(db, sql, out);
+    return db->be->sql->prepare(db, sql, out);
 }
-static inline int sql_exec(rls_db *db, const char *sql) { return db->conn.drv->exec(db, sql); }
-static inline int64_t sql_changes(rls_db *db) { return db->conn.drv->changes(db); }
-static inline int sql_in_tx(rls_db *db) { return db->conn.drv->in_tx(db); }
-static inline int sql_durable(rls_db *db, int full) { return db->conn.drv->durable(db, full); }
+static inline int sql_exec(rls_db *db, const char *sql) { return db->be->sql->exec(db, sql); }
+static inline int64_t sql_changes(rls_db *db) { return db->be->sql->changes(db); }
+static inline int sql_in_tx(rls_db *db) { return db->be->sql->in_tx(db); }
+static inline int sql_durable(rls_db *db, int full) { return db->be->sql->durable(db, full); }
 /* Back to the handle's own level after a fully synchronous transaction. */
 static inline void rls__durable_restore(rls_db *db)
 {
     sql_durable(db, db->ident.opt.durability == RLS_DURABILITY_FULL);
 }
 
-/* ---- open.c ---------------------------------------------------------- */
+/* ---- handle.c: the handle's life (rls_open, rls_close) and errors ------ */
 int rls__db_usable(rls_db *db);               /* EINVAL/EMISUSE or OK; reopens after fork */
-
-/* ---- pg.c ------------------------------------------------------------ */
-int rls__pg_uri(const char *path);            /* a libpq URI: postgresql:// or postgres:// */
-/* Takes the URI: db->ident.path becomes it without its password. */
-int rls__pg_init(rls_db *db, const char *uri);
-int rls__pg_connect(rls_db *db);              /* connects, migrates, checks the schema */
-void rls__pg_disconnect(rls_db *db);          /* NULL connection: no-op */
-void rls__pg_abandon(rls_db *db);             /* after fork: forget, never close */
-void rls__pg_tx_start(rls_db *db);            /* a transaction begins */
-/* A statement of the check table: its round trips get the quick deadline
- * (busy_timeout_ms + a grace), every other statement the slow one (pg_io.c). */
-void rls__pg_stmt_quick(rls_stmt *st);
-/* A write that found another transaction's row: EBUSY, retryable. */
-int rls__pg_conflict(rls_db *db, const char *what);
-/* 1 when the transaction that failed with rc may be run again (a
- * serialization failure, a deadlock, a lost connection before COMMIT):
- * waits a randomised, growing time first; 0 after PG_RETRIES attempts or
- * for any other failure, and always on SQLite. */
-int rls__tx_retry(rls_db *db, int rc, int *attempt);
-int rls__connected(const rls_db *db);         /* a connection is open (open.c) */
-
-/* ---- errors (split.c) ------------------------------------------------ */
+int rls__connected(const rls_db *db);         /* a connection is open */
 /* RLS_OK if the handle may change the rules (admin changes), else
  * EREADONLY with the reason recorded. */
 int rls__rules_writable(rls_db *db);
 int rls__error(rls_db *db, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-int rls__sql_error(rls_db *db, int src, const char *what);  /* any driver's failure */
+int rls__sql_error(rls_db *db, int src, const char *what);  /* any backend's failure */
+int rls__sql_code(int src);                   /* an sql.h code as an rlstore code */
 int rls__now(int64_t *now_ms);
+/* 1 when the transaction that failed with rc may be run again (the
+ * backend's tx_retry: PostgreSQL after a serialization failure, a deadlock
+ * or a connection lost before COMMIT; never on SQLite). */
+int rls__tx_retry(rls_db *db, int rc, int *attempt);
 
 /* ---- everykey.c ------------------------------------------------------- */
 void rls__every_ip_free(rls_db *db);          /* with the rule cache (cache.c) */
@@ -423,18 +161,21 @@ void rls__every_ip_free(rls_db *db);          /* with the rule cache (cache.c) *
 rls_stmt *rls__stmt(rls_db *db, int id);  /* NULL: error recorded */
 int rls__stmt_failed(rls_db *db);             /* the code of that error */
 void rls__stmt_finalize_all(rls_db *db);
-/* Prepares statement `id` of the check table (admin 0) or of the admin
- * table (admin 1, admin.h) from `sql`, in its split form in a split handle. */
-int rls__prepare(rls_db *db, int admin, int id, const char *sql, rls_stmt **out);
-/* The same for a statement of another table: sql, or pg_sql (NULL: none)
- * on PostgreSQL; in a split handle sql rewritten for `side` (enum
- * rls_split_side), or split_sql when side is SPLIT_OWN. */
-int rls__prepare_form(rls_db *db, const char *sql, const char *pg_sql, int side,
-                      const char *split_sql, rls_stmt **out);
+/* Prepares statement id of table (enum rls_stmt_table) from its reference
+ * text sql in the backend's form of it (backend.h, prepare); the code of
+ * a failure is kept for rls__stmt_failed. */
+int rls__prepare(rls_db *db, int table, int id, const char *sql, rls_stmt **out);
+/* For the backends' prepare: text as it is, the failure recorded. */
+int rls__prepare_text(rls_db *db, const char *text, rls_stmt **out);
 int rls__exec_simple(rls_db *db, int id);     /* step a no-result statement */
+/* The handle's side of a transaction; the backend runs the statements
+ * (backend.h: begin, commit, after_commit, rollback). */
 int rls__begin(rls_db *db, int write);
 int rls__commit(rls_db *db);
 void rls__rollback(rls_db *db);
+/* For the backends' rollback: ROLLBACK if a transaction is open, keeping
+ * the error that caused it. */
+void rls__exec_rollback(rls_db *db);
 /*
  * Runs fn(db, arg) in one write transaction: begins it, commits it when fn
  * returns RLS_OK, rolls it back otherwise, and on PostgreSQL runs the whole
@@ -522,6 +263,20 @@ void rls__deny_close(rls_db *db);
 int rls__refund_reservation(rls_db *db, int64_t id, int64_t now, int *found);
 /* Are stats to flush or a GC step to take with the next charging check? */
 int rls__housekeeping_due(const rls_db *db, int64_t now);
+
+/* ---- the check pipeline's backend calls ---------------------------------
+ * Until check.c and keyctx.c go through the backend's check_tx (backend.h),
+ * they call these of PostgreSQL's by name; each is a no-op or a plain
+ * answer on a SQLite handle. */
+/* A write that found another transaction's row: EBUSY, retryable
+ * (backend.h, conflict). */
+int rls__pg_conflict(rls_db *db, const char *what);
+
+/* TEMPORARY (issue #18, the lead removes it at merge): deny.c still reads
+ * the SQLite part's connection on every handle; until it asks
+ * be->shared_page, a handle of another backend points its lite member at
+ * an empty SQLite part that nothing writes (storage/sqlite/lite.c). */
+void rls__lite_interim(rls_db *db);
 
 /* ---- statecache.c: last known states (PostgreSQL's one-flight check) --- */
 /* 1 and *st filled (a sliding log in a new buffer with room for one more

@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "db.h"
-#include "sqlite/lite.h"
 #include "keycount.h"
 
 #define STATS_KEEP_MS (3600 * 1000LL)
@@ -139,6 +138,146 @@ static int gc_reservations(rls_db *db, int64_t now)
     return RLS_OK;
 }
 
+/* One sweep of rls_state: where it stands (the cursor: the last (lid, key)
+ * seen) and the expired rows it found. */
+struct victim {
+    int64_t lid;
+    unsigned char *key;
+    int len;
+    int64_t exp;
+};
+typedef struct gc_sweep {
+    unsigned char *key;            /* the cursor's key (malloc'd) */
+    size_t keycap, keylen;
+    int64_t lid, horizon, seen;
+    struct victim *v;              /* max_rows of them */
+    int nv;
+} gc_sweep;
+
+/* The cursor as the last step left it. */
+static int sweep_start(rls_db *db, rls_stmt *cur, gc_sweep *w)
+{
+    int rc = sql_step(cur);
+    if (rc == SQL_ROW) {
+        w->lid = sql_column_int64(cur, 0);
+        w->keylen = (size_t)sql_column_bytes(cur, 1);
+        w->key = malloc(w->keylen + 1);
+        if (w->key && w->keylen)
+            memcpy(w->key, sql_column_blob(cur, 1), w->keylen);
+        w->keycap = w->keylen + 1;
+    }
+    sql_reset(cur);
+    if (rc != SQL_ROW)
+        return rls__sql_error(db, rc, "cannot read GC cursor");
+    return w->key ? RLS_OK : rls__error(db, RLS_ENOMEM, "out of memory");
+}
+
+/* Moves the cursor to a scanned row, and notes the row if it expired:
+ * SQL_OK or SQL_NOMEM. */
+static int sweep_row(gc_sweep *w, int64_t l, const void *k, int len, int64_t exp, int64_t now)
+{
+    w->seen++;
+    w->lid = l;
+    if ((size_t)len + 1 > w->keycap) {
+        unsigned char *nk = realloc(w->key, (size_t)len + 1);
+        if (!nk)
+            return SQL_NOMEM;
+        w->key = nk;
+        w->keycap = (size_t)len + 1;
+    }
+    if (len)
+        memcpy(w->key, k, (size_t)len);
+    w->keylen = (size_t)len;
+    if (exp >= now)
+        return SQL_OK;
+    struct victim *v = &w->v[w->nv];
+    if (!(v->key = malloc((size_t)len + 1)))
+        return SQL_NOMEM;
+    if (len)
+        memcpy(v->key, k, (size_t)len);
+    v->len = len;
+    v->lid = l;
+    v->exp = exp;
+    w->nv++;
+    return SQL_OK;
+}
+
+/* Collects the expired rows of up to max_rows from the cursor first:
+ * deleting while scanning the same b-tree is allowed in SQLite but harder
+ * to reason about. */
+static int sweep_scan(rls_db *db, rls_stmt *scan, gc_sweep *w, int64_t now, int max_rows)
+{
+    int rc;
+    sql_bind_int64(scan, 1, w->lid);
+    sql_bind_blob(scan, 2, w->key, (int)w->keylen, SQL_TRANSIENT);
+    sql_bind_int64(scan, 3, max_rows);
+    if (!(w->v = calloc((size_t)max_rows, sizeof *w->v))) {
+        sql_reset(scan);
+        return rls__error(db, RLS_ENOMEM, "out of memory");
+    }
+    while ((rc = sql_step(scan)) == SQL_ROW) {
+        rc = sweep_row(w, sql_column_int64(scan, 0), sql_column_blob(scan, 1),
+                       sql_column_bytes(scan, 1), sql_column_int64(scan, 2), now);
+        if (rc != SQL_OK)
+            break;
+    }
+    sql_reset(scan);
+    if (rc == SQL_DONE)
+        return RLS_OK;
+    return rc == SQL_NOMEM ? rls__error(db, RLS_ENOMEM, "out of memory")
+                           : rls__sql_error(db, rc, "cannot scan states");
+}
+
+/* Deletes the expired rows, uncounting keys left without counters and
+ * raising each limit's clock floor to what it deleted. */
+static int sweep_delete(rls_db *db, rls_stmt *del, rls_stmt *raise, gc_sweep *w)
+{
+    int rc;
+    for (int i = 0; i < w->nv; i++) {
+        const struct victim *v = &w->v[i];
+        sql_bind_int64(del, 1, v->lid);
+        sql_bind_blob(del, 2, v->key, v->len, SQL_STATIC);
+        int src = sql_step(del);
+        sql_reset(del);
+        if (src != SQL_DONE)
+            return rls__sql_error(db, src, "cannot delete state");
+        if ((rc = rls__keycount_deleted(db, NULL, v->lid, v->key, (size_t)v->len)))
+            return rc;
+        /* the floor of this limit only: another action's clock stays */
+        sql_bind_int64(raise, 1, v->lid);
+        sql_bind_int64(raise, 2, v->exp);
+        src = sql_step(raise);
+        sql_reset(raise);
+        if (src != SQL_DONE)
+            return rls__sql_error(db, src, "cannot raise clock floor");
+        if (v->exp > w->horizon)
+            w->horizon = v->exp;
+    }
+    return RLS_OK;
+}
+
+/* Saves the cursor (back to the start after the last row) and the GC
+ * horizon. */
+static int sweep_save(rls_db *db, rls_stmt *set, gc_sweep *w, int max_rows, int64_t *deleted)
+{
+    if (w->seen < max_rows) {  /* reached the end: wrap around */
+        w->lid = 0;
+        w->keylen = 0;
+    }
+    sql_bind_int64(set, 1, w->lid);
+    sql_bind_blob(set, 2, w->key, (int)w->keylen, SQL_STATIC);
+    sql_bind_int64(set, 3, w->horizon);
+    int src = sql_step(set);
+    sql_reset(set);
+    if (src != SQL_DONE)
+        return rls__sql_error(db, src, "cannot save GC cursor");
+    if (w->horizon > db->trust.gc_horizon)
+        db->trust.gc_horizon = w->horizon;
+    if (deleted)
+        *deleted += w->nv;
+    return RLS_OK;
+}
+
 /* One bounded sweep of rls_state from the cursor. */
 static int gc_states(rls_db *db, int64_t now, int max_rows, int64_t *deleted)
 {
@@ -147,120 +286,19 @@ static int gc_states(rls_db *db, int64_t now, int max_rows, int64_t *deleted)
     rls_stmt *del = rls__stmt(db, STMT_STATE_DEL);
     rls_stmt *set = rls__stmt(db, STMT_GC_META_SET);
     rls_stmt *raise = rls__stmt(db, STMT_HORIZON_RAISE);
-    unsigned char *key = NULL;
-    size_t keycap = 0, keylen = 0;
-    int64_t lid = 0, horizon = 0, seen = 0;
+    gc_sweep w = {0};
     int rc;
 
     if (!cur || !scan || !del || !set || !raise)
         return rls__stmt_failed(db);
-    rc = sql_step(cur);
-    if (rc == SQL_ROW) {
-        lid = sql_column_int64(cur, 0);
-        keylen = (size_t)sql_column_bytes(cur, 1);
-        key = malloc(keylen + 1);
-        if (key && keylen)
-            memcpy(key, sql_column_blob(cur, 1), keylen);
-        keycap = keylen + 1;
-    }
-    sql_reset(cur);
-    if (rc != SQL_ROW)
-        return rls__sql_error(db, rc, "cannot read GC cursor");
-    if (!key)
-        return rls__error(db, RLS_ENOMEM, "out of memory");
-
-    sql_bind_int64(scan, 1, lid);
-    sql_bind_blob(scan, 2, key, (int)keylen, SQL_TRANSIENT);
-    sql_bind_int64(scan, 3, max_rows);
-    /* Collect the expired rows first: deleting while scanning the same
-     * b-tree is allowed in SQLite but harder to reason about. */
-    struct victim { int64_t lid; unsigned char *key; int len; int64_t exp; } *v;
-    int nv = 0;
-    v = calloc((size_t)max_rows, sizeof *v);
-    if (!v) {
-        sql_reset(scan);
-        free(key);
-        return rls__error(db, RLS_ENOMEM, "out of memory");
-    }
-    while ((rc = sql_step(scan)) == SQL_ROW) {
-        int64_t l = sql_column_int64(scan, 0);
-        int len = sql_column_bytes(scan, 1);
-        const void *k = sql_column_blob(scan, 1);
-        int64_t exp = sql_column_int64(scan, 2);
-        seen++;
-        lid = l;
-        if ((size_t)len + 1 > keycap) {
-            unsigned char *nk = realloc(key, (size_t)len + 1);
-            if (!nk) { rc = SQL_NOMEM; break; }
-            key = nk;
-            keycap = (size_t)len + 1;
-        }
-        if (len)
-            memcpy(key, k, (size_t)len);
-        keylen = (size_t)len;
-        if (exp < now) {
-            v[nv].key = malloc((size_t)len + 1);
-            if (!v[nv].key) { rc = SQL_NOMEM; break; }
-            if (len)
-                memcpy(v[nv].key, k, (size_t)len);
-            v[nv].len = len;
-            v[nv].lid = l;
-            v[nv].exp = exp;
-            nv++;
-        }
-    }
-    sql_reset(scan);
-    if (rc != SQL_DONE) {
-        rc = rc == SQL_NOMEM ? rls__error(db, RLS_ENOMEM, "out of memory")
-                             : rls__sql_error(db, rc, "cannot scan states");
-        goto out;
-    }
-    rc = RLS_OK;
-    for (int i = 0; i < nv; i++) {
-        sql_bind_int64(del, 1, v[i].lid);
-        sql_bind_blob(del, 2, v[i].key, v[i].len, SQL_STATIC);
-        int src = sql_step(del);
-        sql_reset(del);
-        if (src != SQL_DONE) {
-            rc = rls__sql_error(db, src, "cannot delete state");
-            goto out;
-        }
-        if ((rc = rls__keycount_deleted(db, NULL, v[i].lid, v[i].key, (size_t)v[i].len)))
-            goto out;
-        /* the floor of this limit only: another action's clock stays */
-        sql_bind_int64(raise, 1, v[i].lid);
-        sql_bind_int64(raise, 2, v[i].exp);
-        src = sql_step(raise);
-        sql_reset(raise);
-        if (src != SQL_DONE) {
-            rc = rls__sql_error(db, src, "cannot raise clock floor");
-            goto out;
-        }
-        if (v[i].exp > horizon)
-            horizon = v[i].exp;
-    }
-    if (seen < max_rows) {  /* reached the end: wrap around */
-        lid = 0;
-        keylen = 0;
-    }
-    sql_bind_int64(set, 1, lid);
-    sql_bind_blob(set, 2, key, (int)keylen, SQL_STATIC);
-    sql_bind_int64(set, 3, horizon);
-    int src = sql_step(set);
-    sql_reset(set);
-    if (src != SQL_DONE)
-        rc = rls__sql_error(db, src, "cannot save GC cursor");
-    else {
-        if (horizon > db->trust.gc_horizon)
-            db->trust.gc_horizon = horizon;
-        if (deleted)
-            *deleted += nv;
-    }
-out:
-    for (int i = 0; i < nv; i++)
-        free(v[i].key);
-    free(v);
-    free(key);
+    if ((rc = sweep_start(db, cur, &w)) == RLS_OK &&
+        (rc = sweep_scan(db, scan, &w, now, max_rows)) == RLS_OK &&
+        (rc = sweep_delete(db, del, raise, &w)) == RLS_OK)
+        rc = sweep_save(db, set, &w, max_rows, deleted);
+    for (int i = 0; i < w.nv; i++)
+        free(w.v[i].key);
+    free(w.v);
+    free(w.key);
     return rc;
 }
 
@@ -274,9 +312,9 @@ int rls__gc_step(rls_db *db, int64_t now, int max_rows, int64_t *deleted)
     if (now - db->stats.gc_misc_ms >= MISC_EVERY_MS || now < db->stats.gc_misc_ms) {
         /* split: rows of the rules file only where the handle may write
          * it (admin handles, rlctl gc); expired ones decide nothing */
-        int rules = !db->lite->split || db->lite->rules_rw;
+        int rules = db->be->rules_writable(db);
         if ((rc = exec_time(db, STMT_GC_BLOCKS, now)) ||
-            (db->lite->split && rules && (rc = exec_time(db, STMT_GC_RULES_BLOCKS, now))) ||
+            (db->be->rules_apart(db) && rules && (rc = exec_time(db, STMT_GC_RULES_BLOCKS, now))) ||
             (rules && (rc = exec_time(db, STMT_GC_OVERRIDES, now))) ||
             (rules && (rc = exec_time(db, STMT_GC_ASSIGN, now))) ||
             (rc = exec_time(db, STMT_GC_STATS, now / 1000 - STATS_KEEP_MS / 1000)) ||

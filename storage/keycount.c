@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <string.h>
 #include "admin.h"
-#include "sqlite/lite.h"
 #include "keyctx.h"
 #include "keycount.h"
 
@@ -49,7 +48,7 @@ static const char *const kc_sql[KC__COUNT] = {
 
 const char *rls__rules_schema(rls_db *db)
 {
-    return db->lite->split ? "rules" : "main";
+    return db->be->rules_schema(db);
 }
 
 static rls_stmt *kc_stmt(rls_db *db, int id)

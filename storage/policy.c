@@ -10,7 +10,6 @@
 #include <string.h>
 #include "admin.h"
 #include "db.h"
-#include "sqlite/lite.h"
 #include "algo.h"
 #include "keynorm.h"
 #include "timefmt.h"
@@ -196,7 +195,7 @@ static int block_fn(rls_db *db, void *p, int64_t now)
     if ((rc = block_get(db, STMT_BLOCK_GET_ONE, a, before, sizeof before, &found)))
         return rc;
     a->penalty = 0;
-    if (db->lite->split && (rc = block_get(db, STMT_PENALTY_GET_ONE, a, found ? after : before,
+    if (db->be->rules_apart(db) && (rc = block_get(db, STMT_PENALTY_GET_ONE, a, found ? after : before,
                                      sizeof before, &a->penalty)))
         return rc;
     found |= a->penalty;
@@ -247,7 +246,7 @@ static int penalty_fn(rls_db *db, void *p, int64_t now)
 static int block_change(rls_db *db, struct block_arg *a, int64_t now)
 {
     int rc = admin_tx(db, now, block_fn, a);
-    if (rc != RLS_OK || !db->lite->split || !a->penalty)
+    if (rc != RLS_OK || !db->be->rules_apart(db) || !a->penalty)
         return rc;
     if ((rc = admin_tx(db, now, penalty_fn, a)) != RLS_OK) {
         char why[sizeof db->errmsg];

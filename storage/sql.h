@@ -1,19 +1,20 @@
 /*
- * sql.h - the driver interface: what storage asks of a database engine.
+ * sql.h - the statement driver: the part of a backend (backend.h) that
+ * runs statements.
  *
  * Storage keeps every statement's text (in SQLite's dialect, the reference)
  * and all of its logic: which rows a check reads and writes, in which
  * transaction.  A driver runs them: it prepares a statement, binds
  * parameters, steps through result rows, reads columns, and explains its
- * errors.  Two drivers exist: lite.c (SQLite, a file on this host) and pg.c
- * (PostgreSQL through libpq, shared by many hosts), chosen by rls_open from
- * the path it is given.
+ * errors.  Two drivers exist: storage/sqlite/lite.c (SQLite, a file on this
+ * host) and storage/pg/pg.c (PostgreSQL through libpq, shared by many
+ * hosts), each its backend's sql member.
  *
  * Result codes are SQLite's primary result codes, the vocabulary storage
  * already speaks: SQL_ROW and SQL_DONE from sql_step, SQL_OK from the rest,
  * any other value a failure the driver describes in sql_errmsg.  The
  * PostgreSQL driver translates its SQLSTATEs into the same codes (pg.c), so
- * one mapping (open.c) turns either into an rlstore code.
+ * one mapping (handle.c, rls__sql_code) turns either into an rlstore code.
  *
  * A column pointer (sql_column_text, sql_column_blob) stays valid until the
  * statement is stepped, reset or finalized, as in SQLite.  Bound text and
@@ -31,7 +32,9 @@ struct rls_db;
 enum {
     SQL_OK = 0,
     SQL_ERROR = 1,
+    SQL_PERM = 3,
     SQL_BUSY = 5,         /* lock wait timed out, serialization failure */
+    SQL_LOCKED = 6,
     SQL_NOMEM = 7,
     SQL_READONLY = 8,
     SQL_IOERR = 10,       /* includes a lost server connection */
@@ -40,6 +43,8 @@ enum {
     SQL_CANTOPEN = 14,
     SQL_CONSTRAINT = 19,
     SQL_MISUSE = 21,
+    SQL_AUTH = 23,
+    SQL_NOTADB = 26,
     SQL_ROW = 100,
     SQL_DONE = 101
 };

@@ -1,6 +1,8 @@
 /*
- * pg.h - internals of the PostgreSQL driver (pg.c, pg_sql.c, pg_open.c,
- * pg_pipe.c, pg_fast.c, pg_io.c).
+ * pg.h - internals of the PostgreSQL backend (pg_backend.c, its table of
+ * operations, backend.h; pg.c, the statement driver; pg_sql.c, pg_open.c,
+ * pg_pipe.c, pg_fast.c, pg_io.c, pg_doctor.c).  Only storage/pg/ includes
+ * it (and tests that look into a PostgreSQL handle).
  */
 #ifndef RLS_PG_H
 #define RLS_PG_H
@@ -35,6 +37,22 @@ struct pg_conn {
     int64_t started_ms;      /* when the current round trip's deadline was set (pg_io.c) */
     int timed_out;           /* lost to a deadline (pg_io.c), until the next connection */
 };
+
+/* ---- pg_open.c: the handle's life (backend.h) ----------------------- */
+int rls__pg_uri(const char *path);            /* a libpq URI: postgresql:// or postgres:// */
+/* Takes the URI: db->ident.path becomes it without its password. */
+int rls__pg_init(rls_db *db, const char *uri);
+int rls__pg_connect(rls_db *db);              /* connects, migrates, checks the schema */
+void rls__pg_disconnect(rls_db *db);          /* frees db->pg; NULL: no-op */
+void rls__pg_abandon(rls_db *db);             /* after fork: forget, never close */
+/* backend.h's tx_retry: a serialization failure, a deadlock, a lost
+ * connection before COMMIT: waits a randomised, growing time first; 0
+ * after PG_RETRIES attempts or for any other failure. */
+int rls__pg_tx_retry(rls_db *db, int rc, int *attempt);
+/* A statement of the check table: its round trips get the quick deadline
+ * (busy_timeout_ms + a grace), every other statement the slow one (pg_io.c). */
+void rls__pg_stmt_quick(rls_stmt *st);
+int rls__pg_doctor(rls_db *db, int full, rls_rows *r, int *bad, int *done);   /* pg_doctor.c */
 
 /* SQLite's statement text in PostgreSQL's dialect (malloc'd; NULL: out of
  * memory); *nparams the highest ?N it names, bit N-1 of *bytea set when ?N

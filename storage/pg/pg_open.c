@@ -341,12 +341,6 @@ void rls__pg_abandon(rls_db *db)
     rls__pg_pipe_free(db->pg);
 }
 
-void rls__pg_tx_start(rls_db *db)
-{
-    if (db->pg)
-        db->pg->retryable = 0;
-}
-
 int rls__pg_conflict(rls_db *db, const char *what)
 {
     if (db->pg)
@@ -354,7 +348,7 @@ int rls__pg_conflict(rls_db *db, const char *what)
     return rls__error(db, RLS_EBUSY, "%s", what);
 }
 
-int rls__tx_retry(rls_db *db, int rc, int *attempt)
+int rls__pg_tx_retry(rls_db *db, int rc, int *attempt)
 {
     if (!db || !db->pg || rc == RLS_OK || !db->pg->retryable || *attempt >= PG_RETRIES)
         return 0;

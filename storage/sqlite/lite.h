@@ -3,7 +3,8 @@
  * internal functions: opening a file (open.c, create.c), the split
  * deployment (split.c), checkpoints (wal.c), the writers' turn (busy.c) and
  * the files under the connection (filecheck.c).  Only storage/sqlite/
- * includes it.
+ * includes it (and tests that look into a SQLite handle); the rest of
+ * storage reaches this backend through db->be (backend.h).
  */
 #ifndef RLS_LITE_H
 #define RLS_LITE_H
@@ -28,9 +29,15 @@ struct rls_lite {
     int split;                     /* counters_path was given */
     int rules_rw;                  /* this handle may write the rules */
     char *counters_path;           /* copy of the option */
-    unsigned int rules_commit_dv;  /* the rules file's data version ... */
-    unsigned int rules_meta_dv;    /* ... as commit_dv and meta_dv */
     int rules_wal_frames;          /* as wal_frames, for the rules file */
+
+    /* what the handle may trust (lite_backend.c, backend.h's mark and
+     * unchanged): the data versions right after the last commit, and the
+     * ones at which the handle's knowledge was marked */
+    unsigned int commit_dv, rules_commit_dv;
+    int commit_dv_ok;              /* ... could be read */
+    unsigned int meta_dv, rules_meta_dv;
+    int meta_dv_ok;                /* a mark is valid */
     int rules_ckpt_fd;             /* "<rules>-ckpt", RLS_CKPT_FD_* when not open */
 
     /* the files under the connection (filecheck.c): main ([0]) and the
@@ -50,6 +57,13 @@ struct rls_lite {
 
 #define RLS_CKPT_FD_NONE (-1)         /* not opened yet */
 #define RLS_CKPT_FD_UNAVAILABLE (-2)  /* cannot be opened: never checkpoint */
+
+/* ---- the backend's operations (backend.h) ----------------------------- */
+int rls__lite_init(rls_db *db, const char *path);       /* open.c */
+int rls__lite_connect(rls_db *db);
+void rls__lite_disconnect(rls_db *db);
+int rls__lite_prepare(rls_db *db, int table, int id, const char *sql, rls_stmt **out);  /* splitform.c */
+int rls__lite_doctor(rls_db *db, int full, rls_rows *r, int *bad, int *done);      /* lite_doctor.c */
 
 /* Per-file steps of opening, on connection c (the handle's, or a helper
  * connection on the rules file) and its database `schema`. */

@@ -1,19 +1,15 @@
 /*
- * open.c - opening and closing a database: file creation with a safe mode,
- * connection settings, schema migrations, validation of foreign files, fork
- * detection, and the mapping of SQLite errors to rlstore codes.
+ * open.c - opening and closing a SQLite database (backend.h: init,
+ * connect, disconnect): file creation with a safe mode, connection
+ * settings, schema migrations, validation of foreign files, and SQLite's
+ * errors as rlstore codes.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <pwd.h>
-#include <stdarg.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <pthread.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 #include "busy.h"
 
@@ -23,73 +19,6 @@
 extern const char *const rls__migrations[];
 extern const int rls__migration_count;
 
-static _Thread_local char open_errmsg[512];
-
-/*
- * Fork detection without a system call per check: every child increments
- * fork_count (pthread_atfork), and a handle compares it with the count it
- * was connected under; getpid() only when it moved.  Without the handler
- * (registration failed) every call compares the pid, as before.
- */
-static unsigned long fork_count;
-static int fork_hooked;
-static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
-
-static void fork_child(void)
-{
-    __atomic_add_fetch(&fork_count, 1, __ATOMIC_RELAXED);
-}
-
-static void fork_register(void)
-{
-    fork_hooked = pthread_atfork(NULL, NULL, fork_child) == 0;
-}
-
-static unsigned long forks_now(void)
-{
-    return __atomic_load_n(&fork_count, __ATOMIC_RELAXED);
-}
-
-int rls__now(int64_t *now_ms)
-{
-    struct timespec ts;
-    if (clock_gettime(CLOCK_REALTIME, &ts) != 0)
-        return RLS_ETIME;
-    *now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-    return RLS_OK;
-}
-
-int rls__error(rls_db *db, int code, const char *fmt, ...)
-{
-    va_list ap;
-    char *buf = db ? db->errmsg : open_errmsg;
-    size_t size = db ? sizeof db->errmsg : sizeof open_errmsg;
-    va_start(ap, fmt);
-    vsnprintf(buf, size, fmt, ap);
-    va_end(ap);
-    return code;
-}
-
-/* SQLite result code -> rlstore code. */
-static int map_sqlite(int src)
-{
-    switch (src & 0xff) {
-    case SQLITE_OK: return RLS_OK;
-    case SQLITE_NOMEM: return RLS_ENOMEM;
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED: return RLS_EBUSY;
-    case SQLITE_READONLY: return RLS_EREADONLY;
-    case SQLITE_IOERR: return RLS_EIO;
-    case SQLITE_CORRUPT: return RLS_ECORRUPT;
-    case SQLITE_FULL: return RLS_EFULL;
-    case SQLITE_CANTOPEN: return RLS_ECANTOPEN;
-    case SQLITE_NOTADB: return RLS_ENOTDB;
-    case SQLITE_PERM:
-    case SQLITE_AUTH: return RLS_EREADONLY;
-    default: return RLS_ESTORAGE;
-    }
-}
-
 /*
  * The code of failure src on connection c: an I/O error caused by a full
  * file system (creating or growing -shm or -wal, writing a page) is EFULL,
@@ -97,7 +26,7 @@ static int map_sqlite(int src)
  */
 static int map_conn(sqlite3 *c, int src, int *full)
 {
-    int code = map_sqlite(src), e = c ? sqlite3_system_errno(c) : 0;
+    int code = rls__sql_code(src), e = c ? sqlite3_system_errno(c) : 0;
     *full = code == RLS_EIO && (e == ENOSPC || e == EDQUOT);
     return *full ? RLS_EFULL : code;
 }
@@ -114,97 +43,6 @@ static int conn_error(rls_db *db, sqlite3 *c, int src, const char *what)
 int rls__sqlite_error(rls_db *db, int src, const char *what)
 {
     return conn_error(db, db ? db->lite->sql : NULL, src, what);
-}
-
-int rls__sql_error(rls_db *db, int src, const char *what)
-{
-    if (db && db->conn.drv && db->conn.drv != &rls__lite_driver)
-        return rls__error(db, map_sqlite(src), "%s: %s", what, db->conn.drv->errmsg(db));
-    return rls__sqlite_error(db, src, what);
-}
-
-const char *rls_errmsg(rls_db *db)
-{
-    return db ? db->errmsg : open_errmsg;
-}
-
-/*
- * rls_options_init() writes the defaults into the caller's struct, so it
- * must never write more than the program's sizeof(rls_options), which the
- * library cannot see.  The struct grew (counters_path and what follows):
- * programs built against the first header are bound to the symbol version
- * RLSTORE_0 and get rls__options_init_v0, which fills only the first layout;
- * programs built since link rls_options_init@@RLSTORE_0.2 (librlstore.map,
- * docs/ABI.md).  The next field appended needs the next version node.
- */
-#define OPTIONS_V0_SIZE offsetof(rls_options, counters_path)
-
-static void options_defaults(rls_options *opt, size_t size)
-{
-    memset(opt, 0, size);
-    opt->size = size;
-    opt->busy_timeout_ms = 5000;
-    opt->durability = RLS_DURABILITY_NORMAL;
-    opt->on_error = RLS_ON_ERROR_DENY;
-    opt->read_only = 0;
-    opt->create = 1;
-    opt->file_mode = 0600;
-    opt->max_key_len = RLS_KEY_MAX_DEFAULT;
-    opt->tool = "lib";
-}
-
-/* Exported only under their versioned names (the version script makes
- * these names local). */
-__attribute__((visibility("default"))) void rls__options_init_v0(rls_options *opt);
-__attribute__((visibility("default"))) void rls__options_init_v2(rls_options *opt);
-
-void rls__options_init_v0(rls_options *opt)
-{
-    if (opt)
-        options_defaults(opt, OPTIONS_V0_SIZE);
-}
-
-void rls__options_init_v2(rls_options *opt)
-{
-    if (opt)
-        options_defaults(opt, sizeof *opt);
-}
-
-__asm__(".symver rls__options_init_v0, rls_options_init@RLSTORE_0");
-__asm__(".symver rls__options_init_v2, rls_options_init@@RLSTORE_0.2");
-
-/* Copies the fields the caller's struct has (it may be older and smaller). */
-static int options_take(rls_options *dst, const rls_options *src)
-{
-    options_defaults(dst, sizeof *dst);
-    if (!src)
-        return RLS_OK;
-    if (src->size < offsetof(rls_options, busy_timeout_ms) + sizeof(int) ||
-        src->size > sizeof(rls_options) * 4)
-        return RLS_EINVAL;
-    size_t n = src->size < sizeof *dst ? src->size : sizeof *dst;
-    memcpy(dst, src, n);
-    dst->size = sizeof *dst;
-    if (!dst->tool)
-        dst->tool = "lib";
-    if (dst->busy_timeout_ms < 0 || dst->max_key_len < 1 ||
-        dst->max_key_len > RLS_KEY_MAX_LIMIT ||
-        (dst->durability != RLS_DURABILITY_NORMAL &&
-         dst->durability != RLS_DURABILITY_FULL) ||
-        (dst->on_error != RLS_ON_ERROR_DENY && dst->on_error != RLS_ON_ERROR_ALLOW) ||
-        (dst->file_mode & ~0777u) != 0)
-        return RLS_EINVAL;
-    return RLS_OK;
-}
-
-static void who_am_i(rls_db *db)
-{
-    struct passwd pw, *res = NULL;
-    char buf[1024];
-    if (getpwuid_r(geteuid(), &pw, buf, sizeof buf, &res) == 0 && res)
-        snprintf(db->ident.os_user, sizeof db->ident.os_user, "%s", pw.pw_name);
-    else
-        snprintf(db->ident.os_user, sizeof db->ident.os_user, "uid:%ld", (long)geteuid());
 }
 
 /* The error of connection c: the handle's own, or a helper connection. */
@@ -480,10 +318,8 @@ void rls__conn_defaults(sqlite3 *c)
 
 /* Opens the connection and brings it into service.  Split: the counters
  * file is the main database, the rules file is attached (split.c). */
-static int connect_db(rls_db *db)
+int rls__lite_connect(rls_db *db)
 {
-    if (db->conn.drv == &rls__pg_driver)
-        return rls__pg_connect(db);
     const char *path = db->lite->split ? db->lite->counters_path : db->ident.path;
     char *uri = NULL;
     int flags = (db->ident.opt.read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) |
@@ -542,9 +378,10 @@ static int connect_db(rls_db *db)
     return rc;
 }
 
-static void disconnect(rls_db *db)
+void rls__lite_disconnect(rls_db *db)
 {
-    rls__pg_disconnect(db);
+    if (!db->lite)
+        return;
     rls__stmt_finalize_all(db);
     if (db->lite->sql)
         sqlite3_close_v2(db->lite->sql);
@@ -579,163 +416,33 @@ static int prepare_files(rls_db *db, int *created_rules, int *created_counters)
     return RLS_OK;
 }
 
-/* Takes the options that point at the caller's memory. */
+/* Takes the options that point at the caller's memory: the counters file
+ * of a split deployment, the group of the files it creates. */
 static int options_own(rls_db *db)
 {
     const char *counters = db->ident.opt.counters_path, *group = db->ident.opt.file_group;
     db->ident.opt.counters_path = NULL;
     db->ident.opt.file_group = NULL;   /* resolved here, not kept */
     if (counters) {
-        if (!*counters)
-            return rls__error(db, RLS_EINVAL, "rls_open: counters_path is empty");
         if (!(db->lite->counters_path = strdup(counters)))
             return rls__error(db, RLS_ENOMEM, "out of memory");
         db->ident.opt.counters_path = db->lite->counters_path;
         db->lite->split = 1;
     }
-    if (db->ident.opt.rules_read_only && !db->lite->split)
-        return rls__error(db, RLS_EINVAL, "rls_open: rules_read_only needs counters_path "
-                          "(a split deployment)");
     db->lite->rules_rw = !db->ident.opt.read_only && !(db->lite->split && db->ident.opt.rules_read_only);
     return group ? rls__group_resolve(db, group) : RLS_OK;
 }
 
-int rls_open(rls_db **out, const char *path, const rls_options *opt)
+int rls__lite_init(rls_db *db, const char *path)
 {
-    int rc, created_counters = 0;
-    rls_db *db;
-
-    open_errmsg[0] = '\0';
-    if (!out)
-        return rls__error(NULL, RLS_EINVAL, "rls_open: db is NULL");
-    *out = NULL;
-    if (!path || !*path)
-        return rls__error(NULL, RLS_EINVAL, "rls_open: path is NULL or empty");
-    db = calloc(1, sizeof *db);
-    if (db && !(db->lite = calloc(1, sizeof *db->lite))) {
-        free(db);
-        db = NULL;
-    }
-    if (!db)
-        return rls__error(NULL, RLS_ENOMEM, "out of memory");
-    db->rc.rules_gen = -1;
+    int created_counters = 0;
+    if (!(db->lite = calloc(1, sizeof *db->lite)))
+        return rls__error(db, RLS_ENOMEM, "out of memory");
     db->lite->ckpt_fd = RLS_CKPT_FD_NONE;
     db->lite->rules_ckpt_fd = RLS_CKPT_FD_NONE;
     db->lite->file_dir[0] = db->lite->file_dir[1] = -1;
-    if ((rc = options_take(&db->ident.opt, opt))) {
-        free(db->lite);
-        free(db);
-        return rls__error(NULL, rc, "rls_open: invalid options");
-    }
-    snprintf(db->ident.tool, sizeof db->ident.tool, "%s", db->ident.opt.tool);
-    db->ident.opt.tool = db->ident.tool;
-    if (rls__pg_uri(path) ? rls__pg_init(db, path) != RLS_OK : !(db->ident.path = strdup(path))) {
-        rls__pg_disconnect(db);
-        free(db->ident.path);
-        free(db->lite);
-        free(db);
-        return rls__error(NULL, RLS_ENOMEM, "out of memory");
-    }
-    who_am_i(db);
-    pthread_once(&fork_once, fork_register);
-    db->ident.forks = forks_now();
-    db->ident.pid = getpid();
-    db->conn.rng = (uint32_t)db->ident.pid * 2654435761u + 1;
-    db->conn.drv = db->pg ? &rls__pg_driver : &rls__lite_driver;
-    rc = options_own(db);
-    if (rc == RLS_OK && db->conn.drv == &rls__pg_driver && (db->lite->split || db->lite->have_gid))
-        rc = rls__error(db, RLS_EINVAL, "rls_open: counters_path and file_group are for "
-                        "SQLite files, not a PostgreSQL database");
-    if (rc == RLS_OK && db->conn.drv == &rls__lite_driver)
-        rc = prepare_files(db, &db->ident.created, &created_counters);
-    if (rc == RLS_OK)
-        rc = connect_db(db);
-    if (rc != RLS_OK) {
-        snprintf(open_errmsg, sizeof open_errmsg, "%s", db->errmsg);
-        /* A file this call created stays: another process may have opened
-         * it as soon as it was there (create.c) */
-        disconnect(db);
-        free(db->lite->counters_path);
-        free(db->ident.path);
-        free(db->lite);
-        free(db);
-        return rc;
-    }
-    *out = db;
-    return RLS_OK;
-}
-
-void rls_close(rls_db *db)
-{
-    if (!db)
-        return;
-    if (db->ident.pid == getpid()) {
-        if (rls__connected(db) && !db->conn.in_tx && (db->stats.nstats > 0 || rls__keystat_pending(db))) {
-            int64_t now;
-            if (rls__now(&now) == RLS_OK && rls__begin(db, 1) == RLS_OK) {
-                db->conn.check_tx = 1;  /* stats only: gives nothing back (deny.c) */
-                if (rls__stats_flush(db, now, 1) == RLS_OK)
-                    rls__commit(db);
-                else
-                    rls__rollback(db);
-            }
-        }
-        disconnect(db);
-    } else {
-        /* In a forked child the parent's connection is abandoned, never
-         * closed: closing could disturb the parent's locks or WAL.  Closing
-         * the child's copy of the checkpoint lock descriptor releases
-         * nothing (a flock lock goes with the last descriptor). */
-        rls__wal_close(db);
-    }
-    rls__cache_free(db);
-    rls__sc_free(db);
-    rls__deny_close(db);
-    rls__keystat_free(db);
-    free(db->stats.acc);
-    free(db->lite->counters_path);
-    free(db->ident.path);
-    free(db->lite);
-    free(db);
-}
-
-int rls__connected(const rls_db *db)
-{
-    return (db->lite && db->lite->sql) || db->pg;
-}
-
-/*
- * Checks that the handle can be used.  After fork() the child gets a fresh
- * connection of its own; the inherited one is abandoned untouched.
- */
-int rls__db_usable(rls_db *db)
-{
-    if (!db)
-        return RLS_EINVAL;
-    if (fork_hooked && db->ident.forks == forks_now() && rls__connected(db))
-        return RLS_OK;  /* no fork since it connected */
-    if (db->ident.pid == getpid()) {
-        if (!rls__connected(db))
-            return rls__error(db, RLS_EMISUSE, "handle has no open connection");
-        return RLS_OK;
-    }
-    db->lite->sql = NULL;  /* abandoned, never closed: it is the parent's */
-    rls__pg_abandon(db);
-    memset(db->conn.stmt, 0, sizeof db->conn.stmt);
-    memset(db->conn.astmt, 0, sizeof db->conn.astmt);
-    rls__wal_close(db);  /* the inherited descriptor shares the parent's lock */
-    db->conn.in_tx = 0;
-    db->stats.nstats = 0;
-    rls__keystat_free(db);  /* the parent flushes its own */
-    db->rc.rules_gen = -1;
-    db->trust.meta_dv_ok = 0;
-    db->ident.pid = getpid();
-    db->ident.forks = forks_now();
-    int rc = connect_db(db);
-    if (rc != RLS_OK) {
-        disconnect(db);
-        db->ident.pid = 0;  /* not connected: the next call tries again */
-        return rc;
-    }
-    return RLS_OK;
+    if (!(db->ident.path = strdup(path)))
+        return rls__error(db, RLS_ENOMEM, "out of memory");
+    int rc = options_own(db);
+    return rc == RLS_OK ? prepare_files(db, &db->ident.created, &created_counters) : rc;
 }

@@ -46,17 +46,6 @@ typedef struct file_role_row {
     int npair;
 } file_role_row;
 
-int rls__rules_writable(rls_db *db)
-{
-    if (db->ident.opt.read_only)
-        return rls__error(db, RLS_EREADONLY, "'%s' is opened read-only", db->ident.path);
-    if (!db->lite->rules_rw)
-        return rls__error(db, RLS_EREADONLY, "the rules database '%s' is opened read-only "
-                          "(rules_read_only): changes of rules, tiers, overrides, blocks and "
-                          "counters need an admin handle", db->ident.path);
-    return RLS_OK;
-}
-
 /* "file:" URI of a path, every byte but [A-Za-z0-9/._~-] percent-encoded,
  * so that no path can be read as URI parameters. */
 char *rls__file_uri(const char *path, int read_only)

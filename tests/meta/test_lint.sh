@@ -19,7 +19,10 @@ tree() {
     printf 'int rls_open(void);\n' >"$t/include/rlstore.h"
     printf '/* algo.h */\nint rls__algo(int x);\n' >"$t/core/algo.h"
     printf '#include "algo.h"\n\nstatic int twice(int x)\n{\n    return 2 * x;\n}\n\nint\nrls__algo(int x)\n{\n    return twice(x);\n}\n' >"$t/core/algo.c"
-    printf '#include <sqlite3.h>\n#include "algo.h"\n\nint rls_open(void)\n{\n    return sqlite3_initialize();\n}\n' >"$t/storage/open.c"
+    mkdir -p "$t/storage/sqlite" "$t/storage/pg"
+    printf '#include <sqlite3.h>\n#include "algo.h"\n\nint rls_open(void)\n{\n    return sqlite3_initialize();\n}\n' >"$t/storage/sqlite/open.c"
+    printf '#include <libpq-fe.h>\n\nint rls__pg_ok(void *c)\n{\n    return PQstatus(c) == CONNECTION_OK;\n}\n' >"$t/storage/pg/pg.c"
+    printf '#include "backend.h"\n\nint rls__begin(rls_db *db, int w)\n{\n    return db->be->begin(db, w);\n}\n' >"$t/storage/stmt.c"
     printf '#include "rlstore.h"\n#include "dbname.h"\n' >"$t/cli/rlctl.h"
     printf '#include <stdio.h>\n#include "rlctl.h"\n#include "../common/dbname.h"\nint main(void) { return 0; }\n' >"$t/cli/rlctl.c"
     printf '#include "rlstore.h"\n#include "dbname.h"\n' >"$t/tui/rltop.h"
@@ -75,6 +78,42 @@ printf '/* SQLite-free: no PG here, and a PQ alone is no call */\nint PQ;\n' >"$
 lint_run "$t"
 [ "$rc" = 0 ] && ok "\"PQ\" alone in core/ is not libpq" || bad "PQ alone (exit $rc)" "$tmp/out"
 
+# 2b. the backends: SQLite only in storage/sqlite/, libpq only in storage/pg/
+tree stsql
+printf '/* x */\nint rls__f(void *c);\nint rls__f(void *c)\n{\n    return sqlite3_changes(c);\n}\n' >"$t/storage/x.c"
+lint_run "$t"
+expect_fail "a storage file outside storage/sqlite/ calling sqlite3_* is reported" \
+    'storage/x.c:5: SQLite outside storage/sqlite/'
+tree stlite
+printf '#include "db.h"\n\nint rls__f(rls_db *db)\n{\n    return db->lite->split;\n}\n' >"$t/storage/x.c"
+lint_run "$t"
+expect_fail "a storage file reading the handle's SQLite part is reported" \
+    'storage/x.c:5: SQLite outside storage/sqlite/'
+tree stlitehdr
+printf '#include "sqlite/lite.h"\n' >"$t/storage/x.h"
+lint_run "$t"
+expect_fail "a storage header including the SQLite backend's header is reported" \
+    'storage/x.h:1: SQLite outside storage/sqlite/'
+tree stpq
+printf '#include <libpq-fe.h>\n' >"$t/storage/x.c"
+lint_run "$t"
+expect_fail "a storage file including <libpq-fe.h> is reported" 'storage/x.c:1: libpq outside storage/pg/'
+tree stpg
+printf '#include "db.h"\n\nint rls__f(rls_db *db)\n{\n    return db->pg != 0;\n}\n' >"$t/storage/x.c"
+lint_run "$t"
+expect_fail "a storage file testing the handle's PostgreSQL part is reported" \
+    'storage/x.c:5: libpq outside storage/pg/'
+tree stcross
+printf '/* x */\nint rls__f(void *c);\nint rls__f(void *c)\n{\n    return sqlite3_changes(c);\n}\n' >"$t/storage/pg/x.c"
+lint_run "$t"
+expect_fail "SQLite in the PostgreSQL backend's folder is reported" \
+    'storage/pg/x.c:5: SQLite outside storage/sqlite/'
+tree stcross2
+printf '#include <libpq-fe.h>\n' >"$t/storage/sqlite/x.c"
+lint_run "$t"
+expect_fail "libpq in the SQLite backend's folder is reported" \
+    'storage/sqlite/x.c:1: libpq outside storage/pg/'
+
 # 3. layering of the tools
 tree clicore
 printf '#include "rlctl.h"\n#include "../core/algo.h"\n' >"$t/cli/cmd.c"
@@ -85,9 +124,9 @@ printf '#include "algo.h"\n' >"$t/cli/cmd.c"
 lint_run "$t"
 expect_fail "a tool including a core/ header by name is reported" 'cli/cmd.c:1: includes "algo.h", found in none of cli common include (it is in core/)'
 tree tuistorage
-printf 'int x;\n#include "../storage/open.c"\n' >"$t/tui/x.c"
+printf 'int x;\n#include "../storage/stmt.c"\n' >"$t/tui/x.c"
 lint_run "$t"
-expect_fail "a tool including a storage/ file is reported" 'tui/x.c:2: includes "../storage/open.c" of storage/'
+expect_fail "a tool including a storage/ file is reported" 'tui/x.c:2: includes "../storage/stmt.c" of storage/'
 tree tuicli
 printf '#include "rltop.h"\n#include "../cli/rlctl.h"\n' >"$t/tui/x.c"
 lint_run "$t"
