@@ -77,10 +77,12 @@ def figure_values(scen, key):
         v = scen[key]
     else:
         v = scen.get("extra", {}).get(key)
-    return float(v) if isinstance(v, (int, float)) and v > 0 else None
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
 def noise(vals):
+    """Infinite when the median is not above 0 (an RSS growth of 0 kB per
+    handle): no ratio can be judged then."""
     m = statistics.median(vals)
     return (max(vals) - min(vals)) / m if m > 0 else float("inf")
 
@@ -101,7 +103,7 @@ def judge(med_a, med_b, nz, sense):
 
 
 def fmt(v):
-    if v >= 100:
+    if abs(v) >= 100:
         return "%.0f" % v
     if v >= 10:
         return "%.1f" % v
@@ -144,10 +146,11 @@ def compare_one(sid, runs_a, runs_b, rows):
             continue
         med_a, med_b = statistics.median(va), statistics.median(vb)
         na, nb = noise(va), noise(vb)
-        mark = judge(med_a, med_b, na + nb, sense)
+        mark = judge(med_a, med_b, na + nb, sense) if med_a > 0 and med_b > 0 else ""
+        ratio = "%.3f" % (med_b / med_a) if med_a > 0 else "n/a"
         marks.append((mark, label))
-        rows.append(("" if marks[1:] else sid, label, fmt(med_a), fmt(med_b),
-                     "%.3f" % (med_b / med_a), pct(na), pct(nb), mark and mark + " beyond noise"))
+        rows.append(("" if marks[1:] else sid, label, fmt(med_a), fmt(med_b), ratio, pct(na),
+                     pct(nb), mark and mark + " beyond noise"))
     if not marks:
         return "no figure to compare"
     worse = [label for mark, label in marks if mark == "worse"]
