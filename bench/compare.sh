@@ -92,7 +92,9 @@ fi
 out=${out:-$B/bench/compare}
 mkdir -p "$out" || exit 1
 out=$(cd "$out" && pwd) || exit 1
-rm -f "$out"/base-*.json "$out"/after-*.json "$out"/*.cpu "$out"/*.log "$out"/table.txt
+# only the files of an earlier comparison: DIR may hold others
+rm -f "$out"/base-*.json "$out"/after-*.json "$out"/base-*.cpu "$out"/after-*.cpu \
+    "$out"/base-*.log "$out"/after-*.log "$out"/build-*.log "$out"/worktree.log "$out"/table.txt
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rlbench-compare-XXXXXX") || exit 1
 wt=$tmp/base
 cleanup() {
