@@ -1,5 +1,7 @@
 # rlstore - plain Makefile.  `make` builds the library and tools, `make test`
 # builds and runs every suite, `make SAN=1 test` does it under ASan + UBSan.
+# `make bench` measures; `make bench-compare BASE=<rev> QUICK=1` measures a
+# revision and this tree in turns and says which scenarios got slower.
 
 CC       ?= cc
 PKGS     := sqlite3 yaml-0.1 libpq
@@ -117,7 +119,7 @@ TOOLS        := $(if $(CLI_SRCS),$(BUILD)/rlctl) $(if $(TUI_SRCS),$(BUILD)/rltop
 EXAMPLES     := $(BUILD)/examples/quickstart $(BUILD)/examples/simulate \
                 $(BUILD)/examples/signup $(BUILD)/examples/http429
 
-.PHONY: all deps test test-bins test-pg check-deps bench demo clean sanitize valgrind check stress fuzz
+.PHONY: all deps test test-bins test-pg check-deps bench bench-compare demo clean sanitize valgrind check stress fuzz
 .PHONY: install uninstall lint bench-shm
 all: deps $(BUILD)/librlstore.so $(BUILD)/librlstore.a $(TOOLS) $(EXAMPLES)
 
@@ -286,6 +288,24 @@ $(BUILD)/bench/shm_bench: bench/shm/shm_bench.c $(BUILD)/librlstore.a
 
 bench-shm: $(BUILD)/bench/shm_bench
 	@$(BUILD)/bench/shm_bench $(if $(QUICK),200000)
+
+# Before and after a change (issue #18: "no scenario slower by more than the
+# run-to-run noise"): `make bench-compare` builds BASE (a git revision;
+# default `git merge-base HEAD main`, where this branch left main) in a
+# temporary git worktree and this working tree in $(BUILD), runs the two
+# rlbench binaries in turns, base then after, ROUNDS times (default 5; at
+# least 2, the noise is their spread), and prints per scenario each side's
+# median, after/base, each side's noise and a verdict ("slower beyond
+# noise", "within noise", ...).  QUICK=1 (a few minutes) or SMOKE=1 (the
+# script's own test) run reduced modes; PG=1 adds the pg group (rlstore on
+# PostgreSQL, a private cluster rlbench starts).  No peers.  Exit 0 whatever
+# the verdicts; 1 when a build or run failed, 2 for a bad BASE or ROUNDS.
+# Runs and table: $(BUILD)/bench/compare/ (COMPARE_DIR=<dir> elsewhere).
+# See docs/PERFORMANCE.md.
+bench-compare:
+	@BUILD=$(BUILD) SAN=$(SAN) sh bench/compare.sh $(if $(BASE),--base $(BASE)) \
+	    $(if $(ROUNDS),--rounds $(ROUNDS)) $(if $(QUICK),--quick) $(if $(SMOKE),--smoke) \
+	    $(if $(filter 1,$(PG)),--pg) $(if $(COMPARE_DIR),--out $(COMPARE_DIR))
 
 # ---- demo ------------------------------------------------------------------
 demo: all
