@@ -35,4 +35,10 @@ int rls__pressure_hot(int64_t ppm);
  * "near" (at least PRESSURE_NEAR_PPM used), else "ok".  A static string. */
 const char *rls__pressure_state(int blocked, const rls_result *res, int64_t ppm);
 
+/* What a check's answer res records in the per-key stats (keystats.c):
+ * 1 with *ppm for a denial (all used: PRESSURE_PPM) or an admission whose
+ * deciding limit is at least half used; 0 for any other admission (and
+ * one without a limit). */
+int rls__pressure_of_check(const rls_result *res, int64_t *ppm);
+
 #endif

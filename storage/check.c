@@ -29,15 +29,11 @@ static uint32_t gc_every(const rls_db *db)
 }
 
 /* The failure policy for this call: the action's, else the rules', else
- * the handle's. */
+ * the handle's (core/rules.c). */
 static int policy_allows(rls_db *db, const char *action)
 {
-    const rule_action *a = db->rc.rules && action ? rls__ruleset_action(db->rc.rules, action) : NULL;
-    if (a && a->on_error != ONERR_INHERIT)
-        return a->on_error == ONERR_ALLOW;
-    if (db->rc.rules && db->rc.rules->on_error != ONERR_INHERIT)
-        return db->rc.rules->on_error == ONERR_ALLOW;
-    return db->ident.opt.on_error == RLS_ON_ERROR_ALLOW;
+    return rls__on_error_allows(db->rc.rules, action,
+                                db->ident.opt.on_error == RLS_ON_ERROR_ALLOW);
 }
 
 static int is_storage_failure(int rc)
@@ -153,16 +149,8 @@ static int wants_full_sync(rls_db *db, const char *action)
             rls__rollback(db);
         db->errmsg[0] = '\0';
     }
-    if (!db->rc.rules || !(a = rls__ruleset_action(db->rc.rules, action)))
-        return 0;
-    for (int t = -1; t < a->ntiers; t++) {
-        const rule_limit *ls = t < 0 ? a->limits : a->tiers[t].limits;
-        int n = t < 0 ? a->nlimits : a->tiers[t].nlimits;
-        for (int i = 0; i < n; i++)
-            if (ls[i].durability == DURA_FULL)
-                return 1;
-    }
-    return 0;
+    a = db->rc.rules ? rls__ruleset_action(db->rc.rules, action) : NULL;
+    return rls__action_wants_full(a);
 }
 
 /* A check counted in the stats whose transaction then failed did not

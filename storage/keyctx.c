@@ -8,6 +8,7 @@
 #include "keyctx.h"
 #include "keycount.h"
 #include "keynorm.h"
+#include "penalty.h"
 
 int rls__keyctx_args(rls_db *db, const char *action, const char *key,
                 int64_t cost, int64_t now)
@@ -65,7 +66,7 @@ static int read_policy(rls_db *db, key_ctx *ctx, int64_t now)
         const unsigned char *text = sql_column_text(st, 4);
         int own = act && act[0] != '\0';
         if (type == 1) {
-            int active = t == 0 || t > now;
+            int active = rls__block_active(t, now);
             if (own) {
                 ctx->pen_found = 1;
                 ctx->pen_kind = (int)num;
@@ -73,8 +74,8 @@ static int read_policy(rls_db *db, key_ctx *ctx, int64_t now)
                 ctx->pen_until = t;
                 ctx->pen_forget = sql_column_int64(st, 6);
             }
-            if (active && (!ctx->block.active || t == 0 ||
-                           (ctx->block.until_ms != 0 && t > ctx->block.until_ms))) {
+            /* the strongest active block applies (core/penalty.c) */
+            if (active && rls__block_outlasts(ctx->block.active, ctx->block.until_ms, t)) {
                 ctx->block.found = ctx->block.active = 1;
                 ctx->block.until_ms = t;
                 copy_name(ctx->block.rule, text);

@@ -108,24 +108,6 @@ int rls__peek_refunds(rls_db *db, key_ctx *ctx, int64_t now)
 
 /* ---- refunds ---------------------------------------------------------- */
 
-/* Units in use of each item at now (a peek of cost 1: algo_meta.used). */
-static int items_in_use(rls_db *db, key_ctx *ctx, int64_t now, int64_t *used)
-{
-    rls_result res;
-    decide_out dout;
-    unsigned char changed[RESOLVE_MAX_LIMITS];
-    for (int i = 0; i < ctx->n; i++)
-        changed[i] = (unsigned char)ctx->items[i].changed;
-    if (rls__decide_check(ctx->items, ctx->n, TIER_NORMAL, now, 0, 1, 0, &res,
-                     &dout) != 0)
-        return -1;
-    for (int i = 0; i < ctx->n; i++) {
-        used[i] = ctx->items[i].meta.used;
-        ctx->items[i].changed = changed[i];   /* a peek changes nothing */
-    }
-    return 0;
-}
-
 /* Refunds `cost` charged at charged_at to the limits of (action, key); with
  * lids != NULL only to the limits whose ids are listed.  With given != NULL,
  * *given receives the units given back: the most any limit got back (a
@@ -134,7 +116,6 @@ static int refund_in_tx(rls_db *db, const char *action, const char *key, int nor
                         int64_t cost, int64_t charged_at, int64_t now,
                         const unsigned char *lids, size_t nlids, int64_t *given)
 {
-    int64_t before[RESOLVE_MAX_LIMITS], after[RESOLVE_MAX_LIMITS];
     key_ctx *ctx = malloc(sizeof *ctx);
     int rc;
     if (!ctx)
@@ -149,13 +130,11 @@ static int refund_in_tx(rls_db *db, const char *action, const char *key, int nor
     }
     if (rc == RLS_OK)
         rc = rls__keyctx_read_states(db, ctx);
-    if (rc == RLS_OK && ((given && items_in_use(db, ctx, now, before) != 0) ||
-                         rls__decide_refund(ctx->items, ctx->n, now, 0, charged_at, cost) != 0 ||
-                         (given && items_in_use(db, ctx, now, after) != 0)))
+    /* core gives back, and says how much (core/decide.c) */
+    if (rc == RLS_OK &&
+        (given ? rls__decide_refund_given(ctx->items, ctx->n, now, charged_at, cost, given)
+               : rls__decide_refund(ctx->items, ctx->n, now, 0, charged_at, cost)) != 0)
         rc = rls__error(db, RLS_ECONFIG, "action '%s' has a limit the engine refuses", action);
-    for (int i = 0; rc == RLS_OK && given && i < ctx->n; i++)
-        if (before[i] - after[i] > *given)
-            *given = before[i] - after[i];
     if (rc == RLS_OK)
         rc = rls__keyctx_write_states(db, ctx);
     rls__keyctx_release(ctx);
