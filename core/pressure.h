@@ -15,6 +15,11 @@
 #define PRESSURE_PPM 1000000      /* the whole capacity */
 #define PRESSURE_HOT_PPM 500000   /* half used: under pressure (listed first) */
 #define PRESSURE_NEAR_PPM 800000  /* "near" its limit */
+/* A key the per-key stats saw under pressure within this time (ms) is a
+ * candidate of a usage listing's head (usage_src.c); in SQL text, as
+ * PRESSURE_RECENT_SQL. */
+#define PRESSURE_RECENT_MS 86400000
+#define PRESSURE_RECENT_SQL "86400000"
 
 /*
  * Units in use of the deciding limit of res: its meta's `used` when given

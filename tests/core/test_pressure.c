@@ -60,6 +60,9 @@ static void test_hot(void **state)
     assert_true(rls__pressure_hot(PRESSURE_PPM));
     assert_false(rls__pressure_hot(0));
     assert_int_equal(PRESSURE_HOT_PPM, 500000);
+    /* the SQL form of the recent-pressure window says the same */
+    assert_int_equal(strtoll(PRESSURE_RECENT_SQL, NULL, 10), PRESSURE_RECENT_MS);
+    assert_int_equal(PRESSURE_RECENT_MS, 24 * 3600 * 1000);
 }
 
 static void test_state(void **state)
