@@ -324,6 +324,39 @@ int rls__decide_refund(decide_item *items, int n, int64_t now, int64_t floor_ms,
     return 0;
 }
 
+/* Units in use of each item at now: a peek of cost 1 (algo_meta.used),
+ * which changes nothing. */
+static int items_in_use(decide_item *items, int n, int64_t now, int64_t *used)
+{
+    rls_result res;
+    decide_out dout;
+    unsigned char changed[RESOLVE_MAX_LIMITS];
+    for (int i = 0; i < n; i++)
+        changed[i] = (unsigned char)items[i].changed;
+    if (rls__decide_check(items, n, TIER_NORMAL, now, 0, 1, 0, &res, &dout) != 0)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        used[i] = items[i].meta.used;
+        items[i].changed = changed[i];   /* a peek changes nothing */
+    }
+    return 0;
+}
+
+int rls__decide_refund_given(decide_item *items, int n, int64_t now, int64_t charged_at,
+                             int64_t cost, int64_t *given)
+{
+    int64_t before[RESOLVE_MAX_LIMITS], after[RESOLVE_MAX_LIMITS];
+    *given = 0;
+    if (n > RESOLVE_MAX_LIMITS || items_in_use(items, n, now, before) != 0 ||
+        rls__decide_refund(items, n, now, 0, charged_at, cost) != 0 ||
+        items_in_use(items, n, now, after) != 0)
+        return -1;
+    for (int i = 0; i < n; i++)
+        if (before[i] - after[i] > *given)
+            *given = before[i] - after[i];
+    return 0;
+}
+
 void rls__decide_blocked(rls_result *res, int64_t now, int64_t until_ms,
                     const char *rule)
 {

@@ -62,6 +62,13 @@ int rls__decide_check(decide_item *items, int n, int behaviour, int64_t now,
 int rls__decide_refund(decide_item *items, int n, int64_t now, int64_t floor_ms,
                   int64_t charged_at, int64_t cost);
 
+/* rls__decide_refund (floor 0), and *given the units it gave back: the
+ * most any item got back, as units in use at now before and after (a
+ * limit whose window ended, or with less in use, gets back less; 0 when
+ * none got any).  -1 when core refuses a limit. */
+int rls__decide_refund_given(decide_item *items, int n, int64_t now, int64_t charged_at,
+                             int64_t cost, int64_t *given);
+
 /* Fills *res for a key that is blocked until until_ms (0 = forever). */
 void rls__decide_blocked(rls_result *res, int64_t now, int64_t until_ms,
                     const char *rule);

@@ -29,3 +29,13 @@ void rls__penalty_raise(rls_result *res, int64_t dur_ms)
     if (res->reset_ms < dur_ms)
         res->reset_ms = dur_ms;
 }
+
+int rls__block_active(int64_t until_ms, int64_t now)
+{
+    return until_ms == 0 || until_ms > now;
+}
+
+int rls__block_outlasts(int have, int64_t cur_until_ms, int64_t until_ms)
+{
+    return !have || until_ms == 0 || (cur_until_ms != 0 && until_ms > cur_until_ms);
+}

@@ -1,8 +1,9 @@
 /*
  * penalty.h - the arithmetic of a limit's block_for penalty: which step of
  * an escalating list applies, when the block ends, until when its level
- * is remembered, and how the denial it follows reports the wait.  Pure:
- * storage reads the key's own block row and writes the block core chose.
+ * is remembered, and how the denial it follows reports the wait; and which
+ * of a key's blocks applies.  Pure: storage reads the key's block rows and
+ * writes the block core chose.
  */
 #ifndef RLS_PENALTY_H
 #define RLS_PENALTY_H
@@ -49,5 +50,13 @@ void rls__penalty_next(const rule_limit *def, const penalty_prev *prev, int64_t 
 /* A denial that imposes a penalty of dur_ms waits at least that long:
  * its retry (unless never, -1) and reset are raised to it. */
 void rls__penalty_raise(rls_result *res, int64_t dur_ms);
+
+/* Is a block that ends at until_ms (0: never) active at now? */
+int rls__block_active(int64_t until_ms, int64_t now);
+
+/* Does an active block ending at until_ms (0: never) outlast the
+ * strongest found so far (have: there is one; it ends at cur_until_ms)?
+ * The strongest block is the one a check reports. */
+int rls__block_outlasts(int have, int64_t cur_until_ms, int64_t until_ms);
 
 #endif

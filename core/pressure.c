@@ -38,3 +38,14 @@ const char *rls__pressure_state(int blocked, const rls_result *res, int64_t ppm)
         return "shadow";
     return ppm >= PRESSURE_NEAR_PPM ? "near" : "ok";
 }
+
+int rls__pressure_of_check(const rls_result *res, int64_t *ppm)
+{
+    *ppm = PRESSURE_PPM;   /* a denial counts as all used */
+    if (!res->allowed)
+        return 1;
+    if (res->limit <= 0)
+        return 0;
+    *ppm = rls__pressure_ppm(rls__pressure_used(res, NULL), res->limit);
+    return rls__pressure_hot(*ppm);
+}

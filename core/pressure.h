@@ -15,6 +15,11 @@
 #define PRESSURE_PPM 1000000      /* the whole capacity */
 #define PRESSURE_HOT_PPM 500000   /* half used: under pressure (listed first) */
 #define PRESSURE_NEAR_PPM 800000  /* "near" its limit */
+/* A key the per-key stats saw under pressure within this time (ms) is a
+ * candidate of a usage listing's head (usage_src.c); in SQL text, as
+ * PRESSURE_RECENT_SQL. */
+#define PRESSURE_RECENT_MS 86400000
+#define PRESSURE_RECENT_SQL "86400000"
 
 /*
  * Units in use of the deciding limit of res: its meta's `used` when given
@@ -34,5 +39,11 @@ int rls__pressure_hot(int64_t ppm);
  * tier), "limited" (res denied), "shadow" (admitted past a shadow limit),
  * "near" (at least PRESSURE_NEAR_PPM used), else "ok".  A static string. */
 const char *rls__pressure_state(int blocked, const rls_result *res, int64_t ppm);
+
+/* What a check's answer res records in the per-key stats (keystats.c):
+ * 1 with *ppm for a denial (all used: PRESSURE_PPM) or an admission whose
+ * deciding limit is at least half used; 0 for any other admission (and
+ * one without a limit). */
+int rls__pressure_of_check(const rls_result *res, int64_t *ppm);
 
 #endif

@@ -150,3 +150,25 @@ void rls__rule_limit_sig(const rule_limit *l, char *buf, size_t size)
     snprintf(buf, size, "%s/%d/%lld/%s/%d", alg ? alg : "?", l->window.calendar,
              (long long)l->window.ms, l->tz ? rls__tz_name(l->tz) : "UTC", l->anchor);
 }
+
+int rls__on_error_allows(const ruleset *rs, const char *action, int handle_allows)
+{
+    const rule_action *a = rs && action ? rls__ruleset_action(rs, action) : NULL;
+    if (a && a->on_error != ONERR_INHERIT)
+        return a->on_error == ONERR_ALLOW;
+    if (rs && rs->on_error != ONERR_INHERIT)
+        return rs->on_error == ONERR_ALLOW;
+    return handle_allows;
+}
+
+int rls__action_wants_full(const rule_action *a)
+{
+    for (int t = -1; a && t < a->ntiers; t++) {
+        const rule_limit *ls = t < 0 ? a->limits : a->tiers[t].limits;
+        int n = t < 0 ? a->nlimits : a->tiers[t].nlimits;
+        for (int i = 0; i < n; i++)
+            if (ls[i].durability == DURA_FULL)
+                return 1;
+    }
+    return 0;
+}

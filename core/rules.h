@@ -98,6 +98,14 @@ typedef struct ruleset {
 void rls__ruleset_free(ruleset *rs);  /* NULL is a no-op */
 
 const rule_action *rls__ruleset_action(const ruleset *rs, const char *name);
+
+/* The failure policy of a call of `action` (NULL or not defined: none of
+ * its own): the action's on_error, else the rules' (rs NULL: none), else
+ * the handle's, handle_allows.  1 admits, 0 denies. */
+int rls__on_error_allows(const ruleset *rs, const char *action, int handle_allows);
+
+/* Does a limit of the action, in any tier, ask for `durability: full`? */
+int rls__action_wants_full(const rule_action *a);
 const rule_tier *rls__ruleset_tier(const ruleset *rs, const char *name);
 
 /*

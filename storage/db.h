@@ -246,15 +246,7 @@ void rls__keystat_free(rls_db *db);
 #define RLS_GC_EVERY_WRITES 64
 #define RLS_GC_EVERY_DENIALS 256
 
-struct key_ctx;
-/* 1 and *res filled (stats counted) when the denial cache answers this
- * check; else 0, with what the check must remember for rls__deny_note. */
-int rls__deny_lookup(rls_db *db, const char *action, const char *key, int64_t cost,
-                     int64_t now, rls_result *res, uint64_t *fp, uint64_t *gen, int *usable);
-/* After a check's commit: caches its denial if it may be, forgets fp if not. */
-void rls__deny_note(rls_db *db, const char *action, const char *key, uint64_t fp,
-                    uint64_t gen, int usable, const struct key_ctx *ctx,
-                    const decide_out *out, int64_t cost, int64_t now, const rls_result *res);
+/* rls__deny_lookup, rls__deny_note: check.h */
 /* After a committed change that can admit a denied request sooner. */
 void rls__deny_bump(rls_db *db);
 void rls__deny_close(rls_db *db);
@@ -294,14 +286,6 @@ void rls__sc_set_clean_gen(rls_db *db, int64_t lid, const char *key, size_t klen
 void rls__sc_drop(rls_db *db, int64_t lid, const char *key, size_t klen);
 void rls__sc_free(rls_db *db);
 
-/* ---- pg_fast.c: a check in one round trip to PostgreSQL ---------------- */
-#define RLS__FAST_PASS (-1)  /* not done: take the usual path */
-/* RLS_OK with *res, RLS__FAST_PASS (nothing written), or the error of a
- * flight whose outcome is unknown. */
-int rls__pg_fast_check(rls_db *db, struct key_ctx *ctx, const char *action, const char *key,
-                       int64_t cost, int64_t now, rls_result *res);
-/* After the usual path's commit: what the handle now knows of the key
- * (its states, if states_read, or that it has policy rows). */
-void rls__pg_fast_learn(rls_db *db, const struct key_ctx *ctx, int states_read);
+/* pg_fast.c: PostgreSQL's check step, rls__pg_check_tx (check.h) */
 
 #endif

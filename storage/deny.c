@@ -36,7 +36,7 @@
 #include "db.h"
 #include "sqlite/lite.h"
 #include "denycache.h"
-#include "keyctx.h"
+#include "check.h"
 
 #define GEN_OFFSET 64
 
@@ -82,20 +82,19 @@ static int ensure_cache(rls_db *db)
     return db->deny.cache != NULL;
 }
 
-int rls__deny_lookup(rls_db *db, const char *action, const char *key, int64_t cost,
-                     int64_t now, rls_result *res, uint64_t *fp, uint64_t *gen, int *usable)
+int rls__deny_lookup(rls_db *db, struct check_call *call)
 {
     int64_t mono;
-    *usable = 0;
-    *fp = 0;
+    call->deny_usable = 0;
+    call->deny_fp = 0;
     if (db->ident.opt.read_only || !map_gen(db) || (mono = mono_ms()) < 0)
         return 0;
-    *gen = __atomic_load_n(db->deny.deny_gen, __ATOMIC_ACQUIRE);
-    *usable = 1;
+    call->deny_gen = __atomic_load_n(db->deny.deny_gen, __ATOMIC_ACQUIRE);
+    call->deny_usable = 1;
     if (!db->deny.cache)
         return 0;  /* nothing denied yet */
-    size_t keylen = strlen(key);
-    *fp = rls__denycache_fp(db->deny.cache, action, key, keylen);
+    size_t keylen = strlen(call->key);
+    call->deny_fp = rls__denycache_fp(db->deny.cache, call->action, call->key, keylen);
     /* stats counted for a second without a transaction, or a GC step due:
      * let a transaction do them */
     if (db->stats.nstats > 0 && mono - db->deny.deny_tx_mono >= 1000)
@@ -105,20 +104,23 @@ int rls__deny_lookup(rls_db *db, const char *action, const char *key, int64_t co
         db->stats.writes_since_gc = RLS_GC_EVERY_WRITES;  /* this transaction runs it */
         return 0;
     }
-    if (!rls__denycache_get(db->deny.cache, *fp, cost, now, mono, *gen, res))
+    if (!rls__denycache_get(db->deny.cache, call->deny_fp, call->cost, call->now, mono,
+                            call->deny_gen, call->res))
         return 0;
     db->deny.deny_hits++;
-    rls__stats_count(db, action, now, 0);
-    rls__keystat_note(db, action, key, keylen, res, now);
+    rls__stats_count(db, call->action, call->now, 0);
+    rls__keystat_note(db, call->action, call->key, keylen, call->res, call->now);
     return 1;
 }
 
-void rls__deny_note(rls_db *db, const char *action, const char *key, uint64_t fp,
-                    uint64_t gen, int usable, const key_ctx *ctx, const decide_out *out,
-                    int64_t cost, int64_t now, const rls_result *res)
+void rls__deny_note(rls_db *db, const struct check_call *call)
 {
+    const key_ctx *ctx = call->ctx;
+    const rls_result *res = call->res;
+    const decide_out *out = call->blocked ? NULL : &call->dout;
+    uint64_t fp = call->deny_fp;
     int64_t mono;
-    if (!usable)
+    if (!call->deny_usable)
         return;
     db->deny.deny_tx_mono = mono_ms();
     if (res->allowed) {
@@ -126,15 +128,15 @@ void rls__deny_note(rls_db *db, const char *action, const char *key, uint64_t fp
             rls__denycache_forget(db->deny.cache, fp);
         return;
     }
-    size_t keylen = strlen(key);
-    if (!rls__deny_cacheable(ctx->items, out ? ctx->n : 0, out, res, cost) ||
-        ctx->keylen != keylen || memcmp(ctx->key, key, keylen) != 0 ||
-        (res->reason != RLS_REASON_BLOCKED && !ctx->deny_nores) ||
+    size_t keylen = strlen(call->key);
+    if (!rls__deny_cacheable(ctx->items, out ? ctx->n : 0, out, res, call->cost) ||
+        ctx->keylen != keylen || memcmp(ctx->key, call->key, keylen) != 0 ||
+        (res->reason != RLS_REASON_BLOCKED && !call->deny_nores) ||
         (mono = db->deny.deny_tx_mono) < 0 || !ensure_cache(db))
         return;
     if (!fp)
-        fp = rls__denycache_fp(db->deny.cache, action, key, keylen);
-    rls__denycache_put(db->deny.cache, fp, cost, now, mono, gen, res);
+        fp = rls__denycache_fp(db->deny.cache, call->action, call->key, keylen);
+    rls__denycache_put(db->deny.cache, fp, call->cost, call->now, mono, call->deny_gen, res);
 }
 
 void rls__deny_bump(rls_db *db)

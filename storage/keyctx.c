@@ -8,6 +8,7 @@
 #include "keyctx.h"
 #include "keycount.h"
 #include "keynorm.h"
+#include "penalty.h"
 
 int rls__keyctx_args(rls_db *db, const char *action, const char *key,
                 int64_t cost, int64_t now)
@@ -65,7 +66,7 @@ static int read_policy(rls_db *db, key_ctx *ctx, int64_t now)
         const unsigned char *text = sql_column_text(st, 4);
         int own = act && act[0] != '\0';
         if (type == 1) {
-            int active = t == 0 || t > now;
+            int active = rls__block_active(t, now);
             if (own) {
                 ctx->pen_found = 1;
                 ctx->pen_kind = (int)num;
@@ -73,8 +74,8 @@ static int read_policy(rls_db *db, key_ctx *ctx, int64_t now)
                 ctx->pen_until = t;
                 ctx->pen_forget = sql_column_int64(st, 6);
             }
-            if (active && (!ctx->block.active || t == 0 ||
-                           (ctx->block.until_ms != 0 && t > ctx->block.until_ms))) {
+            /* the strongest active block applies (core/penalty.c) */
+            if (active && rls__block_outlasts(ctx->block.active, ctx->block.until_ms, t)) {
                 ctx->block.found = ctx->block.active = 1;
                 ctx->block.until_ms = t;
                 copy_name(ctx->block.rule, text);
@@ -124,32 +125,24 @@ static void canon_key(key_ctx *ctx)
     ctx->probelen = same ? strlen(ctx->raw) : ctx->canonlen;
 }
 
-int rls__keyctx_load(rls_db *db, key_ctx *ctx, const char *action, const char *key,
-                int normalised, int64_t now)
+/* The action under the rules cached, and the key normalised for it (the
+ * error a check reports when either is not so). */
+static int load_key(rls_db *db, key_ctx *ctx)
 {
-    const char *why = "";
-    int rc, kl;
-
-    ctx->n = 0;
-    ctx->raw = key;
-    ctx->nexact = ctx->nov = 0;
-    ctx->pen_found = 0;
-    ctx->policy_maybe = 0;
-    memset(&ctx->block, 0, sizeof ctx->block);
-    if ((rc = rls__cache_refresh(db)) || (rc = rls__cache_empties(db)))
-        return rc;
+    const char *why = "", *action = ctx->action_arg;
+    int kl;
     if (!db->rc.rules)
         return rls__error(db, RLS_ENORULES, "no rules applied to '%s' yet", db->ident.path);
     ctx->act = rls__ruleset_action(db->rc.rules, action);
     if (!ctx->act)
         return rls__error(db, RLS_ENOACTION, "action '%s' is not defined", action);
-    if (normalised) {
-        kl = snprintf(ctx->key, sizeof ctx->key, "%s", key);
+    if (ctx->normalised_arg) {
+        kl = snprintf(ctx->key, sizeof ctx->key, "%s", ctx->raw);
         if (kl >= (int)sizeof ctx->key)
             kl = -2;
     } else {
         kl = rls__key_normalize(ctx->act->key_kind, ctx->act->ipv4_prefix, ctx->act->ipv6_prefix,
-                           key, strlen(key), ctx->key, sizeof ctx->key, &why);
+                                ctx->raw, strlen(ctx->raw), ctx->key, sizeof ctx->key, &why);
     }
     if (kl < 0 || kl > db->ident.opt.max_key_len)
         return rls__error(db, RLS_EKEY, "key is not valid for action '%s' (%s keys): %s",
@@ -157,9 +150,29 @@ int rls__keyctx_load(rls_db *db, key_ctx *ctx, const char *action, const char *k
                           kl == -2 || kl > 0 ? "too long" : why);
     ctx->keylen = (size_t)kl;
     canon_key(ctx);
-    if ((rc = read_policy(db, ctx, now)))
-        return rc;
+    ctx->planned = KEYCTX_KEY;
+    ctx->plan_rules = db->rc.rules;
+    ctx->plan_gen = db->rc.rules_gen;
+    return RLS_OK;
+}
 
+void rls__keyctx_plan(rls_db *db, key_ctx *ctx, const char *action, const char *key)
+{
+    ctx->n = 0;
+    ctx->raw = key;
+    ctx->action_arg = action;
+    ctx->normalised_arg = 0;
+    ctx->planned = KEYCTX_NONE;
+    if (db->rc.rules_gen >= 0 && db->rc.rules && load_key(db, ctx) != RLS_OK) {
+        ctx->planned = KEYCTX_NONE;   /* the load inside the transaction says why */
+        db->errmsg[0] = '\0';
+    }
+}
+
+/* The tier and the limits that apply, from the rules and the key's policy
+ * rows (core/resolve.c). */
+static int resolve(rls_db *db, key_ctx *ctx, int64_t now)
+{
     const assign_cand *const lists[2] = {ctx->exact, db->rc.patterns};
     const int counts[2] = {ctx->nexact, db->rc.npatterns};
     rls__resolve_tier(db->rc.rules, ctx->act->name, ctx->key, ctx->keylen, lists, counts, 2, now,
@@ -175,8 +188,36 @@ int rls__keyctx_load(rls_db *db, key_ctx *ctx, const char *action, const char *k
     if (ctx->n < 0) {
         ctx->n = 0;
         return rls__error(db, RLS_ECONFIG, "action '%s' has more than %d limits",
-                          action, RESOLVE_MAX_LIMITS);
+                          ctx->action_arg, RESOLVE_MAX_LIMITS);
     }
+    return RLS_OK;
+}
+
+int rls__keyctx_reload(rls_db *db, key_ctx *ctx, int64_t now)
+{
+    int rc, trusted = db->trust.fast_trust;
+
+    ctx->n = 0;
+    ctx->nexact = ctx->nov = 0;
+    ctx->pen_found = 0;
+    ctx->policy_maybe = 0;
+    memset(&ctx->block, 0, sizeof ctx->block);
+    if ((rc = rls__cache_refresh(db)) || (rc = rls__cache_empties(db)))
+        return rc;
+    int same = ctx->planned != KEYCTX_NONE && ctx->plan_rules == db->rc.rules &&
+               ctx->plan_gen == db->rc.rules_gen && db->rc.rules;
+    if (!same && (rc = load_key(db, ctx)))
+        return rc;
+    if ((rc = read_policy(db, ctx, now)))
+        return rc;
+    /* resolved before without policy rows, and there are none: the same */
+    if (same && ctx->planned == KEYCTX_RESOLVED && ctx->now == now && ctx->nexact == 0 &&
+        ctx->nov == 0)
+        ctx->n = ctx->plan_n;
+    else if ((rc = resolve(db, ctx, now)))
+        return rc;
+    ctx->planned = trusted ? KEYCTX_RESOLVED : KEYCTX_KEY;
+    ctx->plan_n = ctx->n;
     /* States are read later, or never (a blocked key): release must find
      * no buffers either way. */
     memset(ctx->st, 0, sizeof ctx->st[0] * (size_t)ctx->n);
@@ -189,6 +230,16 @@ int rls__keyctx_load(rls_db *db, key_ctx *ctx, const char *action, const char *k
     }
     ctx->now = now;
     return RLS_OK;
+}
+
+int rls__keyctx_load(rls_db *db, key_ctx *ctx, const char *action, const char *key,
+                int normalised, int64_t now)
+{
+    ctx->raw = key;
+    ctx->action_arg = action;
+    ctx->normalised_arg = normalised;
+    ctx->planned = KEYCTX_NONE;
+    return rls__keyctx_reload(db, ctx, now);
 }
 
 /* Copies a stored sliding log into a buffer with room for two more

@@ -59,10 +59,20 @@ typedef struct key_ctx {
     int deciding;                       /* a peek's deciding item, or -1 (admin_view.c) */
     unsigned char row[RESOLVE_MAX_LIMITS];  /* limit i has a stored row */
 
-    uint64_t deny_fp, deny_gen;         /* for the denial cache (deny.c) */
-    int deny_usable;
-    int deny_nores;                     /* the key held no reservation */
+    /* What a load need not do again (rls__keyctx_plan, rls__keyctx_load):
+     * the caller's action and key, and how far ctx got under the rules
+     * plan_rules of generation plan_gen: KEYCTX_KEY the key is normalised,
+     * KEYCTX_RESOLVED and tier and limits resolved without policy rows (a
+     * one-flight check's trusted load, pg_fast.c). */
+    const char *action_arg;
+    int normalised_arg;
+    int planned;
+    int plan_n;                         /* the limits resolved (KEYCTX_RESOLVED) */
+    const ruleset *plan_rules;
+    int64_t plan_gen;
 } key_ctx;
+
+enum { KEYCTX_NONE = 0, KEYCTX_KEY = 1, KEYCTX_RESOLVED = 2 };
 
 /* Validates the arguments every per-key call shares. */
 int rls__keyctx_args(rls_db *db, const char *action, const char *key,
@@ -74,6 +84,18 @@ int rls__keyctx_args(rls_db *db, const char *action, const char *key,
  * a key that already is (as stored in a reservation). */
 int rls__keyctx_load(rls_db *db, key_ctx *ctx, const char *action, const char *key,
                 int normalised, int64_t now);
+
+/* Before the transaction, with no statement: takes the caller's (action,
+ * key) into ctx and normalises the key under the rules the handle has
+ * cached, if it has any and they accept it.  Never fails: whatever it
+ * could not do (or the rules change since) a load does. */
+void rls__keyctx_plan(rls_db *db, key_ctx *ctx, const char *action, const char *key);
+
+/* rls__keyctx_load of the (action, key) ctx was planned or loaded with
+ * before: what was done under the rules the transaction reads is not done
+ * again (the key's normalisation; the tier and limits, when the key's
+ * policy rows are as the earlier load saw them: none). */
+int rls__keyctx_reload(rls_db *db, key_ctx *ctx, int64_t now);
 
 /* Reads the state of every resolved limit into ctx->st/items. */
 int rls__keyctx_read_states(rls_db *db, key_ctx *ctx);

@@ -53,14 +53,9 @@ static struct key_acc *slot_of(rls_db *db, const char *action, const char *key, 
 int rls__keystat_note(rls_db *db, const char *action, const char *key, size_t keylen,
                       const rls_result *res, int64_t now)
 {
-    int64_t ppm = PRESSURE_PPM;   /* a denial counts as all used */
-    if (res->allowed) {
-        if (res->limit <= 0)
-            return 0;
-        ppm = rls__pressure_ppm(rls__pressure_used(res, NULL), res->limit);
-        if (!rls__pressure_hot(ppm))
-            return 0;
-    }
+    int64_t ppm;
+    if (!rls__pressure_of_check(res, &ppm))
+        return 0;   /* admitted, not under pressure (core/pressure.c) */
     if (!db->stats.kacc && !(db->stats.kacc = calloc(KACC_SLOTS, sizeof *db->stats.kacc)))
         return 0;
     struct key_acc *e = slot_of(db, action, key, keylen);

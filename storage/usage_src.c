@@ -39,7 +39,7 @@ static const char *const ust_sql[UST__COUNT] = {
     [UST_FWD] = UNIVERSE("key >= ?5 AND key <= ?6", "ASC"),
     [UST_BWD] = UNIVERSE("key < ?5 AND key >= ?6", "DESC"),
     [UST_HOT] = "SELECT CAST(key AS TEXT) FROM main.rls_key_stats"
-                " WHERE action = ?1 AND seen_ms >= ?3 - 86400000" SUBSTR("key")
+                " WHERE action = ?1 AND seen_ms >= ?3 - " PRESSURE_RECENT_SQL SUBSTR("key")
                 " ORDER BY ppm DESC, key LIMIT ?4",
     [UST_DENIED] = "SELECT CAST(key AS TEXT) FROM main.rls_key_stats"
                    " WHERE action = ?1 AND denied > 0" SUBSTR("key")
@@ -71,7 +71,7 @@ static const char *candidate_sql(int sort)
         return "EXISTS (SELECT 1 FROM main.rls_key_stats ks WHERE ks.action = ?1"
                " AND ks.key = k AND ks.denied > 0)";
     return "(EXISTS (SELECT 1 FROM main.rls_key_stats ks WHERE ks.action = ?1"
-           " AND ks.key = k AND ks.seen_ms >= ?3 - 86400000)"
+           " AND ks.key = k AND ks.seen_ms >= ?3 - " PRESSURE_RECENT_SQL ")"
            " OR EXISTS (SELECT 1 FROM @B bb WHERE bb.key = k AND bb.action IN (?1, '')"
            " AND" ACTIVE("bb.") "))";
 }

@@ -53,7 +53,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include "keyctx.h"
+#include "check.h"
 #include "pg.h"
 
 #define FAST_ATTEMPTS 3
@@ -552,16 +552,16 @@ static void learn_clean(rls_db *db, const key_ctx *ctx, const fast_op *ops,
     }
 }
 
-/* After a committed flight. */
-static void committed(rls_db *db, key_ctx *ctx, int64_t now, const rls_result *res)
+/* After a committed flight: the states written are known, and the
+ * check's housekeeping (check.c). */
+static void committed(rls_db *db, struct check_call *call)
 {
+    const key_ctx *ctx = call->ctx;
     for (int i = 0; i < ctx->n; i++)
         if (ctx->items[i].changed)
             rls__sc_put(db, ctx->rl[i].def->id, ctx->key, ctx->keylen,
                         ctx->rl[i].def->algorithm, &ctx->st[i]);
-    rls__stats_count(db, ctx->act->name, now, res->allowed);
-    rls__keystat_note(db, ctx->act->name, ctx->key, ctx->keylen, res, now);
-    db->stats.writes_since_gc++;
+    rls__check_counted(db, call);
 }
 
 /* A deadline passed (pg_io.c): the check fails now, where the usual path
@@ -571,19 +571,33 @@ static int timed_out_error(rls_db *db)
     return rls__sql_error(db, SQL_IOERR, "cannot check");
 }
 
-/* One attempt: RLS_OK (done), RLS__FAST_PASS (take the usual path), a
+/* One attempt: RLS_OK (done), FAST_PASS (take the usual path), a
  * positive code to try again, or an error. */
+#define FAST_PASS (-1)
 #define FAST_AGAIN 1000
 
-static int attempt(rls_db *db, key_ctx *ctx, int64_t cost, int64_t now, int *read_done,
-                   rls_result *res)
+/* Decides as the generic step does (rls__check_decide, with the GC
+ * horizon as every absent state's floor: its guard holds only while it is
+ * not past now); 0 when the flight cannot carry what the decision asks for
+ * (a penalty block), or core refused a limit (the usual path says so). */
+static int fast_decide(rls_db *db, struct check_call *call)
+{
+    if (rls__check_decide(db, call, db->trust.gc_horizon) != RLS_OK) {
+        db->errmsg[0] = '\0';
+        return 0;
+    }
+    return !call->blocked && !call->penalty;
+}
+
+static int attempt(rls_db *db, struct check_call *call, int *read_done)
 {
     struct pg_conn *pc = db->pg;
+    key_ctx *ctx = call->ctx;
+    int64_t now = call->now;
     fast_op ops[FAST_MAX_OPS];
     PGresult *out[FAST_MAX_OPS], *err = NULL;
     algo_state old[RESOLVE_MAX_LIMITS];
-    decide_out dout;
-    int n = 0, rc = RLS__FAST_PASS, k = known_states(db, ctx, old);
+    int n = 0, rc = FAST_PASS, k = known_states(db, ctx, old);
 
     if (k == 2 || k < 0 || (k == 0 && *read_done))
         goto done;   /* policy rows, or still unknown (a new key): the usual path */
@@ -599,12 +613,11 @@ static int attempt(rls_db *db, key_ctx *ctx, int64_t cost, int64_t now, int *rea
         }
         *read_done = 1;
         rc = pc->timed_out ? timed_out_error(db)
-                           : pc->lost ? RLS__FAST_PASS : FAST_AGAIN;
+                           : pc->lost ? FAST_PASS : FAST_AGAIN;
         goto done;
     }
-    if (rls__decide_check(ctx->items, ctx->n, ctx->behaviour, now, db->trust.gc_horizon, cost, 1, res,
-                     &dout) != 0 || dout.penalty >= 0)
-        goto done;   /* a penalty to impose, or a refusal to word */
+    if (!fast_decide(db, call))
+        goto done;
     int64_t pgen = clean_gen(db, ctx);
     int resv_never = db->trust.resv_never;
     add_writes(db, ctx, old, now, pgen, ops, &n);
@@ -613,7 +626,7 @@ static int attempt(rls_db *db, key_ctx *ctx, int64_t cost, int64_t now, int *rea
         add_reads(ctx, ops, &n);   /* a stale state then needs no read flight */
     int tx = flight(db, ops, ntx, n, out, &err), read_now = 0, guard_failed = 0;
     if (tx == TX_COMMITTED) {
-        committed(db, ctx, now, res);
+        committed(db, call);
         learn_clean(db, ctx, ops, out);
     }
     if (!pc->lost && n > ntx) {
@@ -663,33 +676,35 @@ static int has_variants(const key_ctx *ctx)
     return 0;
 }
 
-int rls__pg_fast_check(rls_db *db, key_ctx *ctx, const char *action, const char *key,
-                       int64_t cost, int64_t now, rls_result *res)
+static int fast_check(rls_db *db, struct check_call *call)
 {
-    int rc = RLS__FAST_PASS, read_done = 0;
-    if (!fast_usable(db, now))
-        return RLS__FAST_PASS;
+    key_ctx *ctx = call->ctx;
+    int rc = FAST_PASS, read_done = 0;
+    if (!fast_usable(db, call->now))
+        return FAST_PASS;
     db->trust.fast_trust = 1;   /* the rules as cached: the guard checks them (cache.c) */
-    int lrc = rls__keyctx_load(db, ctx, action, key, 0, now);
+    int lrc = rls__keyctx_reload(db, ctx, call->now);
     db->trust.fast_trust = 0;
     if (lrc != RLS_OK || ctx->n == 0 || ctx->behaviour == TIER_BLOCKED || ctx->policy_maybe ||
         has_variants(ctx) ||
         fast_prepare(db) != SQL_OK) {
         db->errmsg[0] = '\0';   /* the usual path says it again, if it is so */
         rls__keyctx_release(ctx);
-        return db->pg->timed_out ? timed_out_error(db) : RLS__FAST_PASS;
+        return db->pg->timed_out ? timed_out_error(db) : FAST_PASS;
     }
     for (int i = 0; i < FAST_ATTEMPTS; i++) {
-        if (i > 0 && !fast_usable(db, now))
-            return RLS__FAST_PASS;   /* what the last flight learnt rules it out */
-        rc = attempt(db, ctx, cost, now, &read_done, res);
+        if (i > 0 && !fast_usable(db, call->now))
+            return FAST_PASS;   /* what the last flight learnt rules it out */
+        rc = attempt(db, call, &read_done);
         if (rc != FAST_AGAIN)
             return rc;
     }
-    return RLS__FAST_PASS;
+    return FAST_PASS;
 }
 
-void rls__pg_fast_learn(rls_db *db, const key_ctx *ctx, int states_read)
+/* After the usual path's commit: what the handle now knows of the key
+ * (its states, if states_read, or that it has policy rows). */
+static void fast_learn(rls_db *db, const key_ctx *ctx, int states_read)
 {
     int policy = ctx->block.found || ctx->pen_found || ctx->nexact > 0 || ctx->nov > 0;
     for (int i = 0; i < ctx->n; i++) {
@@ -706,4 +721,23 @@ void rls__pg_fast_learn(rls_db *db, const key_ctx *ctx, int states_read)
             rls__sc_drop(db, def->id, ctx->key, ctx->keylen);
         }
     }
+}
+
+/*
+ * PostgreSQL's check step (check.h): a check in one round trip when it
+ * can; else, and for peeks, reservations and `durability: full`, the
+ * generic transaction, after which the handle learns the key's states for
+ * the next check's flight.  The key is loaded once either way: the
+ * transaction's load keeps what the flight's did (keyctx.h).
+ */
+int rls__pg_check_tx(rls_db *db, struct check_call *call)
+{
+    int rc;
+    if (call->op == CHECK_OP_CHECK && !call->full_sync &&
+        (rc = fast_check(db, call)) != FAST_PASS)
+        return rc;
+    rc = rls__check_tx(db, call);
+    if (rc == RLS_OK && call->committed)
+        fast_learn(db, call->ctx, call->states_read);
+    return rc;
 }

@@ -589,6 +589,41 @@ static void test_refund(void **state)
     (void)out;
 }
 
+/* rls_refund_units' figure: the most any limit got back. */
+static void test_refund_given(void **state)
+{
+    fx f = {0};
+    int64_t given = -1;
+    (void)state;
+    add(&f, "short", ALGO_FIXED_WINDOW, 10, MIN);
+    add(&f, "long", ALGO_FIXED_WINDOW, 100, HOUR);
+    add(&f, "absent", ALGO_FIXED_WINDOW, 10, MIN);
+    fixed_state(&f.st[0], NOW, 2, NOW + 10);    /* less in use than the cost */
+    fixed_state(&f.st[1], NOW, 50, NOW + 10);
+    link_items(&f);
+    assert_int_equal(rls__decide_refund_given(f.it, f.n, NOW + 20, NOW + 10, 5, &given), 0);
+    assert_int_equal(given, 5);                 /* the long limit got all 5 */
+    assert_int_equal(f.st[0].b, 0);             /* the short one only its 2 */
+    assert_int_equal(f.st[1].b, 45);
+    assert_true(f.it[0].changed);
+    assert_true(f.it[1].changed);
+    assert_false(f.it[2].changed);
+
+    /* every window ended since the charge: nothing comes back */
+    fixed_state(&f.st[0], NOW + MIN, 3, NOW + MIN);
+    link_items(&f);
+    assert_int_equal(rls__decide_refund_given(f.it, 1, NOW + MIN + 5, NOW + 10, 3, &given), 0);
+    assert_int_equal(given, 0);
+    assert_int_equal(f.st[0].b, 3);
+
+    /* a limit core refuses: refused, whatever was given */
+    fx g = {0};
+    add(&g, "zero", ALGO_FIXED_WINDOW, 0, MIN);
+    fixed_state(&g.st[0], NOW, 1, NOW);
+    link_items(&g);
+    assert_int_equal(rls__decide_refund_given(g.it, g.n, NOW, NOW, 1, &given), -1);
+}
+
 static void test_invalid_limits_refused(void **state)
 {
     rls_result res;
@@ -636,6 +671,7 @@ int main(void)
         cmocka_unit_test(test_count_denied),
         cmocka_unit_test(test_penalty_index),
         cmocka_unit_test(test_refund),
+        cmocka_unit_test(test_refund_given),
         cmocka_unit_test(test_invalid_limits_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,7 +2,7 @@
  * test_penalty.c - block_for arithmetic (core/penalty.c): which step of an
  * escalating list applies, when the level is forgotten, the block's end
  * and its forget time at the ends of the time range, and how a penalty
- * raises the denial's retry and reset.
+ * raises the denial's retry and reset; which of a key's blocks applies.
  */
 #include "testutil.h"
 #include "penalty.h"
@@ -174,6 +174,24 @@ static void test_raise(void **state)
     assert_int_equal(r.retry_after_ms, 1);
 }
 
+/* Which of a key's block rows applies (keyctx.c): the active one that
+ * ends last, forever first. */
+static void test_block_strength(void **state)
+{
+    (void)state;
+    assert_true(rls__block_active(0, NOW));          /* forever */
+    assert_true(rls__block_active(NOW + 1, NOW));
+    assert_false(rls__block_active(NOW, NOW));       /* ends at now: over */
+    assert_false(rls__block_active(NOW - H, NOW));
+    assert_true(rls__block_outlasts(0, 0, NOW + H));          /* the first found */
+    assert_true(rls__block_outlasts(1, NOW + H, NOW + D));
+    assert_false(rls__block_outlasts(1, NOW + D, NOW + H));
+    assert_false(rls__block_outlasts(1, NOW + H, NOW + H));   /* the first of equals */
+    assert_true(rls__block_outlasts(1, NOW + D, 0));          /* forever outlasts all */
+    assert_false(rls__block_outlasts(1, 0, NOW + D));
+    assert_true(rls__block_outlasts(1, 0, 0));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -183,6 +201,7 @@ int main(void)
         cmocka_unit_test(test_time_range_ends),
         cmocka_unit_test(test_stored_level_out_of_list),
         cmocka_unit_test(test_raise),
+        cmocka_unit_test(test_block_strength),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

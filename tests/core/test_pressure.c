@@ -1,7 +1,8 @@
 /*
  * test_pressure.c - how much of a limit is used (core/pressure.c): units
  * in use, the fraction in parts per million, "half used" and the state a
- * usage row shows (blocked, limited, shadow, near, ok).
+ * usage row shows (blocked, limited, shadow, near, ok) and what a check
+ * records in the per-key stats.
  */
 #include "testutil.h"
 #include "pressure.h"
@@ -59,6 +60,9 @@ static void test_hot(void **state)
     assert_true(rls__pressure_hot(PRESSURE_PPM));
     assert_false(rls__pressure_hot(0));
     assert_int_equal(PRESSURE_HOT_PPM, 500000);
+    /* the SQL form of the recent-pressure window says the same */
+    assert_int_equal(strtoll(PRESSURE_RECENT_SQL, NULL, 10), PRESSURE_RECENT_MS);
+    assert_int_equal(PRESSURE_RECENT_MS, 24 * 3600 * 1000);
 }
 
 static void test_state(void **state)
@@ -77,6 +81,26 @@ static void test_state(void **state)
     assert_int_equal(PRESSURE_NEAR_PPM, 800000);
 }
 
+/* What the per-key stats record of a check (keystats.c). */
+static void test_of_check(void **state)
+{
+    int64_t ppm = -1;
+    (void)state;
+    rls_result denied = result(0, RLS_REASON_LIMIT, 10, 0);
+    assert_true(rls__pressure_of_check(&denied, &ppm));
+    assert_int_equal(ppm, PRESSURE_PPM);        /* a denial counts as all used */
+    rls_result blocked = result(0, RLS_REASON_BLOCKED, 0, 0);
+    assert_true(rls__pressure_of_check(&blocked, &ppm));
+    assert_int_equal(ppm, PRESSURE_PPM);
+    rls_result half = result(1, RLS_REASON_OK, 10, 5);
+    assert_true(rls__pressure_of_check(&half, &ppm));
+    assert_int_equal(ppm, PRESSURE_HOT_PPM);    /* the threshold itself counts */
+    rls_result under = result(1, RLS_REASON_OK, 10, 6);
+    assert_false(rls__pressure_of_check(&under, &ppm));
+    rls_result nolimit = result(1, RLS_REASON_OK, 0, 0);
+    assert_false(rls__pressure_of_check(&nolimit, &ppm));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -84,6 +108,7 @@ int main(void)
         cmocka_unit_test(test_ppm),
         cmocka_unit_test(test_hot),
         cmocka_unit_test(test_state),
+        cmocka_unit_test(test_of_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
