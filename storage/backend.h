@@ -34,6 +34,8 @@
 
 struct check_call;   /* a check's arguments and result (check.c) */
 
+#define RLS_SIDE_BYTES 4096   /* the size of a shared page (shared_page) */
+
 typedef struct rls_backend {
     const char *name;                  /* "sqlite", "postgresql" */
     const sql_driver *sql;             /* statements: prepare, bind, step (sql.h) */
@@ -147,8 +149,12 @@ typedef struct rls_backend {
     int gc_factor;
 
     /* ---- the check transaction ---------------------------------------------
-     * Reserved for the check pipeline (check.c): the backend's form of a
-     * check's transaction; NULL until it is connected. */
+     * The pipeline's backend step (check.c, check.h): read the key's
+     * policy and states, decide (rls__check_decide, core), write, the
+     * housekeeping stage, commit, each run again after a retryable
+     * failure.  SQLite: rls__check_tx, the generic transaction.
+     * PostgreSQL: rls__pg_check_tx (pg_fast.c), the same step in one round
+     * trip from the states it last saw, falling back to rls__check_tx. */
     int (*check_tx)(rls_db *db, struct check_call *call);
 } rls_backend;
 

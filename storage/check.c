@@ -19,13 +19,12 @@
 #include "check.h"
 
 #define GC_STEP_ROWS 64       /* state rows examined per step */
-/* PostgreSQL: a step's cost is its round trips more than its rows, so it
- * runs this many times as seldom over as many times the rows */
-#define GC_PG_FACTOR 8
 
+/* A backend whose step costs round trips more than rows (backend.h,
+ * gc_factor) runs it that many times as seldom over as many more rows. */
 static uint32_t gc_every(const rls_db *db)
 {
-    return db->pg ? RLS_GC_EVERY_WRITES * GC_PG_FACTOR : RLS_GC_EVERY_WRITES;
+    return RLS_GC_EVERY_WRITES * (uint32_t)db->be->gc_factor;
 }
 
 /* The failure policy for this call: the action's, else the rules', else
@@ -112,11 +111,11 @@ static int housekeeping(rls_db *db, int64_t now)
         db->stats.writes_since_gc = 0;
         if (rls__now(&real) != RLS_OK || real > now)
             real = now;
-        rc = rls__gc_step(db, real, db->pg ? GC_STEP_ROWS * GC_PG_FACTOR : GC_STEP_ROWS, NULL);
+        rc = rls__gc_step(db, real, GC_STEP_ROWS * db->be->gc_factor, NULL);
     }
     if (rc != RLS_OK && !sql_in_tx(db)) {
-        /* SQLite rolled back the whole transaction (SQLITE_NOMEM, IOERR or
-         * FULL in a statement): the check's own writes are gone too */
+        /* SQLite rolled back the whole transaction (out of memory, an I/O
+         * error or a full disk in a statement): the check's own writes are gone too */
         db->trust.gc_horizon = horizon;
         return rc;
     }
@@ -328,13 +327,6 @@ int rls__check_tx(rls_db *db, struct check_call *call)
 
 /* ---- the pipeline ------------------------------------------------------ */
 
-/* The backend's check step (check.h).  Replaced by the backend interface's
- * member at merge. */
-static check_tx_fn backend_check_tx(rls_db *db)
-{
-    return db->pg ? rls__pg_check_tx : rls__check_tx;
-}
-
 /* Validate: the caller's arguments, a reservation's TTL. */
 static int stage_validate(rls_db *db, struct check_call *call)
 {
@@ -399,7 +391,7 @@ static int check_pipeline(rls_db *db, struct check_call *call)
     if (rc == RLS_OK)
         rc = stage_plan(db, call);
     if (rc == RLS_OK)
-        rc = backend_check_tx(db)(db, call);
+        rc = db->be->check_tx(db, call);
     stage_result(db, call, rc);
     stage_cache_notes(db, call, rc);
     if (call->ctx) {

@@ -256,36 +256,5 @@ int rls__refund_reservation(rls_db *db, int64_t id, int64_t now, int *found);
 /* Are stats to flush or a GC step to take with the next charging check? */
 int rls__housekeeping_due(const rls_db *db, int64_t now);
 
-/* ---- the check pipeline's backend calls ---------------------------------
- * Until check.c and keyctx.c go through the backend's check_tx (backend.h),
- * they call these of PostgreSQL's by name; each is a no-op or a plain
- * answer on a SQLite handle. */
-/* A write that found another transaction's row: EBUSY, retryable
- * (backend.h, conflict). */
-int rls__pg_conflict(rls_db *db, const char *what);
-
-/* TEMPORARY (issue #18, the lead removes it at merge): deny.c still reads
- * the SQLite part's connection on every handle; until it asks
- * be->shared_page, a handle of another backend points its lite member at
- * an empty SQLite part that nothing writes (storage/sqlite/lite.c). */
-void rls__lite_interim(rls_db *db);
-
-/* ---- statecache.c: last known states (PostgreSQL's one-flight check) --- */
-/* 1 and *st filled (a sliding log in a new buffer with room for one more
- * entry) when (lid, key) is known under algorithm alg; 2 when the key is
- * marked as having policy rows; 0 if neither; -1 out of memory. */
-int rls__sc_get(rls_db *db, int64_t lid, const char *key, size_t klen, int alg,
-                algo_state *st);
-void rls__sc_put(rls_db *db, int64_t lid, const char *key, size_t klen, int alg,
-                 const algo_state *st);
-void rls__sc_mark_policy(rls_db *db, int64_t lid, const char *key, size_t klen);
-/* The policy generation at which (lid, key)'s key was seen without policy
- * rows, or -1 (not known, or not kept); setting it needs a kept state. */
-int64_t rls__sc_clean_gen(rls_db *db, int64_t lid, const char *key, size_t klen);
-void rls__sc_set_clean_gen(rls_db *db, int64_t lid, const char *key, size_t klen, int64_t gen);
-void rls__sc_drop(rls_db *db, int64_t lid, const char *key, size_t klen);
-void rls__sc_free(rls_db *db);
-
-/* pg_fast.c: PostgreSQL's check step, rls__pg_check_tx (check.h) */
 
 #endif

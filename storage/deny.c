@@ -34,7 +34,6 @@
 #include <time.h>
 #include <unistd.h>
 #include "db.h"
-#include "sqlite/lite.h"
 #include "denycache.h"
 #include "check.h"
 
@@ -56,7 +55,7 @@ static int map_gen(rls_db *db)
     db->deny.deny_state = -1;
     /* PostgreSQL: other hosts change counters where no shared page can
      * announce it, so every check asks the database */
-    void *p = db->lite->sql ? rls__wal_side_map(db) : NULL;
+    void *p = db->be->shared_page(db);
     if (!p)
         return 0;  /* a handle that could not bump it must not rely on it */
     db->deny.deny_map = p;

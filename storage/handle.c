@@ -233,8 +233,6 @@ int rls_open(rls_db **out, const char *path, const rls_options *opt)
     if (rc == RLS_OK)
         rc = db->be->init(db, path);
     if (rc == RLS_OK)
-        rls__lite_interim(db);   /* TEMPORARY: deny.c (db.h) */
-    if (rc == RLS_OK)
         rc = db->be->connect(db);
     if (rc != RLS_OK) {
         snprintf(open_errmsg, sizeof open_errmsg, "%s", db->errmsg);
@@ -275,7 +273,6 @@ void rls_close(rls_db *db)
         db->be->after_fork(db);
     }
     rls__cache_free(db);
-    rls__sc_free(db);
     rls__deny_close(db);
     rls__keystat_free(db);
     free(db->stats.acc);

@@ -392,7 +392,7 @@ int rls__keyctx_write_states(rls_db *db, key_ctx *ctx)
         if (rc != SQL_DONE)
             return rls__sql_error(db, rc, "cannot write counter state");
         if (st == add && sql_changes(db) != 1)   /* another check created it */
-            return rls__pg_conflict(db, "counter state was created by a concurrent check");
+            return db->be->conflict(db, "counter state was created by a concurrent check");
     }
     return RLS_OK;
 }

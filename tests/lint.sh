@@ -92,15 +92,9 @@ for f in $(find_ cli tui common); do
 done
 
 # The backends: each engine only in its folder of storage/.
-# TEMPORARY (issue #18): the files of the check pipeline, rewritten in
-# parallel, still name the backends; the lead empties this list when he
-# merges them (it is not for new entries).
-BACKEND_PENDING="storage/check.c storage/deny.c storage/keyctx.c storage/keyctx.h
-storage/pg/pg_fast.c storage/pg/statecache.c"
 SQLITE_RE='sqlite3_|SQLITE_|<sqlite3\.h>|db->lite|->lite->|#[[:space:]]*include[[:space:]]*"sqlite/'
 PQ_RE='(^|[^A-Za-z0-9_])PQ[a-zA-Z]+|PGresult|PGconn|<libpq-fe\.h>|db->pg([^A-Za-z0-9_]|$)|#[[:space:]]*include[[:space:]]*"pg/'
 for f in $(find_ storage); do
-    case " $(echo $BACKEND_PENDING) " in *" $f "*) continue ;; esac
     case $f in
     storage/sqlite/*) ;;
     *) grep -nE "$SQLITE_RE" "$f" | while IFS=: read -r n _; do

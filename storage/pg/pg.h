@@ -10,6 +10,7 @@
 #include <libpq-fe.h>
 #include <stdio.h>
 #include "db.h"
+#include "statecache.h"
 
 #define PG_MAX_PARAMS 16
 
@@ -121,5 +122,9 @@ static inline int rls__pg_ok(const PGresult *r)
     ExecStatusType s = PQresultStatus(r);
     return s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK;
 }
+
+/* storage/pg/pg_open.c: a write that found another transaction's row:
+ * EBUSY, retryable (backend.h, conflict). */
+int rls__pg_conflict(rls_db *db, const char *what);
 
 #endif

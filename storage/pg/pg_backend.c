@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "pg.h"
+#include "check.h"
 #include "pg_forms.h"
 #include "copy.h"
 
@@ -156,6 +157,7 @@ static int pg_connected(const rls_db *db)
  * alone, only this process's memory goes. */
 static void pg_release(rls_db *db)
 {
+    rls__sc_free(db);   /* the one-round-trip check's known states */
     if (!db->pg)
         return;
     rls__pg_pipe_free(db->pg);
@@ -192,5 +194,5 @@ const rls_backend rls__pg_backend = {
     .doctor = rls__pg_doctor,
     .same_db = pg_same_db,
     .gc_factor = 8,
-    .check_tx = NULL,
+    .check_tx = rls__pg_check_tx,
 };

@@ -18,7 +18,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "db.h"
+#include "statecache.h"
 
 #define RLS_SC_MAX 32768          /* entries; a power of two */
 #define RLS_SC_FIRST 1024         /* buckets at first */

@@ -126,13 +126,3 @@ const sql_driver rls__lite_driver = {
     .durable = lite_durable,
 };
 
-/* TEMPORARY (db.h): the empty SQLite part deny.c reads on a handle of
- * another backend; its sql is NULL, and nothing writes it. */
-static struct rls_lite lite_none = {.ckpt_fd = RLS_CKPT_FD_UNAVAILABLE,
-                                    .rules_ckpt_fd = RLS_CKPT_FD_UNAVAILABLE};
-
-void rls__lite_interim(rls_db *db)
-{
-    if (!db->lite)
-        db->lite = &lite_none;
-}

@@ -104,7 +104,6 @@ void rls__wal_close(rls_db *db);              /* closes the side file */
 int rls__files_verify(rls_db *db, int locked);
 void rls__files_identify(rls_db *db);         /* at connect: the files as found */
 void rls__files_forget(rls_db *db);           /* at disconnect (and in a forked child) */
-#define RLS_SIDE_BYTES 4096                   /* mapped part of "<db>-ckpt" */
 void *rls__wal_side_map(rls_db *db);          /* its first page, or NULL */
 
 #endif

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "lite.h"
+#include "check.h"
 
 /* ---- transactions --------------------------------------------------------- */
 
@@ -194,5 +195,5 @@ const rls_backend rls__sqlite_backend = {
     .doctor = rls__lite_doctor,
     .same_db = lite_same_db,
     .gc_factor = 1,
-    .check_tx = NULL,
+    .check_tx = rls__check_tx,
 };

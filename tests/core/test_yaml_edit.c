@@ -4,8 +4,8 @@
  * block and flow style that change exactly one token (a byte order mark,
  * CRLF and multi-byte text kept), refusals of what is not written or not
  * understood, damaged input, and out of memory at every allocation.
- * (Moved from rltop's own reader, tests/tui/test_yamlite.c; the apply of
- * an edited file and its enforcement are in
+ * (Moved from the tests of rltop's former YAML reader; the apply of an
+ * edited file and its enforcement are in
  * tests/integration/test_rules_edit.c.)
  */
 #include "testutil.h"

@@ -5,8 +5,8 @@
  * enforces the new limit, a change applied meanwhile is never lost, what
  * is inherited or invalid is refused with nothing stored, and the tiers
  * and limits rltop lists come from the library.  (The text edit's own
- * cases are tests/core/test_yaml_edit.c; these were rltop's, in
- * tests/tui/test_yamlite.c.)
+ * cases are tests/core/test_yaml_edit.c; these were the tests of rltop's
+ * former YAML reader.)
  */
 #include "itest.h"
 

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "db.h"
+#include "pg/statecache.h"
 
 static rls_db *new_db(void)
 {
