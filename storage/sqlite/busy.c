@@ -1,65 +1,14 @@
 /*
- * busy.c - the writers' turn: first come, first served among the writing
- * connections of every process, in short leases, instead of polling for
- * SQLite's write lock.
- *
- * SQLite takes its write lock by polling: a connection that finds it held
- * calls the busy handler and tries again when that returns.  Polling is
- * unfair under saturation.  A writer that has just committed starts its next
- * transaction microseconds later and takes the lock again before any sleeper
- * wakes, so a sleeper can lose hundreds of times in a row (4 processes on 2
- * CPUs: median 10 us, max 0.2-0.4 s).  Handing the lock to the longest
- * waiter after every transaction is fair but halves the total: each
- * hand-over costs a wake-up, and the next writer starts with a cold page
- * cache (SQLite drops it when another connection wrote).
- *
- * So writers take turns, in memory shared by every process (part of the
- * side file "<db>-ckpt", wal.c):
- *
- *  - Before BEGIN IMMEDIATE (SQLite's statement trace hook, which runs
- *    before the statement takes any lock) a connection takes a ticket and
- *    sleeps on a futex until its ticket is served.  Then it holds the turn
- *    for LEASE_NS: its writes of that time come in a row with a warm cache,
- *    and the others sleep instead of polling.  With nobody waiting it keeps
- *    the turn as long as it likes, at the cost of a few memory reads per
- *    transaction.
- *  - After a commit (wal.c, after any checkpoint it ran) or a rollback, a
- *    holder whose lease is over and who has someone waiting passes the turn
- *    to the next ticket and wakes its owner; so does a holder whose next in
- *    line has waited HURRY_NS (the line then moves quickly after a stall).
- *  - A checkpoint (wal.c) copies most of the WAL back while the others take
- *    their turns (rls__busy_leave), then holds the writers off for its last,
- *    short step (rls__busy_hold_off): the next gate of every writer waits
- *    until it is done, at most HOLD_MAX_NS.
- *  - A waiter waits about (writers ahead of it) x LEASE_NS.  Measured with
- *    4 processes on 2 CPUs: max 0.3-0.4 s -> 10-20 ms, p99.9 4.5-6 ms, at
- *    0.89-0.98x the total of one process (a hand-over costs a wake-up and a
- *    cold page cache; LEASE_NS trades that against the wait).
- *
- * SQLite's lock alone keeps the data safe: the turn only orders the writers
- * (and the busy handler still waits for the lock when something outside the
- * turn holds it).  A ticket passed over by mistake only makes its owner meet
- * SQLite's lock without priority.  Nobody waits for a process that is gone
- * or stuck: the next in line skips
- *  - a holder between two transactions whose lease is over, or that is its
- *    own thread (two handles used in turn by one thread);
- *  - a holder past its lease whose process is gone (kill(pid, 0)), and any
- *    holder TX_STALE_NS past it (stopped, or its BEGIN failed without a
- *    hook telling: harmless, since a holder in a transaction has SQLite's
- *    lock, which the next one then waits for);
- *  - a ticket given up at the busy timeout (marked), one whose owner is
- *    gone, or silent for STALE_NS (waiters refresh a heartbeat every
- *    QUEUE_NAP_NS), and a ticket never written (its taker died between the
- *    two steps of take_ticket);
- * and then looks at the next ticket at once, so a run of dead tickets costs
- * one probe each.  A process killed with SIGKILL anywhere delays the others
- * by about LEASE_NS to PROBE_NS.
- *
- * Without the shared memory (the side file cannot be created, written or
- * mapped, a read-only handle, a busy timeout of 0, no futex), and for the
- * capped waits of a checkpoint (wal.c), the busy handler sleeps in steps
- * growing from 20 us to 2 ms with jitter, until the busy timeout, and
- * nothing lines up.  busy.c owns the connection's statement trace hook.
+ * busy.c - the writers' turn: writers of every process take tickets in
+ * shared memory ("<db>-ckpt", wal.c), sleep on a futex until served and
+ * then keep the turn for a short lease, instead of polling for SQLite's
+ * write lock (which lets a writer that just committed win again and again).
+ * The turn only orders the writers; SQLite's lock keeps the data safe, so
+ * a turn skipped by mistake costs fairness, never correctness.  Holders and
+ * tickets of processes that are gone or stuck are skipped.  Without the
+ * shared memory the busy handler sleeps in growing, jittered steps.  Why
+ * each rule is so, and the figures: docs/DESIGN-NOTES.md, "The writers'
+ * turn".  busy.c owns the connection's statement trace hook.
  */
 #include <errno.h>
 #include <fcntl.h>

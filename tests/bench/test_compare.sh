@@ -10,14 +10,12 @@
 # worktree is gone afterwards.  No timing figure is asserted: the machine
 # is shared.  Summary lines are cmocka's, for tests/run_suites.sh.
 cd "$(dirname "$0")/../.." || exit 2
-B=${BUILD:-build}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 . tests/suite_lib.sh
+B=$BUILD
+tmp=$SCRATCH
 
 if ! command -v python3 >/dev/null 2>&1; then
-    bad "python3 is required (bench/compare.py)"
-    summary
+    setup_fail "python3 is required (bench/compare.py)"
 fi
 
 # ---- compare.py on made-up files -------------------------------------------
@@ -115,7 +113,7 @@ fi
 # ---- compare.sh ---------------------------------------------------------------
 if ! git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
     skip "compare.sh: not a git checkout"
-    summary
+    finish
 fi
 worktrees() { git worktree list --porcelain | grep -c '^worktree '; }
 n0=$(worktrees)
@@ -186,4 +184,4 @@ else
     bad "compare.sh left a worktree or files" "$tmp/out"
 fi
 
-summary
+finish
