@@ -418,3 +418,17 @@ int rls__cache_refresh(rls_db *db)
     db->rc.rules_gen = gen;
     return RLS_OK;
 }
+
+/* ---- what the rest of storage tells the cache (its fields are ours) ---- */
+
+void rls__cache_tx_begun(rls_db *db) { db->trust.tx_refreshed = 0; }
+void rls__cache_distrust(rls_db *db) { db->trust.tx_trusted = 0; }
+void rls__cache_check_begin(rls_db *db, int charge) { db->trust.in_check = charge; }
+void rls__cache_policy_written(rls_db *db) { db->trust.policy_none = 0; }
+void rls__cache_reservation_written(rls_db *db) { db->trust.res_none = 0; }
+int64_t rls__cache_horizon(const rls_db *db) { return db->trust.gc_horizon; }
+void rls__cache_horizon_set(rls_db *db, int64_t horizon) { db->trust.gc_horizon = horizon; }
+void rls__cache_forget(rls_db *db) { db->rc.rules_gen = -1; }
+void rls__cache_fast_trust(rls_db *db, int on) { db->trust.fast_trust = on; }
+void rls__cache_policy_gen_set(rls_db *db, int64_t gen) { db->trust.policy_gen = gen; }
+void rls__cache_resv_never_set(rls_db *db, int never) { db->trust.resv_never = never; }

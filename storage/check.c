@@ -18,15 +18,6 @@
 #include "admin.h"
 #include "check.h"
 
-#define GC_STEP_ROWS 64       /* state rows examined per step */
-
-/* A backend whose step costs round trips more than rows (backend.h,
- * gc_factor) runs it that many times as seldom over as many more rows. */
-static uint32_t gc_every(const rls_db *db)
-{
-    return RLS_GC_EVERY_WRITES * (uint32_t)db->be->gc_factor;
-}
-
 /* The failure policy for this call: the action's, else the rules', else
  * the handle's (core/rules.c). */
 static int policy_allows(rls_db *db, const char *action)
@@ -61,7 +52,7 @@ static int add_reservation(rls_db *db, const struct check_call *call)
     rls_stmt *st = rls__stmt(db, STMT_RES_ADD);
     if (!st)
         return rls__stmt_failed(db);
-    db->trust.res_none = 0;  /* no longer (cache.c) */
+    rls__cache_reservation_written(db);
     sql_bind_text(st, 1, ctx->act->name, -1, SQL_STATIC);
     sql_bind_blob(st, 2, ctx->key, (int)ctx->keylen, SQL_STATIC);
     sql_bind_int64(st, 3, call->cost);
@@ -84,44 +75,37 @@ static int add_reservation(rls_db *db, const struct check_call *call)
  * earlier of the caller's time and the real clock, so one caller whose
  * clock runs ahead cannot expire everyone's state.
  */
-static int stats_due(const rls_db *db, int64_t now)
-{
-    return (db->stats.nstats > 0 || rls__keystat_pending(db)) &&
-           (now - db->stats.stats_flushed_ms >= 1000 || now < db->stats.stats_flushed_ms);
-}
-
 int rls__housekeeping_due(const rls_db *db, int64_t now)
 {
-    return db->stats.writes_since_gc + 1 >= gc_every(db) || stats_due(db, now);
+    return rls__gc_due(db) || rls__stats_due(db, now);
 }
 
 static int housekeeping(rls_db *db, int64_t now)
 {
-    int gc = ++db->stats.writes_since_gc >= gc_every(db);
-    int stats = stats_due(db, now);
+    int gc = rls__gc_tick(db);
+    int stats = rls__stats_due(db, now);
     int64_t real;
     if (!gc && !stats)
         return RLS_OK;
     int src = rls__exec_simple(db, STMT_HK_SAVE);
     if (src != RLS_OK)
         return !sql_in_tx(db) ? src : RLS_OK;
-    int64_t horizon = db->trust.gc_horizon;
+    int64_t horizon = rls__cache_horizon(db);
     int rc = stats ? rls__stats_flush(db, now, 0) : RLS_OK;
     if (rc == RLS_OK && gc) {
-        db->stats.writes_since_gc = 0;
         if (rls__now(&real) != RLS_OK || real > now)
             real = now;
-        rc = rls__gc_step(db, real, GC_STEP_ROWS * db->be->gc_factor, NULL);
+        rc = rls__gc_step_scheduled(db, real);
     }
     if (rc != RLS_OK && !sql_in_tx(db)) {
         /* SQLite rolled back the whole transaction (out of memory, an I/O
          * error or a full disk in a statement): the check's own writes are gone too */
-        db->trust.gc_horizon = horizon;
+        rls__cache_horizon_set(db, horizon);
         return rc;
     }
     if (rc != RLS_OK) {
         rls__exec_simple(db, STMT_HK_UNDO);
-        db->trust.gc_horizon = horizon;  /* as the undone rls_meta row has it */
+        rls__cache_horizon_set(db, horizon);  /* as the undone rls_meta row has it */
     }
     rls__exec_simple(db, STMT_HK_RELEASE);
     db->errmsg[0] = '\0';
@@ -205,7 +189,7 @@ static int write_penalty(rls_db *db, const struct check_call *call)
     rls_stmt *st = rls__stmt(db, STMT_PENALTY_PUT);
     if (!st)
         return rls__stmt_failed(db);
-    db->trust.policy_none = 0;  /* no longer (cache.c) */
+    rls__cache_policy_written(db);
     sql_bind_blob(st, 1, ctx->key, (int)ctx->keylen, SQL_STATIC);
     sql_bind_text(st, 2, ctx->act->name, -1, SQL_STATIC);
     sql_bind_int64(st, 3, call->pen.until_ms);
@@ -273,7 +257,7 @@ void rls__check_counted(rls_db *db, struct check_call *call)
     const key_ctx *ctx = call->ctx;
     rls__stats_count(db, ctx->act->name, call->now, call->res->allowed);
     rls__keystat_note(db, ctx->act->name, ctx->key, ctx->keylen, call->res, call->now);
-    db->stats.writes_since_gc++;
+    rls__gc_count_write(db);
 }
 
 /* One attempt of the generic step.  On success ctx keeps its states for
@@ -287,20 +271,20 @@ static int check_tx_once(rls_db *db, struct check_call *call)
     call->ctx->n = 0;
     if ((rc = rls__begin(db, charge)))
         return rc;
-    db->trust.in_check = charge;  /* may trust what it knew (cache.c) */
-    db->conn.check_tx = charge;  /* commits no give-back (deny.c) */
+    rls__cache_check_begin(db, charge);  /* may trust what it knew (cache.c) */
+    rls__tx_mark_check(db, charge);      /* commits no give-back (deny.c) */
     if ((rc = rls__keyctx_reload(db, call->ctx, call->now)) ||   /* plan, in the tx */
         (rc = read_states(db, call)) ||
         (rc = rls__check_decide(db, call, 0)) ||
         (rc = write_decision(db, call)) ||
         (rc = housekeeping_stage(db, call))) {
-        db->trust.in_check = 0;
+        rls__cache_check_begin(db, 0);
         uncount(db, call);
         rls__keyctx_release(call->ctx);
         rls__rollback(db);
         return rc;
     }
-    db->trust.in_check = 0;
+    rls__cache_check_begin(db, 0);
     if ((rc = rls__commit(db)) != RLS_OK) {
         uncount(db, call);
         rls__keyctx_release(call->ctx);

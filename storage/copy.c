@@ -142,7 +142,7 @@ static int copy_rules(copy *c)
     snprintf(c->rules_detail, sizeof c->rules_detail, "version %lld", (long long)v);
     /* read the new version back, ids and all (cache.c; PostgreSQL reads the
      * rules once per transaction otherwise) */
-    c->dst->trust.tx_refreshed = 0;
+    rls__cache_tx_begun(c->dst);
     rc = rls__cache_refresh(c->dst);
 out:
     rls__ruleset_free(rs);

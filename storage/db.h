@@ -28,14 +28,16 @@ typedef struct stat_acc {
 } stat_acc;
 
 /*
- * The handle, in parts each owned by one module (the others call its
- * functions): its backend's operations (be: backend.h), what it is
- * (ident), the statement layer (conn: stmt.c), the backend's own part
- * (lite: storage/sqlite/, pg: storage/pg/; only the handle's backend
- * allocates its own, and only its folder reads it), the rule cache (rc:
- * cache.c, everykey.c), what the handle may trust between transactions
- * (trust: cache.c), the in-process stats (stats: gc.c, keystats.c) and the
- * denial cache (deny: deny.c).
+ * The handle, in parts each written by the module that owns it (others
+ * call its functions, and read what they need): its backend's operations
+ * (be: backend.h), what it is (ident: handle.c), the statement layer
+ * (conn: stmt.c, and admin.c/keycount.c for their statement slots; rng is
+ * the jitter any backend's waits step), the backend's own part (lite:
+ * storage/sqlite/, pg: storage/pg/; only the handle's backend allocates
+ * its own, and only its folder reads it), the rule cache (rc: cache.c,
+ * everykey.c), what the handle may trust between transactions (trust:
+ * cache.c; sc: statecache.c), the in-process stats (stats: gc.c,
+ * keystats.c) and the denial cache (deny: deny.c).
  */
 struct rls_ident {
     char *path;                    /* the database as shown (a URI without its password) */
@@ -171,6 +173,9 @@ int rls__exec_simple(rls_db *db, int id);     /* step a no-result statement */
 /* The handle's side of a transaction; the backend runs the statements
  * (backend.h: begin, commit, after_commit, rollback). */
 int rls__begin(rls_db *db, int write);
+void rls__tx_mark_check(rls_db *db, int on);  /* a charging check: no give-back */
+void rls__tx_gave_back(rls_db *db);           /* ... that refunded units */
+void rls__stmt_forget(rls_db *db);            /* a forked child */
 int rls__commit(rls_db *db);
 void rls__rollback(rls_db *db);
 /* For the backends' rollback: ROLLBACK if a transaction is open, keeping
@@ -216,6 +221,19 @@ int rls__cache_empties(rls_db *db);           /* learn policy_none, res_none */
 int rls__no_policy_rows(const rls_db *db);    /* none for any key: skip reading */
 int rls__no_reservations(const rls_db *db);
 void rls__cache_free(rls_db *db);
+/* What the rest of storage tells the cache; its parts (db->rc, db->trust)
+ * are written by cache.c only. */
+void rls__cache_tx_begun(rls_db *db);         /* a transaction began (stmt.c) */
+void rls__cache_distrust(rls_db *db);         /* one ended: trust nothing yet */
+void rls__cache_check_begin(rls_db *db, int charge);  /* 0 again at its end */
+void rls__cache_policy_written(rls_db *db);   /* a block, tier or override stored */
+void rls__cache_reservation_written(rls_db *db);
+int64_t rls__cache_horizon(const rls_db *db); /* the GC horizon as last read */
+void rls__cache_horizon_set(rls_db *db, int64_t horizon);
+void rls__cache_forget(rls_db *db);           /* reload the rules at the next use */
+void rls__cache_fast_trust(rls_db *db, int on);  /* pg_fast.c: rules as cached */
+void rls__cache_policy_gen_set(rls_db *db, int64_t gen);  /* PostgreSQL's policy_gen */
+void rls__cache_resv_never_set(rls_db *db, int never);
 
 /* ---- gc.c / stats ---------------------------------------------------- */
 /* Counts a check in the second of `now`: 1, or 0 when memory is short.
@@ -225,6 +243,18 @@ int rls__stats_count(rls_db *db, const char *action, int64_t now, int allowed);
 void rls__stats_uncount(rls_db *db, const char *action, int64_t now, int allowed);
 int rls__stats_flush(rls_db *db, int64_t now, int force);
 int rls__gc_step(rls_db *db, int64_t now, int max_rows, int64_t *deleted);
+/* The schedule of the housekeeping stage (check.c): a GC step every
+ * RLS_GC_EVERY_WRITES write transactions (times the backend's gc_factor),
+ * stats flushed once a second.  db->stats is written by gc.c and
+ * keystats.c only. */
+int rls__gc_due(const rls_db *db);            /* the next write's step is due */
+int rls__gc_tick(rls_db *db);                 /* counts a write: 1 when a step is due */
+void rls__gc_count_write(rls_db *db);         /* counts a write done elsewhere (pg_fast.c) */
+void rls__gc_due_now(rls_db *db);             /* the next transaction runs a step (deny.c) */
+int rls__gc_step_scheduled(rls_db *db, int64_t now);  /* a step of the scheduled size */
+int rls__stats_pending(const rls_db *db);
+int rls__stats_due(const rls_db *db, int64_t now);
+void rls__stats_forget(rls_db *db);           /* a forked child: the parent flushes its own */
 
 /* ---- keystats.c ------------------------------------------------------ */
 /* Notes a check of (action, key) with its result: denials and a deciding

@@ -96,11 +96,11 @@ int rls__deny_lookup(rls_db *db, struct check_call *call)
     call->deny_fp = rls__denycache_fp(db->deny.cache, call->action, call->key, keylen);
     /* stats counted for a second without a transaction, or a GC step due:
      * let a transaction do them */
-    if (db->stats.nstats > 0 && mono - db->deny.deny_tx_mono >= 1000)
+    if (rls__stats_pending(db) && mono - db->deny.deny_tx_mono >= 1000)
         return 0;
     if (db->deny.deny_hits >= RLS_GC_EVERY_DENIALS) {
         db->deny.deny_hits = 0;
-        db->stats.writes_since_gc = RLS_GC_EVERY_WRITES;  /* this transaction runs it */
+        rls__gc_due_now(db);  /* this transaction runs it */
         return 0;
     }
     if (!rls__denycache_get(db->deny.cache, call->deny_fp, call->cost, call->now, mono,

@@ -271,8 +271,8 @@ static int sweep_save(rls_db *db, rls_stmt *set, gc_sweep *w, int max_rows, int6
     sql_reset(set);
     if (src != SQL_DONE)
         return rls__sql_error(db, src, "cannot save GC cursor");
-    if (w->horizon > db->trust.gc_horizon)
-        db->trust.gc_horizon = w->horizon;
+    if (w->horizon > rls__cache_horizon(db))
+        rls__cache_horizon_set(db, w->horizon);
     if (deleted)
         *deleted += w->nv;
     return RLS_OK;
@@ -354,3 +354,35 @@ int rls_gc_at(rls_db *db, int max_rows, int64_t now_ms, int64_t *deleted)
     struct gc_arg a = {max_rows, now_ms, deleted};
     return rls__write_tx(db, gc_fn, &a);
 }
+
+/* ---- the schedule (check.c's housekeeping stage, deny.c) ---------------- */
+
+#define GC_STEP_ROWS 64       /* state rows examined per step */
+
+/* A backend whose step costs round trips more than rows (backend.h,
+ * gc_factor) runs it that many times as seldom over as many more rows. */
+static uint32_t gc_every(const rls_db *db)
+{
+    return RLS_GC_EVERY_WRITES * (uint32_t)db->be->gc_factor;
+}
+
+int rls__gc_due(const rls_db *db) { return db->stats.writes_since_gc + 1 >= gc_every(db); }
+int rls__gc_tick(rls_db *db) { return ++db->stats.writes_since_gc >= gc_every(db); }
+void rls__gc_count_write(rls_db *db) { db->stats.writes_since_gc++; }
+void rls__gc_due_now(rls_db *db) { db->stats.writes_since_gc = RLS_GC_EVERY_WRITES; }
+
+int rls__gc_step_scheduled(rls_db *db, int64_t now)
+{
+    db->stats.writes_since_gc = 0;
+    return rls__gc_step(db, now, GC_STEP_ROWS * db->be->gc_factor, NULL);
+}
+
+/* Stats counted in process and not flushed yet; a flush due at `now`
+ * (once a second, or when the clock went back). */
+int rls__stats_pending(const rls_db *db) { return db->stats.nstats > 0; }
+int rls__stats_due(const rls_db *db, int64_t now)
+{
+    return (db->stats.nstats > 0 || rls__keystat_pending(db)) &&
+           (now - db->stats.stats_flushed_ms >= 1000 || now < db->stats.stats_flushed_ms);
+}
+void rls__stats_forget(rls_db *db) { db->stats.nstats = 0; }  /* a forked child */

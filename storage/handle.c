@@ -214,7 +214,7 @@ int rls_open(rls_db **out, const char *path, const rls_options *opt)
     db = calloc(1, sizeof *db);
     if (!db)
         return rls__error(NULL, RLS_ENOMEM, "out of memory");
-    db->rc.rules_gen = -1;
+    rls__cache_forget(db);
     if ((rc = options_take(&db->ident.opt, opt))) {
         free(db);
         return rls__error(NULL, rc, "rls_open: invalid options");
@@ -251,7 +251,7 @@ static void flush_on_close(rls_db *db)
 {
     int64_t now;
     if (rls__now(&now) == RLS_OK && rls__begin(db, 1) == RLS_OK) {
-        db->conn.check_tx = 1;  /* stats only: gives nothing back (deny.c) */
+        rls__tx_mark_check(db, 1);  /* stats only: gives nothing back (deny.c) */
         if (rls__stats_flush(db, now, 1) == RLS_OK)
             rls__commit(db);
         else
@@ -264,7 +264,7 @@ void rls_close(rls_db *db)
     if (!db)
         return;
     if (db->ident.pid == getpid()) {
-        if (rls__connected(db) && !db->conn.in_tx && (db->stats.nstats > 0 || rls__keystat_pending(db)))
+        if (rls__connected(db) && !db->conn.in_tx && (rls__stats_pending(db) || rls__keystat_pending(db)))
             flush_on_close(db);
         db->be->disconnect(db);
     } else {
@@ -300,12 +300,10 @@ int rls__db_usable(rls_db *db)
         return RLS_OK;
     }
     db->be->after_fork(db);
-    memset(db->conn.stmt, 0, sizeof db->conn.stmt);
-    memset(db->conn.astmt, 0, sizeof db->conn.astmt);
-    db->conn.in_tx = 0;
-    db->stats.nstats = 0;
+    rls__stmt_forget(db);
+    rls__stats_forget(db);
     rls__keystat_free(db);  /* the parent flushes its own */
-    db->rc.rules_gen = -1;
+    rls__cache_forget(db);
     db->ident.pid = getpid();
     db->ident.forks = forks_now();
     int rc = db->be->connect(db);

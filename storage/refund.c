@@ -247,7 +247,7 @@ int rls__refund_reservation(rls_db *db, int64_t id, int64_t now, int *found)
         rc = RLS_OK;
     }
     if (rc == RLS_OK) {
-        db->conn.gave_back = 1;  /* units back: cached denials are stale (deny.c) */
+        rls__tx_gave_back(db);  /* units back: cached denials are stale (deny.c) */
         rls_stmt *del = rls__stmt(db, STMT_RES_DEL);
         if (!del) {
             rc = rls__stmt_failed(db);

@@ -81,7 +81,7 @@ int rls__begin(rls_db *db, int write)
     if (rc == RLS_OK) {
         db->conn.in_tx = 1;
         db->conn.tx_write = write;
-        db->trust.tx_refreshed = 0;
+        rls__cache_tx_begun(db);
     }
     return rc;
 }
@@ -103,7 +103,7 @@ int rls__commit(rls_db *db)
     db->conn.gave_back = 0;
     db->conn.in_tx = 0;
     db->conn.tx_write = 0;
-    db->trust.tx_trusted = 0;
+    rls__cache_distrust(db);
     db->be->after_commit(db);
     return RLS_OK;
 }
@@ -123,7 +123,7 @@ void rls__rollback(rls_db *db)
     db->be->rollback(db);
     db->conn.in_tx = 0;
     db->conn.tx_write = 0;
-    db->trust.tx_trusted = 0;
+    rls__cache_distrust(db);
     db->conn.check_tx = 0;
     db->conn.gave_back = 0;
 }
@@ -171,4 +171,18 @@ int rls__audit(rls_db *db, int64_t now, const char *op, const char *action,
     sql_reset(st);
     sql_clear_bindings(st);
     return rc == SQL_DONE ? RLS_OK : rls__sql_error(db, rc, "cannot write audit row");
+}
+
+/* The open transaction is a charging check (check.c), or the stats flush
+ * of a closing handle (handle.c): its commit gives nothing back (deny.c). */
+void rls__tx_mark_check(rls_db *db, int on) { db->conn.check_tx = on; }
+/* It gave units back (refund.c): cached denials are stale at its commit. */
+void rls__tx_gave_back(rls_db *db) { db->conn.gave_back = 1; }
+
+/* A forked child: the parent's statements are forgotten, never finalized. */
+void rls__stmt_forget(rls_db *db)
+{
+    memset(db->conn.stmt, 0, sizeof db->conn.stmt);
+    memset(db->conn.astmt, 0, sizeof db->conn.astmt);
+    db->conn.in_tx = 0;
 }

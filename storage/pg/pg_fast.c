@@ -415,8 +415,8 @@ static int learn(rls_db *db, const key_ctx *ctx, PGresult *const *reads,
         const PGresult *r = reads[i];
         int64_t lid = ctx->rl[i].def->id;
         if (r && PQntuples(r) == 1 && !PQgetisnull(r, 0, 7)) {
-            db->trust.policy_gen = get_i8(r, 7);
-            db->trust.resv_never = get_i8(r, 8) == 0;
+            rls__cache_policy_gen_set(db, get_i8(r, 7));
+            rls__cache_resv_never_set(db, get_i8(r, 8) == 0);
         }
         if (!r || PQntuples(r) != 1 || PQgetisnull(r, 0, 0)) {
             if (r)
@@ -547,7 +547,7 @@ static void learn_clean(rls_db *db, const key_ctx *ctx, const fast_op *ops,
         int col = one_limit(ops[i].stmt) ? 0 : 1;
         if (ops[i].stmt >= F_GCAS || !r || PQntuples(r) != 1 || PQgetisnull(r, 0, col))
             continue;
-        db->trust.policy_gen = get_i8(r, col);
+        rls__cache_policy_gen_set(db, get_i8(r, col));
         rls__sc_set_clean_gen(db, ctx->rl[i].def->id, ctx->key, ctx->keylen, db->trust.policy_gen);
     }
 }
@@ -682,9 +682,9 @@ static int fast_check(rls_db *db, struct check_call *call)
     int rc = FAST_PASS, read_done = 0;
     if (!fast_usable(db, call->now))
         return FAST_PASS;
-    db->trust.fast_trust = 1;   /* the rules as cached: the guard checks them (cache.c) */
+    rls__cache_fast_trust(db, 1);   /* the rules as cached: the guard checks them (cache.c) */
     int lrc = rls__keyctx_reload(db, ctx, call->now);
-    db->trust.fast_trust = 0;
+    rls__cache_fast_trust(db, 0);
     if (lrc != RLS_OK || ctx->n == 0 || ctx->behaviour == TIER_BLOCKED || ctx->policy_maybe ||
         has_variants(ctx) ||
         fast_prepare(db) != SQL_OK) {
