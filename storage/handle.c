@@ -3,11 +3,9 @@
  * picks the backend from the path and has it open the database, rls_close
  * flushes and closes, and every call first checks the handle is usable
  * (a forked child connects anew, abandoning the parent's connection).
- * Also the options, the error message of a handle (or of a failed open)
- * and the mapping of the backends' codes to rlstore codes.
+ * Also the options.
  */
 #include <pwd.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,8 +14,6 @@
 #include <time.h>
 #include <unistd.h>
 #include "db.h"
-
-static _Thread_local char open_errmsg[512];
 
 /* The backends rls_open asks, in order: the first that claims the path. */
 static const rls_backend *const backends[] = {&rls__pg_backend, &rls__sqlite_backend};
@@ -45,59 +41,6 @@ static void fork_register(void)
 static unsigned long forks_now(void)
 {
     return __atomic_load_n(&fork_count, __ATOMIC_RELAXED);
-}
-
-int rls__now(int64_t *now_ms)
-{
-    struct timespec ts;
-    if (clock_gettime(CLOCK_REALTIME, &ts) != 0)
-        return RLS_ETIME;
-    *now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-    return RLS_OK;
-}
-
-int rls__error(rls_db *db, int code, const char *fmt, ...)
-{
-    va_list ap;
-    char *buf = db ? db->errmsg : open_errmsg;
-    size_t size = db ? sizeof db->errmsg : sizeof open_errmsg;
-    va_start(ap, fmt);
-    vsnprintf(buf, size, fmt, ap);
-    va_end(ap);
-    return code;
-}
-
-/* An sql.h code (SQLite's numbering, any backend) -> rlstore code. */
-int rls__sql_code(int src)
-{
-    switch (src & 0xff) {
-    case SQL_OK: return RLS_OK;
-    case SQL_NOMEM: return RLS_ENOMEM;
-    case SQL_BUSY:
-    case SQL_LOCKED: return RLS_EBUSY;
-    case SQL_READONLY: return RLS_EREADONLY;
-    case SQL_IOERR: return RLS_EIO;
-    case SQL_CORRUPT: return RLS_ECORRUPT;
-    case SQL_FULL: return RLS_EFULL;
-    case SQL_CANTOPEN: return RLS_ECANTOPEN;
-    case SQL_NOTADB: return RLS_ENOTDB;
-    case SQL_PERM:
-    case SQL_AUTH: return RLS_EREADONLY;
-    default: return RLS_ESTORAGE;
-    }
-}
-
-
-int rls__sql_error(rls_db *db, int src, const char *what)
-{
-    if (db && db->be)
-        return db->be->error(db, src, what);
-    return rls__error(db, rls__sql_code(src), "%s: error %d", what, src);
-}
-
-const char *rls_errmsg(rls_db *db)
-{
-    return db ? db->errmsg : open_errmsg;
 }
 
 /*
@@ -205,7 +148,7 @@ int rls_open(rls_db **out, const char *path, const rls_options *opt)
     int rc;
     rls_db *db;
 
-    open_errmsg[0] = '\0';
+    rls__error(NULL, RLS_OK, "%s", "");   /* no failed open to tell of yet */
     if (!out)
         return rls__error(NULL, RLS_EINVAL, "rls_open: db is NULL");
     *out = NULL;
@@ -235,7 +178,7 @@ int rls_open(rls_db **out, const char *path, const rls_options *opt)
     if (rc == RLS_OK)
         rc = db->be->connect(db);
     if (rc != RLS_OK) {
-        snprintf(open_errmsg, sizeof open_errmsg, "%s", db->errmsg);
+        rls__error(NULL, rc, "%s", db->errmsg);   /* rls_errmsg(NULL) tells it */
         /* A file this call created stays: another process may have opened
          * it as soon as it was there (create.c) */
         db->be->disconnect(db);
