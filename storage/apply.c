@@ -230,8 +230,5 @@ int rls_rules_apply_if_at(rls_db *db, const char *yaml, size_t len, const char *
 int rls_rules_apply(rls_db *db, const char *yaml, size_t len, const char *name,
                     const char *comment, int64_t *version)
 {
-    int64_t now;
-    if (rls__now(&now) != RLS_OK)
-        now = -1;
-    return rls_rules_apply_at(db, yaml, len, name, comment, now, version);
+    return rls_rules_apply_at(db, yaml, len, name, comment, rls__now_or_invalid(), version);
 }

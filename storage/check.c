@@ -410,10 +410,7 @@ int rls_check_at(rls_db *db, const char *action, const char *key, int64_t cost,
 int rls_check(rls_db *db, const char *action, const char *key, int64_t cost,
               rls_result *res)
 {
-    int64_t now;
-    if (rls__now(&now) != RLS_OK)
-        now = -1;
-    return check_common(db, action, key, cost, now, CHECK_OP_CHECK, 0, NULL, res);
+    return check_common(db, action, key, cost, rls__now_or_invalid(), CHECK_OP_CHECK, 0, NULL, res);
 }
 
 int rls_peek_at(rls_db *db, const char *action, const char *key, int64_t cost,
@@ -425,10 +422,7 @@ int rls_peek_at(rls_db *db, const char *action, const char *key, int64_t cost,
 int rls_peek(rls_db *db, const char *action, const char *key, int64_t cost,
              rls_result *res)
 {
-    int64_t now;
-    if (rls__now(&now) != RLS_OK)
-        now = -1;
-    return check_common(db, action, key, cost, now, CHECK_OP_PEEK, 0, NULL, res);
+    return check_common(db, action, key, cost, rls__now_or_invalid(), CHECK_OP_PEEK, 0, NULL, res);
 }
 
 int rls_reserve_at(rls_db *db, const char *action, const char *key, int64_t cost,
@@ -445,8 +439,5 @@ int rls_reserve_at(rls_db *db, const char *action, const char *key, int64_t cost
 int rls_reserve(rls_db *db, const char *action, const char *key, int64_t cost,
                 int64_t ttl_ms, int64_t *id, rls_result *res)
 {
-    int64_t now;
-    if (rls__now(&now) != RLS_OK)
-        now = -1;
-    return rls_reserve_at(db, action, key, cost, ttl_ms, now, id, res);
+    return rls_reserve_at(db, action, key, cost, ttl_ms, rls__now_or_invalid(), id, res);
 }

@@ -151,6 +151,7 @@ int rls__error(rls_db *db, int code, const char *fmt, ...)
 int rls__sql_error(rls_db *db, int src, const char *what);  /* any backend's failure */
 int rls__sql_code(int src);                   /* an sql.h code as an rlstore code */
 int rls__now(int64_t *now_ms);
+int64_t rls__now_or_invalid(void);           /* the clock, or -1: ETIME */
 /* 1 when the transaction that failed with rc may be run again (the
  * backend's tx_retry: PostgreSQL after a serialization failure, a deadlock
  * or a connection lost before COMMIT; never on SQLite). */

@@ -63,3 +63,11 @@ const char *rls_errmsg(rls_db *db)
 {
     return db ? db->errmsg : open_errmsg;
 }
+
+/* The real clock for a call without _at: -1 when it cannot be read, which
+ * the call then refuses as a time out of range (ETIME). */
+int64_t rls__now_or_invalid(void)
+{
+    int64_t now;
+    return rls__now(&now) == RLS_OK ? now : -1;
+}

@@ -174,10 +174,7 @@ int rls_refund_units_at(rls_db *db, const char *action, const char *key, int64_t
 int rls_refund_units(rls_db *db, const char *action, const char *key, int64_t cost,
                      int64_t *refunded)
 {
-    int64_t now;
-    if (rls__now(&now) != RLS_OK)
-        now = -1;
-    return rls_refund_units_at(db, action, key, cost, now, refunded);
+    return rls_refund_units_at(db, action, key, cost, rls__now_or_invalid(), refunded);
 }
 
 int rls_refund_at(rls_db *db, const char *action, const char *key, int64_t cost,
@@ -188,10 +185,7 @@ int rls_refund_at(rls_db *db, const char *action, const char *key, int64_t cost,
 
 int rls_refund(rls_db *db, const char *action, const char *key, int64_t cost)
 {
-    int64_t now;
-    if (rls__now(&now) != RLS_OK)
-        now = -1;
-    return rls_refund_at(db, action, key, cost, now);
+    return rls_refund_at(db, action, key, cost, rls__now_or_invalid());
 }
 
 /*
@@ -335,10 +329,7 @@ int rls_commit_at(rls_db *db, int64_t id, int64_t now_ms)
 
 int rls_commit(rls_db *db, int64_t id)
 {
-    int64_t now;
-    if (rls__now(&now) != RLS_OK)
-        now = -1;
-    return resolve_reservation(db, id, now, 0);
+    return resolve_reservation(db, id, rls__now_or_invalid(), 0);
 }
 
 int rls_cancel_at(rls_db *db, int64_t id, int64_t now_ms)
@@ -348,8 +339,5 @@ int rls_cancel_at(rls_db *db, int64_t id, int64_t now_ms)
 
 int rls_cancel(rls_db *db, int64_t id)
 {
-    int64_t now;
-    if (rls__now(&now) != RLS_OK)
-        now = -1;
-    return resolve_reservation(db, id, now, 1);
+    return resolve_reservation(db, id, rls__now_or_invalid(), 1);
 }
