@@ -448,7 +448,8 @@ static void jlat(FILE *f, const bench_lat *l)
     jnum(f, l->secs, 4);
     fprintf(f, ", \"ops_per_s\": ");
     jnum(f, lat_rate(l), 1);
-    fprintf(f, ", \"p50_us\": %.1f, \"p99_us\": %.1f, \"p999_us\": %.1f, \"max_us\": %.1f",
+    /* three decimals: a memory-class operation takes tens of nanoseconds */
+    fprintf(f, ", \"p50_us\": %.3f, \"p99_us\": %.3f, \"p999_us\": %.3f, \"max_us\": %.3f",
             l->p50, l->p99, l->p999, l->max);
 }
 
