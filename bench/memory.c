@@ -16,7 +16,8 @@
  *                      mapping, as nginx's workers), ops in total
  *   shm_table          storage/shm's table (linked from its sources; its
  *                      API is internal): lock, read, write, unlock
- *   shm_table_4        the same table file, 4 processes, each its own handle
+ *   shm_table_4        the same table, 4 processes (forked after it is
+ *                      opened: one MAP_SHARED mapping, as the zone's)
  *
  * Every operation is one fixed-window increment (window 1 day, limit never
  * reached, every operation admitted) on the key of the rlstore scenarios'
@@ -117,8 +118,7 @@ typedef struct mem_ctx {
 typedef struct mem_impl {
     const char *id;
     int shared;          /* 1: usable by several processes                  */
-    int (*setup)(mem_ctx *c, long keys, char *err, size_t errsize);
-    int (*attach)(mem_ctx *c, char *err, size_t errsize);  /* in a child */
+    int (*setup)(mem_ctx *c, long keys, char *err, size_t errsize);  /* before fork */
     int (*op)(mem_ctx *c, const char *key, size_t len, int64_t now);
     void (*done)(mem_ctx *c);
 } mem_impl;
@@ -191,7 +191,9 @@ static void zone_done(mem_ctx *c)
 }
 
 /* storage/shm's table, in /dev/shm when it can be written (where the memory
- * class will keep it), else in the scratch directory. */
+ * class will keep it), else in the scratch directory.  The file is removed
+ * as soon as it is mapped: the mapping lives on, and no run, however it
+ * ends, leaves a table behind. */
 static rls__shm_geom table_geom;
 
 static int table_open(mem_ctx *c, char *err, size_t errsize)
@@ -215,14 +217,9 @@ static int table_setup(mem_ctx *c, long keys, char *err, size_t errsize)
     table_geom.slots = (uint32_t)(4 * keys > 4096 ? 4 * keys : 4096);
     table_geom.key_max = 64;
     table_geom.log_max = 0;
-    return table_open(c, err, errsize);
-}
-
-static int table_attach(mem_ctx *c, char *err, size_t errsize)
-{
-    rls__shm_close(c->t);  /* the parent's mapping; each process its own */
-    c->t = NULL;
-    return table_open(c, err, errsize);
+    int rc = table_open(c, err, errsize);
+    unlink(c->path);
+    return rc;
 }
 
 /* The fixed window on the slot's state: a = count, b = window start. */
@@ -255,13 +252,12 @@ static int table_op(mem_ctx *c, const char *key, size_t len, int64_t now)
 static void table_done(mem_ctx *c)
 {
     rls__shm_close(c->t);
-    unlink(c->path);
 }
 
 static const mem_impl IMPLS[] = {
-    {"floor_inproc_hash", 0, inproc_setup, NULL, inproc_op, inproc_done},
-    {"floor_shm_hash", 1, zone_setup, NULL, zone_op, zone_done},
-    {"shm_table", 1, table_setup, table_attach, table_op, table_done},
+    {"floor_inproc_hash", 0, inproc_setup, inproc_op, inproc_done},
+    {"floor_shm_hash", 1, zone_setup, zone_op, zone_done},
+    {"shm_table", 1, table_setup, table_op, table_done},
 };
 
 /* ---- measuring ------------------------------------------------------------ */
@@ -340,10 +336,8 @@ typedef struct mem_rep {
 static void mem_child(const mem_impl *im, mem_ctx *c, int p, long ops, long keys, int go,
                       mem_rep *rep)
 {
-    char err[300], ch;
+    char ch;
     rep->rc = -1;
-    if (im->attach && im->attach(c, err, sizeof err) != 0)
-        _exit(1);
     while (read(go, &ch, 1) > 0) {
     }
     rep->rc = mem_pass(im, c, p, MEM_PROCS, ops, keys, &rep->t0, &rep->t1, &rep->lat);
