@@ -23,9 +23,10 @@ ROW_H = 18
 COLORS = {             # by group
     "core": "#4878a8", "denied": "#6aa84f", "durability": "#8e7cc3",
     "multi": "#e69138", "big": "#45818e", "redis": "#cc4125", "postgresql": "#a64d79",
-    "pg": "#674ea7",
+    "pg": "#674ea7", "memory": "#b45f06",
 }
-BASELINES = {"floor", "floor_fsync", "redis", "postgresql", "pg_floor_1", "pg_floor_n"}
+BASELINES = {"floor", "floor_fsync", "redis", "postgresql", "pg_floor_1", "pg_floor_n",
+             "floor_inproc_hash", "floor_shm_hash", "floor_shm_hash_4"}
 LAT_COLORS = [("p50_us", "p50", "#9fc5e8"), ("p999_us", "p99.9", "#3d85c6"),
               ("max_us", "max", "#073763")]
 
@@ -53,6 +54,8 @@ def fmt(v):
         return "%.1fk" % (v / 1e3)
     if v >= 10:
         return "%.0f" % v
+    if v < 1:
+        return "%.2g" % v   # a memory-class latency: tens of nanoseconds
     return "%.1f" % v
 
 

@@ -10,6 +10,10 @@
  *   [multi]       1, 2 and 4 processes on one file
  *   [big]         1M keys: fill, checks, rltop refreshing during load,
  *                 RSS per handle, bytes per state
+ *   [memory]      the memory class's floors: an in-process hash, an
+ *                 nginx-style shared-memory zone (1 and 4 processes), and
+ *                 storage/shm's table against them (memory.c; after big,
+ *                 so its heap churn never reaches big's RSS figures)
  *   [redis]       Redis fixed-window Lua script (skipped if not installed)
  *   [postgresql]  PostgreSQL UPSERT via pgbench (skipped if not installed)
  *   [pg]          rlstore's PostgreSQL backend on a private cluster: 1 and N
@@ -36,9 +40,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "bench.h"
+#include "memory.h"
 
-static const char *const GROUPS[] = {"core", "denied", "durability", "multi", "big", "redis",
-                                     "postgresql", "pg", NULL};
+static const char *const GROUPS[] = {"core", "denied", "durability", "multi", "big", "memory",
+                                     "redis", "postgresql", "pg", NULL};
 
 static char scratch[PATH_MAX];  /* our own scratch directory, "" if --dir */
 
@@ -163,6 +168,7 @@ static void register_all(const bench_cfg *c)
     res_add("rss_per_handle", "big", "RSS per open handle");
     snprintf(name, sizeof name, "database size per state, %s keys%s", big, reduced);
     res_add("size_per_state", "big", name);
+    mem_register(c);
     res_add("redis", "redis", "Redis Lua fixed window, 1 client");
     res_add("postgresql", "postgresql", "PostgreSQL UPSERT (pgbench), 1 client");
     res_add("pg_floor_1", "pg", "pg floor: pgbench UPSERT, 1 client");
@@ -286,7 +292,7 @@ static void usage(void)
             "usage: rlbench [--quick | --smoke] [--ops N] [--keys N] [--big-keys N]\n"
             "               [--pg-clients N] [--json FILE] [--dir DIR] [--no-peers]\n"
             "               [--only GROUP,...]\n"
-            "groups: core denied durability multi big redis postgresql pg\n");
+            "groups: core denied durability multi big memory redis postgresql pg\n");
 }
 
 static long arg_long(const char *s, long lo, long hi)
@@ -406,7 +412,8 @@ int main(int argc, char **argv)
         int peer;
     } steps[] = {{"core", run_core, 0},    {"denied", run_denied, 0},
                  {"durability", run_durability, 0}, {"multi", run_multi, 0},
-                 {"big", bench_big, 0},    {"redis", bench_redis, 1},
+                 {"big", bench_big, 0},    {"memory", bench_memory, 0},
+                 {"redis", bench_redis, 1},
                  {"postgresql", bench_postgres, 1}, {"pg", bench_pg, 0}};
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
         if (steps[i].peer && !cfg.peers) {

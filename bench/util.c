@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -291,9 +292,15 @@ pid_t spawn_in(char *const argv[], const char *logfile, int cpu, const char *cwd
 {
     fflush(stdout);
     fflush(stderr);
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid != 0)
         return pid;
+    /* dies with rlbench, however rlbench ends (a crash, SIGKILL: no atexit
+     * or signal handler runs), so no peer server outlives the run */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+        _exit(127);
     int fd = open(logfile ? logfile : "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0644);
     int in = open("/dev/null", O_RDONLY);
     if (fd >= 0) {

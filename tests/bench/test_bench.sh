@@ -51,7 +51,8 @@ SCEN = ["floor", "fixed_window_10k", "two_limits", "algo_fixed_window", "algo_sl
         "multi_2", "multi_4", "fill_big", "fixed_window_big", "rltop_during_load",
         "rss_per_handle", "size_per_state", "redis", "postgresql",
         "pg_floor_1", "pg_floor_n", "pg_check_1", "pg_check_1_cold", "pg_check_n",
-        "pg_check_n_shared", "pg_sqlite_1", "pg_sqlite_n"]
+        "pg_check_n_shared", "pg_sqlite_1", "pg_sqlite_n",
+        "floor_inproc_hash", "floor_shm_hash", "floor_shm_hash_4", "shm_table", "shm_table_4"]
 # ok, or skipped with the reason when the peer's programs are not installed
 PEERS = {"redis", "postgresql", "pg_floor_1", "pg_floor_n", "pg_check_1", "pg_check_1_cold",
          "pg_check_n", "pg_check_n_shared", "pg_sqlite_1", "pg_sqlite_n"}
@@ -90,9 +91,15 @@ elif what == "scenarios":
             err.append(i + ": no operations")
         if not (0 < s["p50_us"] <= s["p99_us"] <= s["p999_us"] <= s["max_us"]):
             err.append(i + ": percentiles out of order")
-    m4 = by.get("multi_4", {})
-    if m4.get("status") == "ok" and len(m4.get("processes", [])) != 4:
-        err.append("multi_4: not 4 process entries")
+    for i in ("multi_4", "floor_shm_hash_4", "shm_table_4"):
+        m4 = by.get(i, {})
+        if m4.get("status") == "ok" and len(m4.get("processes", [])) != 4:
+            err.append(i + ": not 4 process entries")
+    for i in ("floor_inproc_hash", "floor_shm_hash", "shm_table"):
+        if by.get(i, {}).get("group") != "memory":
+            err.append(i + ": not in the memory group")
+        if not isinstance(by.get(i, {}).get("extra", {}).get("clock_read_ns"), (int, float)):
+            err.append(i + ": no clock_read_ns")
     rt = by.get("rltop_during_load", {}).get("extra", {})
     for k in ("cpu_ms_per_refresh", "throughput_drop_pct"):
         if k not in rt:
@@ -112,7 +119,9 @@ elif what == "ratios":
                 err.append("wrong verdict: %r" % r)
     need = [("fixed_window_10k", "floor"), ("fixed_window_10k", "redis"),
             ("denied_blocked", "fixed_window_10k"), ("full_durability", "floor_fsync"),
-            ("multi_4", "multi_1")]
+            ("multi_4", "multi_1"), ("fixed_window_10k", "floor_inproc_hash"),
+            ("fixed_window_10k", "floor_shm_hash"), ("floor_shm_hash", "fixed_window_10k"),
+            ("shm_table", "floor_shm_hash"), ("floor_shm_hash_4", "floor_shm_hash")]
     have = {(r["scenario"], r["baseline"]) for r in d["ratios"]}
     for n in need:
         if n not in have:
@@ -175,11 +184,24 @@ ln -s "$(command -v rm)" "$tmp/bin/rm"
 if PATH="$tmp/bin" "$bin" --smoke --only redis --dir "$tmp/d" --json "$tmp/p.json" \
     >"$tmp/out" 2>&1 &&
     grep -q '^  redis .*skipped (not installed' "$tmp/out" &&
+    grep -q '^MISSING: redis figures (not installed' "$tmp/out" &&
     python3 -c 'import json,sys; s=[x for x in json.load(open(sys.argv[1]))["scenarios"] if x["id"]=="redis"][0]; sys.exit(not (s["status"]=="skipped" and s["note"].startswith("not installed") and "ops" not in s))' \
         "$tmp/p.json" >>"$tmp/out" 2>&1; then
     ok "a missing peer is reported skipped (not installed)"
 else
     bad "missing peer" "$tmp/out"
+fi
+
+# 8b. bench/peers.sh (run by `make bench`): a peer it may not install is
+#    one line on stderr naming it and the install line, and exit 0
+PATH="$tmp/bin" RLBENCH_NO_INSTALL=1 /bin/sh bench/peers.sh >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" = 0 ] && [ ! -s "$tmp/out" ] && [ "$(wc -l <"$tmp/err")" = 1 ] &&
+    grep -q '^bench: not installed: redis-server.*apt-get install redis-server' "$tmp/err"; then
+    ok "bench/peers.sh: a peer it cannot install is one line"
+else
+    cat "$tmp/err" >>"$tmp/out"
+    bad "bench/peers.sh: exit $rc" "$tmp/out"
 fi
 
 # 9. without PostgreSQL's server programs the pg group is reported skipped
