@@ -219,6 +219,8 @@ int bench_warm_part(struct rls_db *db, long keys, long first, long step, int vcl
                     size_t errsize);
 int bench_check(const bench_cfg *cfg, const check_spec *sp, long ops, bench_lat *out,
                 double *prep_secs, char *err, size_t errsize);
+/* batch.c: rls_check_many of two items (batch_2), every batch admitted. */
+int bench_batch2(const bench_cfg *cfg, long ops, bench_lat *out, char *err, size_t errsize);
 /* The same, also measuring the CPU time of the timed loop (cpu may be
  * NULL; its server part from server_cpu, NULL: none). */
 int bench_check_cpu(const bench_cfg *cfg, const check_spec *sp, long ops, bench_lat *out,

@@ -133,6 +133,7 @@ static const ratio_spec RATIOS[] = {
     {"fixed_window_10k", "floor_shm_hash", M_RATE, NULL, T_NONE, 0, "throughput vs shm floor"},
     {"two_limits", "floor", M_RATE, NULL, T_NONE, 0, "throughput vs floor"},
     {"two_limits", "redis", M_RATE, NULL, T_NONE, 0, "throughput vs Redis"},
+    {"batch_2", "fixed_window_10k", M_RATE, NULL, T_GE, 0.9, "batches vs single checks"},
     {"algo_fixed_window", "floor", M_RATE, NULL, T_NONE, 0, "throughput vs floor"},
     {"algo_sliding_window", "floor", M_RATE, NULL, T_NONE, 0, "throughput vs floor"},
     {"algo_sliding_log", "floor", M_RATE, NULL, T_NONE, 0, "throughput vs floor"},

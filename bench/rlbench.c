@@ -144,6 +144,7 @@ static void register_all(const bench_cfg *c)
     snprintf(name, sizeof name, "rls_check fixed_window, %s keys", small);
     res_add("fixed_window_10k", "core", name);
     res_add("two_limits", "core", "rls_check 2 limits (daily + weekly)");
+    res_add("batch_2", "core", "rls_check_many of 2 items (2 actions)");
     for (int i = 0; i < 6; i++) {
         char id[40];
         snprintf(id, sizeof id, "algo_%s", ALGORITHMS[i]);
@@ -216,6 +217,8 @@ static void run_core(const bench_cfg *cfg)
         keep_best(res_find("fixed_window_10k"), rc, &lat, err);
         rc = bench_check(cfg, &two, per, &lat, NULL, err, sizeof err);
         keep_best(res_find("two_limits"), rc, &lat, err);
+        rc = bench_batch2(cfg, per, &lat, err, sizeof err);
+        keep_best(res_find("batch_2"), rc, &lat, err);
         for (int i = 0; i < 6; i++) {
             char id[40];
             check_spec a = {"algo.db", rules[i], 1, PREP_NONE, 0, 0, cfg->keys, NULL};
@@ -224,7 +227,8 @@ static void run_core(const bench_cfg *cfg)
             keep_best(res_find(id), rc, &lat, err);
         }
     }
-    static const char *const ids[] = {"floor", "fixed_window_10k", "two_limits", "algo_fixed_window",
+    static const char *const ids[] = {"floor", "fixed_window_10k", "two_limits", "batch_2",
+                                      "algo_fixed_window",
                                       "algo_sliding_window", "algo_sliding_log",
                                       "algo_token_bucket", "algo_gcra", "algo_leaky_bucket"};
     printf("  (core: each the best of %d round(s) of %ld operations, interleaved)\n",

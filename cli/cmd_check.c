@@ -128,14 +128,111 @@ static void subject(const rlctl_ctx *ctx, char *buf, size_t size)
     free(k);
 }
 
+/* One item of a batch in the JSON object of `check` with several pairs. */
+static void json_item(const char *action, const char *key, const rls_result *res)
+{
+    json_obj_begin();
+    json_key("allowed");
+    json_bool(res->allowed);
+    json_key("action");
+    json_str(action);
+    json_key("key");
+    json_key_str(key);
+    json_key("limit");
+    json_int(res->limit);
+    json_key("remaining");
+    json_int(res->remaining);
+    json_key("reset_ms");
+    json_int(res->reset_ms);
+    json_key("retry_after_ms");
+    json_int(res->retry_after_ms);
+    json_key("delay_ms");
+    json_int(res->delay_ms);
+    json_key("window_ms");
+    json_int(res->window_ms);
+    json_key("rule");
+    json_str(res->rule);
+    json_key("reason");
+    json_str(rls_reason_name(res->reason));
+    json_obj_end();
+}
+
+/* The batch's decision: one row (or JSON object) per item. */
+static int print_batch(rlctl_ctx *ctx, const rls_item *items, int n, const rls_result *res,
+                       int allowed)
+{
+    static const char *const h[] = {"ACTION", "KEY", "RESULT", "REASON", "RULE", ">REMAINING",
+                                    ">RETRY"};
+    char buf[64];
+    int rc;
+    if (ctx->json) {
+        json_obj_begin();
+        json_key("allowed");
+        json_bool(allowed);
+        json_key("items");
+        json_arr_begin();
+        for (int i = 0; i < n; i++)
+            json_item(items[i].action, items[i].key, &res[i]);
+        json_arr_end();
+        json_obj_end();
+        json_end_line();
+        return 0;
+    }
+    if (ctx->quiet)
+        return 0;
+    out_table *t = tab_new(7, h);
+    for (int i = 0; i < n; i++) {
+        tab_row(t);
+        tab_set_esc(t, 0, items[i].action);
+        tab_set_esc(t, 1, items[i].key);
+        tab_set(t, 2, res[i].allowed ? "allowed" : "denied");
+        tab_set(t, 3, rls_reason_name(res[i].reason));
+        tab_set_esc(t, 4, res[i].rule[0] ? res[i].rule : "-");
+        tab_setf(t, 5, "%lld", (long long)res[i].remaining);
+        tab_set(t, 6, fmt_dur_cell(ctx, res[i].retry_after_ms, buf, sizeof buf));
+    }
+    tab_print(t, ctx->tty);
+    rc = tab_failed(t);
+    tab_free(t);
+    return rc ? fail_code(ctx, rc, "ENOMEM", "out of memory") : 0;
+}
+
+/* check ACTION KEY [ACTION KEY ...]: the pairs as one atomic batch
+ * (rls_check_many), every item costing --cost. */
+static int check_batch(rlctl_ctx *ctx, int64_t cost)
+{
+    rls_item items[RLS_BATCH_MAX];
+    rls_result res[RLS_BATCH_MAX];
+    int n = ctx->nargs / 2, allowed = 1, rc;
+    for (int i = 0; i < n; i++)
+        items[i] = (rls_item){ctx->args[2 * i], ctx->args[2 * i + 1], cost};
+    rc = rls_check_many_at(ctx->db, items, (size_t)n, ctx->now_ms, res);
+    if (rc != RLS_OK)
+        return fail_lib(ctx, rc, "cannot check the batch of %d requests", n);
+    for (int i = 0; i < n; i++)
+        allowed &= res[i].allowed != 0;
+    if ((rc = print_batch(ctx, items, n, res, allowed)))
+        return rc;
+    return allowed ? RLCTL_EXIT_OK : RLCTL_EXIT_DENIED;
+}
+
 int cmd_check(rlctl_ctx *ctx)
 {
     rls_result res;
     int64_t cost;
     char subj[1200];
     int rc = opt_int(ctx, "cost", 1, 1, RLS_COST_MAX, &cost);
-    if (rc || (rc = db_open(ctx, 0)))
+    if (rc)
         return rc;
+    if (ctx->nargs % 2)   /* before the database: a usage error is one */
+        return fail_usage(ctx, "unexpected argument '%s': check takes ACTION KEY pairs",
+                          ctx->args[ctx->nargs - 1]);
+    if (ctx->nargs > 2 && opt_flag(ctx, "peek"))
+        return fail_usage(ctx, "--peek takes one ACTION KEY");
+    if ((rc = db_open(ctx, 0)))
+        return rc;
+    if (ctx->nargs > 2)
+        return check_batch(ctx, cost);
     if (opt_flag(ctx, "peek"))
         rc = rls_peek_at(ctx->db, ctx->args[0], ctx->args[1], cost, ctx->now_ms, &res);
     else

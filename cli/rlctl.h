@@ -34,7 +34,7 @@ enum rlctl_exit {
 };
 
 #define RLCTL_MAX_OPTS 8
-#define RLCTL_MAX_ARGS 8
+#define RLCTL_MAX_ARGS (2 * RLS_BATCH_MAX)   /* check ACTION KEY [ACTION KEY ...] */
 
 /* One option of a command: --name ARG (arg NULL for a flag). */
 typedef struct rlctl_opt {

@@ -61,7 +61,8 @@ _rlctl_args()
     init | apply) echo 'FILE' ;;
     export | rollback) echo 'VERSION' ;;
     set-limit) echo 'ACTION LIMITNAME VALUE' ;;
-    check | refund | reserve | explain | reset) echo 'ACTION KEY' ;;
+    check) echo 'ACTION KEY ACTION KEY ...' ;;   # pairs: one atomic batch
+    refund | reserve | explain | reset) echo 'ACTION KEY' ;;
     commit | cancel) echo 'ID' ;;
     block | unblock | 'tier unset') echo 'KEY' ;;
     'tier set') echo 'KEY TIER' ;;
@@ -178,6 +179,7 @@ _rlctl()
     [ -n "$sub" ] && full="$cmd $sub"
     local -a kinds=($(_rlctl_args "$full"))
     local kind=${kinds[${#pos[@]}]}
+    [ "$full" = check ] && kind=${kinds[$((${#pos[@]} % 2))]}   # ACTION KEY pairs
     case $kind in
     FILE | SRC) _rlctl_files ;;
     ACTION) COMPREPLY=($(compgen -W "$(_rlctl_query actions)" -- "$cur")) ;;

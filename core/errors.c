@@ -35,6 +35,7 @@ const char *rls_reason_name(int reason)
     case RLS_REASON_COST_EXCEEDS: return "cost_exceeds_limit";
     case RLS_REASON_SHADOW: return "shadow";
     case RLS_REASON_DEGRADED: return "degraded";
+    case RLS_REASON_BATCH: return "batch";
     default: return "unknown";
     }
 }

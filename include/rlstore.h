@@ -190,10 +190,14 @@ enum rls_reason {
     RLS_REASON_BLOCKED = 2,       /* denied: key blocked or tier 'blocked'   */
     RLS_REASON_COST_EXCEEDS = 3,  /* denied: cost > capacity, never admitted */
     RLS_REASON_SHADOW = 4,        /* admitted, but a shadow limit would deny */
-    RLS_REASON_DEGRADED = 5       /* storage failed; decided by on_error     */
+    RLS_REASON_DEGRADED = 5,      /* storage failed; decided by on_error     */
+    RLS_REASON_BATCH = 6          /* denied: admissible itself, not charged
+                                     because another item of its batch was
+                                     denied (rls_check_many)                 */
 };
 
-/* "ok", "limit", "blocked", "cost_exceeds_limit", "shadow", "degraded". */
+/* "ok", "limit", "blocked", "cost_exceeds_limit", "shadow", "degraded",
+ * "batch". */
 RLS_EXTERN const char *rls_reason_name(int reason);
 
 /*
@@ -230,6 +234,51 @@ RLS_EXTERN int rls_check(rls_db *db, const char *action, const char *key,
                          int64_t cost, rls_result *res);
 RLS_EXTERN int rls_check_at(rls_db *db, const char *action, const char *key,
                             int64_t cost, int64_t now_ms, rls_result *res);
+
+/* ---- batch checks ------------------------------------------------------
+ * One request of a batch: `cost` units of `action` for `key`. */
+typedef struct rls_item {
+    const char *action;
+    const char *key;
+    int64_t cost;
+} rls_item;
+
+/* The most items one rls_check_many call takes (more: RLS_EINVAL). */
+#define RLS_BATCH_MAX 64
+
+/*
+ * Checks the n items (n <= RLS_BATCH_MAX) in one transaction: the batch is
+ * admitted only if every item is admitted, and then every item is
+ * charged; otherwise no item is charged.  results[i] is item i's own
+ * decision, as rls_check would answer it:
+ *   - batch admitted: every results[i].allowed is 1 (reason OK or SHADOW);
+ *   - batch denied: an item that denied has its own denial (LIMIT,
+ *     BLOCKED, COST_EXCEEDS) and writes what a denied rls_check writes for
+ *     it (a count_denied limit's charge, a block_for penalty); an item that
+ *     would have been admitted is not charged and answers allowed 0,
+ *     reason RLS_REASON_BATCH, its limit, remaining, reset_ms, window_ms
+ *     and rule as its admission would have left them, delay_ms 0 and
+ *     retry_after_ms the batch's: the longest wait of the items that
+ *     denied (-1 if one never admits).
+ * A denial the handle has cached for one item may answer the whole batch
+ * without a transaction: its other items are then RLS_REASON_BATCH with
+ * only retry_after_ms set.
+ * Two items of the same action and key (after normalisation) are refused:
+ * RLS_EINVAL naming both indices, nothing charged (one item with the sum
+ * of their costs says the same).  n == 0 is RLS_OK with nothing read or
+ * written (items and results may then be NULL).  An invalid item is the
+ * error of rls_check (EKEY, ECOST, ENOACTION...), rls_errmsg() naming its
+ * index ("item 2: ..."), nothing charged.  On a storage error every
+ * result is DEGRADED, admitted only if the failure policy of every item's
+ * action admits.  Returns RLS_OK whether admitted or denied.
+ * Errors: those of rls_check; EINVAL also for NULL items or results with
+ * n > 0, n > RLS_BATCH_MAX (results then not written), a repeated
+ * (action, key).
+ */
+RLS_EXTERN int rls_check_many(rls_db *db, const rls_item *items, size_t n,
+                              rls_result *results);
+RLS_EXTERN int rls_check_many_at(rls_db *db, const rls_item *items, size_t n,
+                                 int64_t now_ms, rls_result *results);
 
 /* As rls_check, but charges nothing and writes nothing: "would it pass?". */
 RLS_EXTERN int rls_peek(rls_db *db, const char *action, const char *key,

@@ -20,13 +20,13 @@
 
 /* The failure policy for this call: the action's, else the rules', else
  * the handle's (core/rules.c). */
-static int policy_allows(rls_db *db, const char *action)
+int rls__check_policy_allows(rls_db *db, const char *action)
 {
     return rls__on_error_allows(db->rc.rules, action,
                                 db->ident.opt.on_error == RLS_ON_ERROR_ALLOW);
 }
 
-static int is_storage_failure(int rc)
+int rls__check_is_storage_failure(int rc)
 {
     return rc == RLS_EBUSY || rc == RLS_EIO || rc == RLS_EFULL || rc == RLS_ECORRUPT ||
            rc == RLS_ESTORAGE || rc == RLS_ENOMEM || rc == RLS_EREADONLY ||
@@ -80,7 +80,7 @@ int rls__housekeeping_due(const rls_db *db, int64_t now)
     return rls__gc_due(db) || rls__stats_due(db, now);
 }
 
-static int housekeeping(rls_db *db, int64_t now)
+int rls__check_housekeeping(rls_db *db, int64_t now)
 {
     int gc = rls__gc_tick(db);
     int stats = rls__stats_due(db, now);
@@ -141,7 +141,7 @@ static int wants_full_sync(rls_db *db, const char *action)
  * twice): the count is taken back, so that the transaction run again
  * (PostgreSQL's retries) counts it once.  A flush that took it already
  * went with the rolled-back transaction. */
-static void uncount(rls_db *db, const struct check_call *call)
+void rls__check_uncount(rls_db *db, const struct check_call *call)
 {
     const key_ctx *ctx = call->ctx;
     if (call->counted)
@@ -205,7 +205,7 @@ static int write_penalty(rls_db *db, const struct check_call *call)
 /* Read: a charging call first gives back the key's expired reservations
  * (refund.c); then the states of its limits, unless a block answers (a
  * peek gives those reservations back in memory). */
-static int read_states(rls_db *db, struct check_call *call)
+int rls__check_read(rls_db *db, struct check_call *call)
 {
     int charge = call->op != CHECK_OP_PEEK, rc;
     if (charge && (rc = rls__refund_expired(db, call->ctx, call->now)))
@@ -221,7 +221,7 @@ static int read_states(rls_db *db, struct check_call *call)
 
 /* Write what the decision asks for: the changed states, a penalty block,
  * an admitted reservation's row.  A peek writes nothing. */
-static int write_decision(rls_db *db, struct check_call *call)
+int rls__check_write(rls_db *db, struct check_call *call)
 {
     key_ctx *ctx = call->ctx;
     int rc;
@@ -241,15 +241,20 @@ static int write_decision(rls_db *db, struct check_call *call)
 /* The housekeeping stage of a charging check, inside its transaction:
  * counted in the stats and key stats, then stats flushed and a GC step
  * when due (housekeeping(): it never fails the check). */
-static int housekeeping_stage(rls_db *db, struct check_call *call)
+void rls__check_count(rls_db *db, struct check_call *call)
 {
     const key_ctx *ctx = call->ctx;
-    if (call->op == CHECK_OP_PEEK)
-        return RLS_OK;
     call->counted = rls__stats_count(db, ctx->act->name, call->now, call->res->allowed);
     call->noted = rls__keystat_note(db, ctx->act->name, ctx->key, ctx->keylen, call->res,
                                     call->now);
-    return housekeeping(db, call->now);
+}
+
+static int housekeeping_stage(rls_db *db, struct check_call *call)
+{
+    if (call->op == CHECK_OP_PEEK)
+        return RLS_OK;
+    rls__check_count(db, call);
+    return rls__check_housekeeping(db, call->now);
 }
 
 void rls__check_counted(rls_db *db, struct check_call *call)
@@ -274,19 +279,19 @@ static int check_tx_once(rls_db *db, struct check_call *call)
     rls__cache_check_begin(db, charge);  /* may trust what it knew (cache.c) */
     rls__tx_mark_check(db, charge);      /* commits no give-back (deny.c) */
     if ((rc = rls__keyctx_reload(db, call->ctx, call->now)) ||   /* plan, in the tx */
-        (rc = read_states(db, call)) ||
+        (rc = rls__check_read(db, call)) ||
         (rc = rls__check_decide(db, call, 0)) ||
-        (rc = write_decision(db, call)) ||
+        (rc = rls__check_write(db, call)) ||
         (rc = housekeeping_stage(db, call))) {
         rls__cache_check_begin(db, 0);
-        uncount(db, call);
+        rls__check_uncount(db, call);
         rls__keyctx_release(call->ctx);
         rls__rollback(db);
         return rc;
     }
     rls__cache_check_begin(db, 0);
     if ((rc = rls__commit(db)) != RLS_OK) {
-        uncount(db, call);
+        rls__check_uncount(db, call);
         rls__keyctx_release(call->ctx);
         return rc;
     }
@@ -312,7 +317,7 @@ int rls__check_tx(rls_db *db, struct check_call *call)
 /* ---- the pipeline ------------------------------------------------------ */
 
 /* Validate: the caller's arguments, a reservation's TTL. */
-static int stage_validate(rls_db *db, struct check_call *call)
+int rls__check_validate(rls_db *db, struct check_call *call)
 {
     int rc = rls__keyctx_args(db, call->action, call->key, call->cost, call->now);
     if (rc == RLS_OK && call->op == CHECK_OP_RESERVE && (call->ttl < 1 || call->ttl > RLS_TIME_MAX))
@@ -325,7 +330,7 @@ static int stage_validate(rls_db *db, struct check_call *call)
  * transaction only if they change: keyctx.h), and whether the commit is
  * to be fsynced.  Tier, limits and overrides are resolved (core/resolve.c)
  * by the step's load, from the policy rows its transaction reads. */
-static int stage_plan(rls_db *db, struct check_call *call)
+int rls__check_plan(rls_db *db, struct check_call *call)
 {
     call->ctx = malloc(sizeof *call->ctx);
     if (!call->ctx)
@@ -345,8 +350,8 @@ static void stage_result(rls_db *db, struct check_call *call, int rc)
         return;
     if (call->id)
         *call->id = 0;
-    rls__decide_degraded(call->res, db && is_storage_failure(rc) &&
-                                        policy_allows(db, call->action));
+    rls__decide_degraded(call->res, db && rls__check_is_storage_failure(rc) &&
+                                        rls__check_policy_allows(db, call->action));
 }
 
 /* Cache notes: after a charging transaction's commit, the denial cache
@@ -369,11 +374,11 @@ static int check_pipeline(rls_db *db, struct check_call *call)
         return db ? rls__error(db, RLS_EINVAL, "result is NULL") : RLS_EINVAL;
     if (call->id)
         *call->id = 0;
-    rc = stage_validate(db, call);
+    rc = rls__check_validate(db, call);
     if (rc == RLS_OK && call->op != CHECK_OP_PEEK && rls__deny_lookup(db, call))
         return RLS_OK;   /* a denial that cannot have changed (deny.c) */
     if (rc == RLS_OK)
-        rc = stage_plan(db, call);
+        rc = rls__check_plan(db, call);
     if (rc == RLS_OK)
         rc = db->be->check_tx(db, call);
     stage_result(db, call, rc);

@@ -77,6 +77,30 @@ int rls__check_decide(rls_db *db, struct check_call *call, int64_t floor_ms);
  * write more towards a GC step (which the next transaction runs). */
 void rls__check_counted(rls_db *db, struct check_call *call);
 
+/* ---- the stages, for the batch (batch.c) that runs them over several
+ * calls in one transaction ------------------------------------------------ */
+/* Validate: the caller's arguments (and a reservation's TTL). */
+int rls__check_validate(rls_db *db, struct check_call *call);
+/* Plan: call->ctx allocated, the key normalised under the cached rules,
+ * call->full_sync. */
+int rls__check_plan(rls_db *db, struct check_call *call);
+/* In the transaction, after the load: expired reservations given back,
+ * the states read (unless a block answers). */
+int rls__check_read(rls_db *db, struct check_call *call);
+/* In the transaction: what rls__check_decide asks to be written. */
+int rls__check_write(rls_db *db, struct check_call *call);
+/* In the transaction: the call counted in the stats and key stats (by
+ * call->res->allowed); rls__check_uncount takes it back when the
+ * transaction fails. */
+void rls__check_count(rls_db *db, struct check_call *call);
+void rls__check_uncount(rls_db *db, const struct check_call *call);
+/* A stats flush and GC step when due, in a savepoint: never fails a
+ * check whose transaction is still open. */
+int rls__check_housekeeping(rls_db *db, int64_t now);
+/* Is rc a storage failure, and does the failure policy of action admit? */
+int rls__check_is_storage_failure(int rc);
+int rls__check_policy_allows(rls_db *db, const char *action);
+
 /* ---- deny.c: the denial cache --------------------------------------- */
 /* 1 with *call->res when a cached denial answers the check; else 0, with
  * what rls__deny_note needs in call. */

@@ -45,7 +45,7 @@ cat >"$tmp/check.py" <<'EOF'
 import json, sys
 what, path = sys.argv[1], sys.argv[2]
 d = json.load(open(path))
-SCEN = ["floor", "fixed_window_10k", "two_limits", "algo_fixed_window", "algo_sliding_window",
+SCEN = ["floor", "fixed_window_10k", "two_limits", "batch_2", "algo_fixed_window", "algo_sliding_window",
         "algo_sliding_log", "algo_token_bucket", "algo_gcra", "algo_leaky_bucket",
         "denied_over_limit", "denied_blocked", "floor_fsync", "full_durability", "multi_1",
         "multi_2", "multi_4", "fill_big", "fixed_window_big", "rltop_during_load",
@@ -121,7 +121,8 @@ elif what == "ratios":
             ("denied_blocked", "fixed_window_10k"), ("full_durability", "floor_fsync"),
             ("multi_4", "multi_1"), ("fixed_window_10k", "floor_inproc_hash"),
             ("fixed_window_10k", "floor_shm_hash"), ("floor_shm_hash", "fixed_window_10k"),
-            ("shm_table", "floor_shm_hash"), ("floor_shm_hash_4", "floor_shm_hash")]
+            ("shm_table", "floor_shm_hash"), ("floor_shm_hash_4", "floor_shm_hash"),
+            ("batch_2", "fixed_window_10k")]
     have = {(r["scenario"], r["baseline"]) for r in d["ratios"]}
     for n in need:
         if n not in have:
@@ -129,7 +130,8 @@ elif what == "ratios":
 elif what == "skipped":
     for i in SCEN:
         s = by.get(i)
-        want = "ok" if i in ("floor", "fixed_window_10k", "two_limits") or i.startswith("algo_") \
+        want = "ok" if i in ("floor", "fixed_window_10k", "two_limits", "batch_2") \
+            or i.startswith("algo_") \
             else "skipped"
         if not s or s["status"] != want:
             err.append("%s: %s, expected %s" % (i, s and s["status"], want))

@@ -149,7 +149,7 @@ cat >"$tmp/check.py" <<'EOF'
 import re, sys
 out = open(sys.argv[1]).read()
 err = []
-want = ["floor", "fixed_window_10k", "two_limits", "algo_fixed_window", "algo_sliding_window",
+want = ["floor", "fixed_window_10k", "two_limits", "batch_2", "algo_fixed_window", "algo_sliding_window",
         "algo_sliding_log", "algo_token_bucket", "algo_gcra", "algo_leaky_bucket",
         "denied_over_limit", "denied_blocked", "floor_fsync", "full_durability", "multi_1",
         "multi_2", "multi_4", "fill_big", "fixed_window_big", "rltop_during_load",
@@ -161,7 +161,7 @@ for sid in want:
         err.append("%s: %s" % (sid, v))
 rows = re.findall(r"^(\S*) +(ops/s|p50 us|p99 us|MB/handle|B/state|CPU s|wall s) +\S+ +\S+ +(\S+) ",
                   out, re.M)
-if len(rows) != 3 * 19 + 2 + 2:
+if len(rows) != 3 * 20 + 2 + 2:
     err.append("%d figure rows" % len(rows))
 for sid, fig, ratio in rows:
     # RSS per handle is a whole-process reading, which may not grow at all

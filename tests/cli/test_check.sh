@@ -77,6 +77,24 @@ tcase "commit after ttl" 3 --err-has "expired" -- --db db commit "$ID3" --now 20
 tcase "expired reservation refunded" 0 --json 'assert d["remaining"] == 3' \
     -- --db db check signup 192.0.2.3 --json --peek --now 2026-11-21T10:00:05Z
 
+# Several ACTION KEY pairs: one atomic batch (rls_check_many).
+tcase "batch admitted" 0 --out "$(printf 'signup\t192.0.2.70\tallowed\tok\tdaily\t2\t0\nlogin\tbatch\tallowed\tok\tburst\t1\t0')" \
+    -- --db db check signup 192.0.2.70 login batch --now "$T0"
+tcase "batch json, one item denies" 1 \
+    --json 'assert d["allowed"] is False and [i["reason"] for i in d["items"]] == ["batch", "limit"]' \
+    --json 'i=d["items"]; assert i[0]["retry_after_ms"] == i[1]["retry_after_ms"] > 0 and i[0]["action"] == "signup" and i[1]["key"] == "batch"' \
+    -- --db db check signup 192.0.2.70 login batch --cost 2 --now "$T0" --json
+tcase "batch denied charged nothing" 0 --json 'assert d["remaining"] == 2' \
+    -- --db db check signup 192.0.2.70 --now "$T0" --json --peek
+tcase "batch odd arguments" 2 --err-has "unexpected argument 'login': check takes ACTION KEY pairs" \
+    -- --db db check signup 192.0.2.70 login --now "$T0"
+tcase "batch peek refused" 2 --err-has "--peek takes one ACTION KEY" \
+    -- --db db check signup 192.0.2.70 login batch --peek
+tcase "batch same key refused" 2 --err-has "items 0 and 1 are the same action 'login'" \
+    -- --db db check login k login k
+tcase "batch invalid item names it" 3 --err-has "item 1: action 'nope' is not defined" \
+    -- --db db check login k nope k
+
 # A database without rules.
 rl --db empty.db init
 tcase "check without rules" 4 --err-has "no rules applied" -- --db empty.db check signup 1.2.3.4

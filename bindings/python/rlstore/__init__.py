@@ -34,7 +34,7 @@ import ctypes
 import dataclasses
 import threading
 import time
-from typing import Optional, Union
+from typing import List, Optional, Union
 
 from . import _ffi
 from ._ffi import LibraryNotFound
@@ -92,7 +92,8 @@ class Result:
     """
 
     allowed: bool
-    reason: str          # "ok", "limit", "blocked", "cost_exceeds_limit", "shadow", "degraded"
+    reason: str          # "ok", "limit", "blocked", "cost_exceeds_limit", "shadow", "degraded",
+    #                      "batch" (check_many: admissible, not charged: another item denied)
     limit: int
     remaining: int
     reset_ms: int
@@ -287,6 +288,41 @@ class Limiter:
         When the database cannot decide, the failure policy does: the
         Result has reason "degraded" and .error set (nothing is raised)."""
         return self._decide("rls_check", action, key, cost, now_ms)
+
+    def check_many(self, items, *, now_ms: Optional[int] = None) -> "List[Result]":
+        """Checks several requests, each (action, key) or (action, key,
+        cost), in one transaction: all are charged if every one is
+        admitted, none otherwise (rls_check_many(3)).  Returns one Result
+        per item; an item admissible itself but not charged because
+        another was denied has allowed False and reason "batch".  Errors
+        as check(); an invalid item's message names its index."""
+        lib = _ffi.get()
+        reqs = [tuple(it) for it in items]
+        if len(reqs) > _ffi.BATCH_MAX:
+            raise Error(_code("EINVAL"), "a batch of %d items is more than %d"
+                        % (len(reqs), _ffi.BATCH_MAX))
+        if not reqs:
+            return []
+        citems = (_ffi.CItem * len(reqs))()
+        for i, it in enumerate(reqs):
+            if len(it) not in (2, 3):
+                raise TypeError("item %d: (action, key) or (action, key, cost)" % i)
+            citems[i] = _ffi.CItem(_key(it[0], "action"), _key(it[1]),
+                                   it[2] if len(it) == 3 else 1)
+        res = (_ffi.CResult * len(reqs))()
+        with self._lock:
+            db = self._handle()
+            if now_ms is None:
+                rc = lib.rls_check_many(db, citems, len(reqs), res)
+            else:
+                rc = lib.rls_check_many_at(db, citems, len(reqs), now_ms, res)
+            got = [Result._from_c(r) for r in res]
+            if rc == 0:
+                return got
+            err = self._fail(rc, got[0])
+            if err.name in _INPUT_ERRORS:
+                raise err
+            return [dataclasses.replace(r, error=err) for r in got]
 
     def peek(self, action: str, key: Key, cost: int = 1, *,
              now_ms: Optional[int] = None) -> Result:

@@ -54,6 +54,19 @@ class CResult(ctypes.Structure):
     ]
 
 
+class CItem(ctypes.Structure):
+    """struct rls_item: one request of a batch (rls_check_many)."""
+
+    _fields_ = [
+        ("action", ctypes.c_char_p),
+        ("key", ctypes.c_char_p),
+        ("cost", ctypes.c_int64),
+    ]
+
+
+BATCH_MAX = 64
+
+
 class LibraryNotFound(OSError):
     """librlstore could not be loaded."""
 
@@ -103,6 +116,9 @@ def _declare(lib):
         "rls_errmsg": (s, [db]),
         "rls_check": (ctypes.c_int, [db, s, s, i64, res]),
         "rls_check_at": (ctypes.c_int, [db, s, s, i64, i64, res]),
+        "rls_check_many": (ctypes.c_int, [db, ctypes.POINTER(CItem), ctypes.c_size_t, res]),
+        "rls_check_many_at": (ctypes.c_int, [db, ctypes.POINTER(CItem), ctypes.c_size_t, i64,
+                                             res]),
         "rls_peek": (ctypes.c_int, [db, s, s, i64, res]),
         "rls_peek_at": (ctypes.c_int, [db, s, s, i64, i64, res]),
         "rls_refund": (ctypes.c_int, [db, s, s, i64]),

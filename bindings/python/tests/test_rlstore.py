@@ -158,6 +158,33 @@ class TestCheck(Base):
             self.lim.check("signup", "203.0.113.7", now_ms=t)
         self.assertTrue(self.lim.check("signup", b"198.51.100.1", now_ms=t).allowed)
 
+    def test_check_many_all_or_nothing(self):
+        t = MONDAY + 9 * HOUR
+        got = self.lim.check_many([("signup", "203.0.113.7"), ("api", "u1", 2)], now_ms=t)
+        self.assertEqual([(r.allowed, r.reason) for r in got], [(True, "ok"), (True, "ok")])
+        self.assertEqual((got[0].remaining, got[1].rule), (2, "rate"))
+        # the second item cannot be admitted: the first is not charged
+        got = self.lim.check_many([("signup", "203.0.113.7"), ("api", "u1", 21)], now_ms=t)
+        self.assertEqual([(r.allowed, r.reason) for r in got],
+                         [(False, "batch"), (False, "cost_exceeds_limit")])
+        self.assertEqual(got[0].retry_after_ms, -1)
+        self.assertEqual(self.lim.peek("signup", "203.0.113.7", now_ms=t).remaining, 2)
+        self.assertEqual(self.lim.check_many([], now_ms=t), [])
+
+    def test_check_many_errors(self):
+        with self.assertRaises(rlstore.Error) as cm:
+            self.lim.check_many([("api", "k"), ("nope", "k")], now_ms=MONDAY)
+        self.assertEqual(cm.exception.name, "ENOACTION")
+        self.assertIn("item 1: ", cm.exception.message)
+        with self.assertRaises(rlstore.Error) as cm:
+            self.lim.check_many([("api", "k"), ("api", "k")], now_ms=MONDAY)
+        self.assertEqual(cm.exception.name, "EINVAL")
+        with self.assertRaises(rlstore.Error):
+            self.lim.check_many([("api", "k%d" % i) for i in range(65)], now_ms=MONDAY)
+        with self.assertRaises(TypeError):
+            self.lim.check_many([("api",)], now_ms=MONDAY)
+        self.assertEqual(self.lim.peek("api", "k", now_ms=MONDAY).remaining, 20)
+
     def test_peek_charges_nothing(self):
         for _ in range(5):
             r = self.lim.peek("signup", "192.0.2.1", now_ms=MONDAY)
