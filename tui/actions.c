@@ -166,9 +166,7 @@ static unsigned filter_changed(app *a, int next)
 static unsigned filter_done(app *a, int ok)
 {
     unsigned fl = filter_set(a, ok ? a->dlg.buf : "");
-    if (a->m.f_substr[0])
-        set_msg(a, 0, "showing keys that contain the text");
-    else
+    if (!a->m.f_substr[0])   /* a filter kept shows itself in the status line */
         set_msg(a, 0, "showing every key");
     return fl | RT_REDRAW;
 }

@@ -119,10 +119,6 @@ void view_status(app *a, WINDOW *w)
 {
     int cols = getmaxx(w), x = 0;
     char pos[64] = "";
-    if (a->dlg.kind == DLG_INPUT && a->dlg.bar) {
-        status_bar(a, w, cols);
-        return;
-    }
     long n = view_count(a, a->view);
     if (n > 0)
         snprintf(pos, sizeof pos, " %ld/%ld%s", a->sel[a->view] + 1, n,
@@ -130,7 +126,9 @@ void view_status(app *a, WINDOW *w)
     else if (a->view == VIEW_KEYS && a->m.total < 0)
         snprintf(pos, sizeof pos, " ...");
     int pw = (int)strlen(pos);
-    if (a->msg[0] && now_ms() - a->msg_ms < 15000) {
+    if (a->dlg.kind == DLG_INPUT && a->dlg.bar) {
+        status_bar(a, w, cols - pw - 1);
+    } else if (a->msg[0] && now_ms() - a->msg_ms < 15000) {
         draw_attr(w, a->msg_err ? C_ERROR : C_OK, 1);
         x = draw_text(w, 0, 0, cols - pw - 1, a->msg, 0, 0);
         draw_attr(w, a->msg_err ? C_ERROR : C_OK, 0);
