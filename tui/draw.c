@@ -103,6 +103,18 @@ int text_width(const char *text)
     return w;
 }
 
+/* Columns of the word at s (up to a space, a newline or the end). */
+static int word_width(const char *s)
+{
+    int w = 0;
+    while (*s && *s != ' ' && *s != '\n') {
+        wchar_t wc;
+        s += next_wc(s, &wc);
+        w += wc_width(wc);
+    }
+    return w;
+}
+
 const char *wrap_line(const char *text, int width, char *line, size_t size)
 {
     const char *s = text, *brk = NULL;
@@ -124,10 +136,10 @@ const char *wrap_line(const char *text, int width, char *line, size_t size)
     const char *end = s, *next = s;
     if (*s == '\n' || *s == ' ') {
         next = s + 1;
-    } else if (*s && brk && brk > text) {   /* a word does not fit: wrap before it */
-        end = brk;
+    } else if (*s && brk && brk > text && word_width(brk + 1) <= width) {
+        end = brk;   /* a word does not fit: wrap before it */
         next = brk + 1;
-    }
+    }   /* else a word wider than a line (a long key): cut where the width ends */
     size_t n = (size_t)(end - text);
     if (n >= size)
         n = size - 1;
