@@ -28,7 +28,7 @@ int rls__pressure_hot(int64_t ppm)
     return ppm >= PRESSURE_HOT_PPM;
 }
 
-const char *rls__pressure_state(int blocked, const rls_result *res, int64_t ppm)
+const char *rls__pressure_state(int blocked, int unlimited, const rls_result *res, int64_t ppm)
 {
     if (blocked)
         return "blocked";
@@ -36,7 +36,9 @@ const char *rls__pressure_state(int blocked, const rls_result *res, int64_t ppm)
         return "limited";
     if (res->reason == RLS_REASON_SHADOW)
         return "shadow";
-    return ppm >= PRESSURE_NEAR_PPM ? "near" : "ok";
+    /* an unlimited tier is always admitted: its count past the limit is
+     * shown, but it is never about to be limited */
+    return !unlimited && ppm >= PRESSURE_NEAR_PPM ? "near" : "ok";
 }
 
 int rls__pressure_of_check(const rls_result *res, int64_t *ppm)

@@ -37,8 +37,10 @@ int rls__pressure_hot(int64_t ppm);
 
 /* The state a usage row shows: "blocked" (an active block or a blocked
  * tier), "limited" (res denied), "shadow" (admitted past a shadow limit),
- * "near" (at least PRESSURE_NEAR_PPM used), else "ok".  A static string. */
-const char *rls__pressure_state(int blocked, const rls_result *res, int64_t ppm);
+ * "near" (at least PRESSURE_NEAR_PPM used, unless the key's tier is
+ * unlimited: always admitted, so never near), else "ok".  A static
+ * string. */
+const char *rls__pressure_state(int blocked, int unlimited, const rls_result *res, int64_t ppm);
 
 /* What a check's answer res records in the per-key stats (keystats.c):
  * 1 with *ppm for a denial (all used: PRESSURE_PPM) or an admission whose

@@ -297,7 +297,7 @@ static int fill_row(usage_ctx *u, usage_src *s, usage_row *r)
     r->reset_ms = res.reset_ms;
     r->blocked = ctx->block.active || ctx->behaviour == TIER_BLOCKED;
     r->block_until = ctx->block.active ? ctx->block.until_ms : 0;
-    r->state = rls__pressure_state(r->blocked, &res, r->ppm);
+    r->state = rls__pressure_state(r->blocked, ctx->behaviour == TIER_UNLIMITED, &res, r->ppm);
     if ((rc = denials(u, s, r->key, &r->denied)))
         return rc;
     if (u->sort == RLS_SORT_DENIED)

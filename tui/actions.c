@@ -146,24 +146,118 @@ static unsigned list_changed(app *a)
     return RT_SAMPLE | RT_REDRAW;
 }
 
-static unsigned filter_done(app *a, int ok)
+/* The filter bar (F4, /) filters as it is typed, as htop's does: Enter
+ * keeps the filter, Esc clears it. */
+static unsigned filter_set(app *a, const char *text)
 {
-    if (!ok)
+    if (strcmp(a->m.f_substr, text) == 0)
         return 0;
-    snprintf(a->m.f_substr, sizeof a->m.f_substr, "%.*s", (int)sizeof a->m.f_substr - 1, a->dlg.buf);
-    if (a->m.f_substr[0])
-        set_msg(a, 0, "showing keys that contain the text");
-    else
-        set_msg(a, 0, "showing every key");
+    snprintf(a->m.f_substr, sizeof a->m.f_substr, "%.*s", (int)sizeof a->m.f_substr - 1, text);
     a->view = VIEW_KEYS;
     return list_changed(a);
 }
 
+static unsigned filter_changed(app *a, int next)
+{
+    (void)next;
+    return filter_set(a, a->dlg.buf);
+}
+
+static unsigned filter_done(app *a, int ok)
+{
+    unsigned fl = filter_set(a, ok ? a->dlg.buf : "");
+    if (!a->m.f_substr[0])   /* a filter kept shows itself in the status line */
+        set_msg(a, 0, "showing every key");
+    return fl | RT_REDRAW;
+}
+
 unsigned key_filter(app *a)
 {
-    dlg_input(a, "Filter keys", "Show only keys that contain this text (empty: every key).",
-              a->m.f_substr, filter_done);
+    dlg_bar(a, "Filter keys", a->m.f_substr, filter_done, filter_changed);
     return RT_REDRAW;
+}
+
+static int lower(int c)
+{
+    return c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c;
+}
+
+/* strstr ignoring the case of ASCII letters (htop's search ignores case). */
+static int contains(const char *hay, const char *needle)
+{
+    size_t n = strlen(needle);
+    if (n == 0)
+        return 1;
+    for (; *hay; hay++) {
+        size_t i = 0;
+        while (i < n && hay[i] &&
+               lower((unsigned char)hay[i]) == lower((unsigned char)needle[i]))
+            i++;
+        if (i == n)
+            return 1;
+    }
+    return 0;
+}
+
+#define SEARCH_MAX 200000   /* rows one search looks at, at most */
+#define SEARCH_PAGE 1000
+
+/* Moves the selection to the first key from row `from` on, wrapping at the
+ * end, whose shown text contains the search text; the list is read a page
+ * at a time, as scrolling reads it. */
+static int search_from(app *a, long from)
+{
+    long i = from;
+    int wrapped = 0;
+    for (long seen = 0; seen < SEARCH_MAX; seen++) {
+        const key_row *r = model_row(&a->m, i);
+        if (!r) {
+            model_want_rows(a, i, SEARCH_PAGE);
+            r = model_row(&a->m, i);
+        }
+        if (!r) {   /* the end of the list */
+            if (wrapped || from == 0)
+                return 0;
+            wrapped = 1;
+            i = 0;
+            continue;
+        }
+        if (wrapped && i >= from)
+            return 0;
+        if (contains(r->key_esc ? r->key_esc : "", a->dlg.buf)) {
+            a->sel[VIEW_KEYS] = i;
+            return 1;
+        }
+        i++;
+    }
+    return 0;
+}
+
+static unsigned search_changed(app *a, int next)
+{
+    if (!a->dlg.buf[0]) {
+        a->dlg.failed = 0;
+        return RT_REDRAW;
+    }
+    a->dlg.failed = !search_from(a, a->sel[VIEW_KEYS] + (next ? 1 : 0));
+    return RT_REDRAW;
+}
+
+static unsigned search_done(app *a, int ok)
+{
+    (void)a;
+    (void)ok;
+    return RT_REDRAW;   /* the selection stays where the search left it */
+}
+
+unsigned key_search(app *a)
+{
+    if (a->view != VIEW_KEYS) {
+        a->view = VIEW_KEYS;
+        a->help_open = 0;
+    }
+    dlg_bar(a, "Search", "", search_done, search_changed);
+    return RT_LAYOUT | RT_REDRAW;
 }
 
 static unsigned action_done(app *a, int ok)
@@ -194,6 +288,27 @@ unsigned key_action(app *a)
     return RT_REDRAW;
 }
 
+/* The sort columns in the order the keys view shows them (< and >). */
+static const int sort_cols[] = {RLS_SORT_KEY, RLS_SORT_USED, RLS_SORT_DENIED, RLS_SORT_RESET};
+static const char *const sort_col_names[] = {"key", "use", "denials", "reset"};
+#define NSORT 4
+
+static int sort_col(int sort)
+{
+    for (int i = 0; i < NSORT; i++)
+        if (sort_cols[i] == sort)
+            return i;
+    return 1;
+}
+
+static unsigned sort_by(app *a, int sort, const char *how)
+{
+    a->m.sort = sort;
+    set_msg(a, 0, "sorted by %s%s", how, a->m.invert ? ", inverted" : "");
+    a->view = VIEW_KEYS;
+    return list_changed(a);
+}
+
 unsigned key_sort(app *a)
 {
     static const int order[] = {RLS_SORT_USED, RLS_SORT_DENIED, RLS_SORT_KEY, RLS_SORT_RESET};
@@ -203,8 +318,38 @@ unsigned key_sort(app *a)
     while (i < 3 && order[i] != a->m.sort)
         i++;
     i = (i + 1) % 4;
-    a->m.sort = order[i];
-    set_msg(a, 0, "sorted by %s", names[i]);
+    return sort_by(a, order[i], names[i]);
+}
+
+static unsigned sort_step(app *a, int step)
+{
+    int i = (sort_col(a->m.sort) + step + NSORT) % NSORT;
+    return sort_by(a, sort_cols[i], sort_col_names[i]);
+}
+
+unsigned key_sort_prev(app *a) { return sort_step(a, -1); }
+unsigned key_sort_next(app *a) { return sort_step(a, 1); }
+
+static unsigned sort_menu_done(app *a, int ok)
+{
+    if (!ok || a->dlg.sel < 0 || a->dlg.sel >= NSORT)
+        return 0;
+    return sort_by(a, sort_cols[a->dlg.sel], sort_col_names[a->dlg.sel]);
+}
+
+unsigned key_sort_menu(app *a)
+{
+    dlg_menu(a, "Sort by", "Sort the keys by (I inverts the order):", sort_menu_done);
+    for (int i = 0; i < NSORT; i++)
+        dlg_item(a, "%s", sort_col_names[i]);
+    a->dlg.sel = sort_col(a->m.sort);
+    return RT_REDRAW;
+}
+
+unsigned key_invert(app *a)
+{
+    a->m.invert = !a->m.invert;
+    set_msg(a, 0, "sort order %s", a->m.invert ? "inverted" : "as listed");
     a->view = VIEW_KEYS;
     return list_changed(a);
 }

@@ -35,6 +35,14 @@ void dlg_input(app *a, const char *title, const char *text, const char *init, dl
     a->dlg.len = a->dlg.cur = strlen(a->dlg.buf);
 }
 
+void dlg_bar(app *a, const char *title, const char *init, dlg_done_fn done,
+             unsigned (*changed)(app *a, int next))
+{
+    dlg_input(a, title, NULL, init, done);
+    a->dlg.bar = 1;
+    a->dlg.changed = changed;
+}
+
 void dlg_menu(app *a, const char *title, const char *text, dlg_done_fn done)
 {
     open_kind(a, DLG_MENU, title, text, done);
@@ -118,6 +126,8 @@ static unsigned input_key(app *a, int is_code, unsigned ch)
         return finish(a, 1);
     if (!is_code && ch == 27)
         return finish(a, 0);
+    if (is_code && ch == KEY_F(3) && d->changed)
+        return d->changed(a, 1) | RT_REDRAW;
     if ((is_code && ch == KEY_BACKSPACE) || (!is_code && (ch == 127 || ch == 8))) {
         size_t n = prev_len(d->buf, d->cur);
         memmove(d->buf + d->cur - n, d->buf + d->cur, d->len - d->cur + 1);
@@ -152,7 +162,7 @@ static unsigned input_key(app *a, int is_code, unsigned ch)
     } else {
         return 0;
     }
-    return RT_REDRAW;
+    return (d->changed ? d->changed(a, 0) : 0) | RT_REDRAW;
 }
 
 static unsigned menu_key(app *a, int is_code, unsigned ch)
@@ -163,7 +173,7 @@ static unsigned menu_key(app *a, int is_code, unsigned ch)
         return d->nitems > 0 ? finish(a, 1) : finish(a, 0);
     if (!is_code && (ch == 27 || ch == 'q'))
         return finish(a, 0);
-    if ((is_code && ch == KEY_UP) || (!is_code && ch == 'k'))
+    if (is_code && ch == KEY_UP)
         d->sel--;
     else if ((is_code && ch == KEY_DOWN) || (!is_code && ch == 'j'))
         d->sel++;

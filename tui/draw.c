@@ -103,6 +103,60 @@ int text_width(const char *text)
     return w;
 }
 
+/* Columns of the word at s (up to a space, a newline or the end). */
+static int word_width(const char *s)
+{
+    int w = 0;
+    while (*s && *s != ' ' && *s != '\n') {
+        wchar_t wc;
+        s += next_wc(s, &wc);
+        w += wc_width(wc);
+    }
+    return w;
+}
+
+const char *wrap_line(const char *text, int width, char *line, size_t size)
+{
+    const char *s = text, *brk = NULL;
+    int w = 0;
+    if (!text || !*text)
+        return NULL;
+    if (width < 1)
+        width = 1;
+    while (*s && *s != '\n') {
+        wchar_t wc;
+        int len = next_wc(s, &wc), cw = wc_width(wc);
+        if (w + cw > width && s > text)
+            break;
+        if (*s == ' ')
+            brk = s;
+        w += cw;
+        s += len;
+    }
+    const char *end = s, *next = s;
+    if (*s == '\n' || *s == ' ') {
+        next = s + 1;
+    } else if (*s && brk && brk > text && word_width(brk + 1) <= width) {
+        end = brk;   /* a word does not fit: wrap before it */
+        next = brk + 1;
+    }   /* else a word wider than a line (a long key): cut where the width ends */
+    size_t n = (size_t)(end - text);
+    if (n >= size)
+        n = size - 1;
+    memcpy(line, text, n);
+    line[n] = '\0';
+    return next;
+}
+
+int wrap_count(const char *text, int width)
+{
+    char line[1024];
+    int n = 0;
+    for (const char *p = text; p && *p; p = wrap_line(p, width, line, sizeof line))
+        n++;
+    return n;
+}
+
 int draw_text(WINDOW *win, int y, int x, int width, const char *text, int pad, int right)
 {
     wchar_t buf[512];

@@ -19,7 +19,7 @@
 #define RLTOP_CTRL(c) ((c) & 0x1f)
 
 #define RLTOP_KEYS(X)                                                                       \
-    X(up, KEY_UP, 'k', "Up k", "select the previous row")                                  \
+    X(up, KEY_UP, 0, "Up", "select the previous row (k is not bound: htop's kill)")        \
     X(down, KEY_DOWN, 'j', "Down j", "select the next row")                                \
     X(pgup, KEY_PPAGE, 0, "PgUp", "scroll one page up")                                     \
     X(pgdn, KEY_NPAGE, ' ', "PgDn Space", "scroll one page down")                          \
@@ -33,9 +33,14 @@
     X(view_rules, '2', 0, "2", "rules view: rule-set versions, tiers and limits")          \
     X(view_blocks, '3', 0, "3", "blocks view: active blocks")                              \
     X(view_audit, '4', 0, "4", "audit view: recent changes by operators and tools")        \
-    X(filter, '/', 0, "/", "filter keys by a substring (empty to clear)")                  \
+    X(search, KEY_F(3), 0, "F3", "search keys as you type; F3 again: next match")         \
+    X(filter, KEY_F(4), '/', "F4 /", "filter keys as you type (Esc clears the filter)")    \
     X(action, 'a', 0, "a", "filter keys by action (menu)")                                 \
     X(sort, 's', 0, "s", "sort keys by use, denials, key or soonest reset (cycles)")       \
+    X(sort_menu, KEY_F(6), 0, "F6", "choose the sort column (menu)")                        \
+    X(sort_prev, '<', ',', "< ,", "sort by the previous column")                            \
+    X(sort_next, '>', '.', "> .", "sort by the next column")                                \
+    X(invert, 'I', 0, "I", "invert the sort order")                                         \
     X(unblock, 'u', 0, "u",                                                                 \
       "unblock the selected key (in the blocks view: the selected block)")                 \
     X(block, 'b', 0, "b", "block the selected key for a duration, with a reason")          \
@@ -47,6 +52,6 @@
       "roll back the rule set to an older version (in the rules view: the selected one)")  \
     X(refresh, RLTOP_CTRL('l'), KEY_F(5), "Ctrl-L F5", "sample and redraw now")            \
     X(help, '?', KEY_F(1), "? F1", "show or hide this help")                               \
-    X(quit, 'q', 0, "q", "quit")
+    X(quit, 'q', KEY_F(10), "q F10", "quit")
 
 #endif /* RLTOP_KEYS_H */

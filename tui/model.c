@@ -343,7 +343,6 @@ static void sample_blocks(model *m)
     block_row *b = n ? calloc((size_t)n, sizeof *b) : NULL;
     if (n && !b)
         n = 0;
-    m->nblocked = 0;
     for (int i = 0; i < n; i++) {
         const char *k = col_text(r, i, "key");
         b[i].key = xdup(k);
@@ -356,8 +355,6 @@ static void sample_blocks(model *m)
         b[i].until_ms = col_int(r, i, "until_ms");
         b[i].created_ms = col_int(r, i, "created_ms");
         b[i].level = col_int(r, i, "level");
-        if (i == 0 || strcmp(b[i - 1].key, b[i].key) != 0)
-            m->nblocked++;   /* rows are ordered by key */
     }
     rls_rows_free(r);
     free_blocks(m->blocks, m->nblocks);
@@ -414,6 +411,41 @@ static int count_rows(model *m, int substr, long *out)
     else
         note_err(m, rc, "cannot count keys");
     return rc;
+}
+
+/* The header's "N blocked": the rows of the keys list (of the action
+ * filter) that show as blocked, whether by a block or by a blocked tier,
+ * so that the header agrees with the rows.  Most used first, the library
+ * lists the blocked rows first: read pages until a row is not blocked. */
+static void count_blocked(model *m)
+{
+    rls_usage_query q;
+    int n = 0, done = 0;
+    usage_query(m, &q, 0);
+    q.sort = RLS_SORT_USED;
+    q.limit = m->nblocked + 16;
+    while (!done && q.offset < 1000000) {
+        rls_rows *r = NULL;
+        int rc = rls_usage_at(m->db, &q, m->now_ms, &r);
+        if (rc != RLS_OK) {
+            rls_rows_free(r);
+            if (rc != RLS_ENORULES)
+                note_err(m, rc, "cannot count blocked keys");
+            return;
+        }
+        int rows = rls_rows_count(r), bcol = rls_rows_find(r, "blocked");
+        for (int i = 0; i < rows && !done; i++) {
+            if (rls_rows_int(r, i, bcol))
+                n++;
+            else
+                done = 1;
+        }
+        done = done || rows < q.limit;
+        rls_rows_free(r);
+        q.offset += q.limit;
+        q.limit = q.limit * 2 > 10000 ? 10000 : q.limit * 2;
+    }
+    m->nblocked = n;
 }
 
 /* An anchor for the window at off: the row of the current window nearest
@@ -484,11 +516,32 @@ static int fetch_window(app *a, long off, int n)
     return RLS_OK;
 }
 
+/* Rows [first, first + count) of the list as shown: inverted (I), row i
+ * shown is row total - 1 - i of the library's list, so inverting needs
+ * the list's length (0 when it is not known yet). */
+static int list_range(const model *m, long *first, int *count)
+{
+    if (!m->invert)
+        return 1;
+    if (m->total < 0)
+        return 0;
+    long hi = m->total - *first, lo = hi - *count;
+    if (lo < 0)
+        lo = 0;
+    if (hi <= lo)
+        return 0;
+    *first = lo;
+    *count = (int)(hi - lo);
+    return 1;
+}
+
 void model_want_rows(app *a, long first, int count)
 {
     model *m = &a->m;
     if (first < 0)
         first = 0;
+    if (!list_range(m, &first, &count))
+        return;
     if (!m->stale && first >= m->off && first + count <= m->off + m->nrows)
         return;
     if (!m->stale && m->total >= 0 && first >= m->off && first + count > m->total &&
@@ -501,6 +554,8 @@ void model_want_rows(app *a, long first, int count)
 
 const key_row *model_row(const model *m, long i)
 {
+    if (m->invert)
+        i = m->total >= 0 ? m->total - 1 - i : -1;
     if (i < m->off || i >= (long)m->off + m->nrows)
         return NULL;
     return &m->rows[i - m->off];
@@ -591,6 +646,7 @@ unsigned model_sample(app *a, int force)
      * the list's length is a scan of every key: seldom (and slower if slow) */
     if (count_rows(m, 0, &m->tracked) == RLS_OK)
         m->tracked_ms = m->now_ms;
+    count_blocked(m);
     double count_every = 5.0 * iv_ms > 20.0 * m->count_cost_ms ? 5.0 * iv_ms : 20.0 * m->count_cost_ms;
     if (!m->f_substr[0]) {
         m->total = m->tracked;
@@ -607,8 +663,12 @@ unsigned model_sample(app *a, int force)
     double keys_every = iv_ms > 5.0 * m->keys_cost_ms ? iv_ms : 5.0 * m->keys_cost_ms;
     if (force || m->stale || (double)(m->now_ms - m->keys_ms) >= keys_every - 50.0) {
         long rows = a->batch ? a->batch_rows : a->list_rows > 0 ? a->list_rows : 20;
-        long off = a->batch ? 0 : a->top[VIEW_KEYS] - rows;
-        fetch_window(a, off < 0 ? 0 : off, (int)(rows * 3));
+        long first = a->batch ? 0 : a->top[VIEW_KEYS];
+        int count = (int)rows;
+        if (list_range(m, &first, &count)) {
+            long off = a->batch ? 0 : first - rows;
+            fetch_window(a, off < 0 ? 0 : off, (int)(rows * 3));
+        }
     }
     if (a->detail_open && m->det.valid) {
         char action[NAME_LEN], *key = xdup(m->det.key);

@@ -139,13 +139,14 @@ typedef struct model {
     long tracked;               /* (action, key) pairs, -1 unknown */
     int64_t tracked_ms;         /* when it was counted */
     double count_cost_ms;       /* how long counting the filtered list took */
-    int nblocked;
+    int nblocked;               /* rows of the list shown as blocked */
     int64_t db_bytes, wal_bytes;    /* -1: unknown; both -1 for PostgreSQL */
 
     /* keys list: a window [off, off + nrows) of the filtered, sorted list */
     char f_action[NAME_LEN];    /* "" = every action */
     char f_substr[256];         /* "" = every key */
     int sort;                   /* enum rls_usage_sort */
+    int invert;                 /* shown last row first (needs the length) */
     key_row *rows;
     int nrows, off;
     int rows_sort;              /* the list the rows are of: sort, filters */
@@ -197,6 +198,11 @@ typedef struct dialog {
     char *items[DLG_MAX_ITEMS]; /* menu entries (malloc'd) */
     int nitems, sel, top;
     dlg_done_fn done;           /* called when answered (ok) or cancelled */
+    /* An input drawn in the status line (htop's search and filter bars),
+     * told of every change (next = 0) and of F3 (next = 1). */
+    int bar;
+    unsigned (*changed)(struct app *a, int next);
+    int failed;                 /* the bar's text matches nothing */
 } dialog;
 
 /* What a chain of dialogs collects for one operator action. */
@@ -268,6 +274,7 @@ void view_blocks(app *a, WINDOW *win);
 void view_audit(app *a, WINDOW *win);
 void view_help(app *a, WINDOW *win);
 void view_dialog(app *a, WINDOW *win);
+const char *dialog_hint(const app *a);   /* the keys a dialog tells of */
 void view_status(app *a, WINDOW *win);
 long view_count(const app *a, int view);  /* rows of a list view */
 int view_height(const app *a, int view);  /* visible rows of a list view */
@@ -292,6 +299,12 @@ const char *fmt_left(int64_t ms, char *buf, size_t size);
 const char *fmt_bytes(int64_t n, char *buf, size_t size);
 const char *fmt_clock(int64_t ms, char *buf, size_t size);  /* "2026-11-21 10:00:00Z" */
 int text_width(const char *s);
+/* Dialogs wrap their text: the next line of text at most width columns
+ * wide (broken at a '\n', else at the last space that fits, else where the
+ * width ends) copied into line; returns where the line after it starts,
+ * NULL when there is no text left.  wrap_count: how many lines. */
+const char *wrap_line(const char *text, int width, char *line, size_t size);
+int wrap_count(const char *text, int width);
 /* esc_dup and msg_esc_dup: common/textesc.h */
 /* The name of a database for display: a PostgreSQL URI with its password
  * masked, escaped (malloc'd; NULL only if out of memory). */
@@ -309,6 +322,9 @@ const key_row *selected_key(app *a);
 
 /* ---- dialog.c ------------------------------------------------------------------ */
 void dlg_input(app *a, const char *title, const char *text, const char *init, dlg_done_fn done);
+/* An input in the status line: changed runs after each edit and on F3. */
+void dlg_bar(app *a, const char *title, const char *init, dlg_done_fn done,
+             unsigned (*changed)(app *a, int next));
 void dlg_menu(app *a, const char *title, const char *text, dlg_done_fn done);
 int dlg_item(app *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void dlg_confirm(app *a, const char *title, const char *text, dlg_done_fn done);

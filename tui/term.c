@@ -178,20 +178,20 @@ static WINDOW *popup(int h, int w)
     return newwin(h, w, (LINES - h) / 2, (COLS - w) / 2);
 }
 
-static int dialog_height(const app *a)
+#define DIALOG_WIDTH 76
+
+/* Rows of a dialog drawn width columns wide: its text and its hint
+ * wrapped (view_dialog), its menu or input line, the borders. */
+static int dialog_height(const app *a, int width)
 {
-    int lines = 1;
-    for (const char *p = a->dlg.text; *p; p++)
-        lines += *p == '\n';
+    int inner = width - 4, lines = 0;
     if (a->dlg.text[0])
-        lines++;
+        lines += wrap_count(a->dlg.text, inner) + 1;
     if (a->dlg.kind == DLG_MENU)
         lines += a->dlg.nitems + 1;
     else if (a->dlg.kind == DLG_INPUT)
         lines += 2;
-    else
-        lines += 1;
-    return lines + 3;
+    return lines + wrap_count(dialog_hint(a), inner) + 2;
 }
 
 void term_draw(app *a)
@@ -230,7 +230,8 @@ void term_draw(app *a)
         delwin(over);
     }
     curs_set(0);
-    if (a->dlg.kind != DLG_NONE && (over = popup(dialog_height(a), 76))) {
+    int dw = DIALOG_WIDTH < COLS - 2 ? DIALOG_WIDTH : COLS - 2;
+    if (a->dlg.kind != DLG_NONE && !a->dlg.bar && (over = popup(dialog_height(a, dw), dw))) {
         view_dialog(a, over);
         wnoutrefresh(over);
         delwin(over);

@@ -81,7 +81,8 @@ void view_header(app *a, WINDOW *w)
     buf[0] = '\0';
     if (a->view == VIEW_KEYS) {
         char *f = m->f_substr[0] ? esc_dup(m->f_substr) : NULL;
-        snprintf(buf, sizeof buf, "sort:%s%s%s%s%s", sort_names[m->sort % 4],
+        snprintf(buf, sizeof buf, "sort:%s%s%s%s%s%s", sort_names[m->sort % 4],
+                 m->invert ? " inverted" : "",
                  m->f_action[0] ? " action:" : "", m->f_action, f ? " key~" : "", f ? f : "");
         free(f);
     }
@@ -92,6 +93,26 @@ void view_header(app *a, WINDOW *w)
     int bw = text_width(buf);
     if (cols - x > bw + 1)
         draw_text(w, 3, cols - bw, bw, buf, 0, 0);
+}
+
+/* An input bar (F3 search, F4 filter) in the status line, as htop's:
+ * "Search: text", the text in reverse video, "not found" after it. */
+static void status_bar(app *a, WINDOW *w, int cols)
+{
+    const dialog *d = &a->dlg;
+    char *t = esc_dup(d->buf);
+    draw_attr(w, C_HEADER, 1);
+    int x = draw_textf(w, 0, 0, cols, "%s: ", d->title);
+    draw_attr(w, C_HEADER, 0);
+    draw_attr(w, d->failed ? C_ERROR : C_SELECT, 1);
+    x += draw_textf(w, 0, x, cols - x, "%s ", t ? t : "");
+    draw_attr(w, d->failed ? C_ERROR : C_SELECT, 0);
+    free(t);
+    draw_attr(w, C_DIM, 1);
+    draw_text(w, 0, x, cols - x, d->failed ? "  not found" :
+              d->changed && strcmp(d->title, "Search") == 0 ? "  F3 next  Enter done  Esc close"
+                                                            : "  Enter keep  Esc clear", 0, 0);
+    draw_attr(w, C_DIM, 0);
 }
 
 void view_status(app *a, WINDOW *w)
@@ -105,7 +126,9 @@ void view_status(app *a, WINDOW *w)
     else if (a->view == VIEW_KEYS && a->m.total < 0)
         snprintf(pos, sizeof pos, " ...");
     int pw = (int)strlen(pos);
-    if (a->msg[0] && now_ms() - a->msg_ms < 15000) {
+    if (a->dlg.kind == DLG_INPUT && a->dlg.bar) {
+        status_bar(a, w, cols - pw - 1);
+    } else if (a->msg[0] && now_ms() - a->msg_ms < 15000) {
         draw_attr(w, a->msg_err ? C_ERROR : C_OK, 1);
         x = draw_text(w, 0, 0, cols - pw - 1, a->msg, 0, 0);
         draw_attr(w, a->msg_err ? C_ERROR : C_OK, 0);
@@ -115,14 +138,21 @@ void view_status(app *a, WINDOW *w)
         draw_attr(w, C_ERROR, 0);
     } else {
         static const char *const hints[VIEW_COUNT] = {
-            "?:help /:filter a:action s:sort Enter:detail u:unblock b:block t:tier o:override "
-            "r:reset e:edit q:quit",
+            "?:help F3:search F4:filter F6:sort a:action Enter:detail u:unblock b:block t:tier "
+            "o:override r:reset e:edit q:quit",
             "?:help R:roll back to the selected version e:edit a limit Tab:next view q:quit",
             "?:help u:unblock the selected block Tab:next view q:quit",
             "?:help Tab:next view q:quit",
         };
+        if (a->view == VIEW_KEYS && a->m.f_substr[0]) {   /* the filter shows itself */
+            char *f = esc_dup(a->m.f_substr);
+            draw_attr(w, C_HEADER, 1);
+            x = draw_textf(w, 0, 0, cols - pw - 1, "filter: %s ", f ? f : "?");
+            draw_attr(w, C_HEADER, 0);
+            free(f);
+        }
         draw_attr(w, C_DIM, 1);
-        x = draw_text(w, 0, 0, cols - pw - 1, hints[a->view], 0, 0);
+        x += draw_text(w, 0, x, cols - pw - 1 - x, hints[a->view], 0, 0);
         draw_attr(w, C_DIM, 0);
     }
     (void)x;

@@ -58,48 +58,70 @@ void view_help(app *a, WINDOW *w)
     draw_attr(w, C_DIM, 0);
 }
 
+/* The keys of a dialog, wrapped above its bottom border. */
+static void draw_hint(WINDOW *w, int rows, int cols, const char *hint)
+{
+    char line[256];
+    int n = wrap_count(hint, cols - 4), y = rows - 1 - n;
+    draw_attr(w, C_DIM, 1);
+    for (const char *p = hint; p && *p && y < rows - 1; y++) {
+        p = wrap_line(p, cols - 4, line, sizeof line);
+        if (y > 0)
+            draw_text(w, y, 2, cols - 4, line, 0, 0);
+    }
+    draw_attr(w, C_DIM, 0);
+}
+
+const char *dialog_hint(const app *a)
+{
+    switch (a->dlg.kind) {
+    case DLG_MENU: return "Up/Down choose  Enter select  Esc cancel";
+    case DLG_CONFIRM: return "y yes  n no";
+    case DLG_INFO: return "any key closes";
+    case DLG_INPUT: return "Enter ok  Esc cancel  Ctrl-U clear";
+    default: return "";
+    }
+}
+
 void view_dialog(app *a, WINDOW *w)
 {
     const dialog *d = &a->dlg;
     int rows = getmaxy(w), cols = getmaxx(w), y = 1;
+    int bottom = rows - 1 - wrap_count(dialog_hint(a), cols - 4);   /* the hint's first row */
     werase(w);
     box(w, 0, 0);
     draw_attr(w, C_HEADER, 1);
     draw_textf(w, 0, 2, cols - 4, " %s ", d->title);
     draw_attr(w, C_HEADER, 0);
-    /* explanation */
-    const char *p = d->text;
-    while (*p && y < rows - 2) {
-        const char *e = strchr(p, '\n');
-        size_t n = e ? (size_t)(e - p) : strlen(p);
-        char line[512];
-        snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line ? n : sizeof line - 1), p);
-        draw_text(w, y++, 2, cols - 4, line, 0, 0);
-        p += n + (e ? 1 : 0);
+    /* explanation, wrapped at the dialog's width (term.c sizes it so) */
+    char line[1024];
+    for (const char *p = d->text; p && *p && y < bottom; y++) {
+        p = wrap_line(p, cols - 4, line, sizeof line);
+        draw_text(w, y, 2, cols - 4, line, 0, 0);
     }
     if (d->text[0])
         y++;
     const char *hint = "";
     if (d->kind == DLG_MENU) {
-        int room = rows - 2 - y;
+        int room = bottom - y > 0 ? bottom - y : 1;
         int top = d->top;
         if (d->sel < top)
             top = d->sel;
         if (d->sel >= top + room)
             top = d->sel - room + 1;
         a->dlg.top = top;
-        for (int i = top; i < d->nitems && y < rows - 2; i++, y++) {
+        for (int i = top; i < d->nitems && y < bottom; i++, y++) {
             if (i == d->sel)
                 draw_attr(w, C_SELECT, 1);
             draw_text(w, y, 2, cols - 4, d->items[i], 1, 0);
             if (i == d->sel)
                 draw_attr(w, C_SELECT, 0);
         }
-        hint = "Up/Down choose  Enter select  Esc cancel";
+        hint = dialog_hint(a);
     } else if (d->kind == DLG_CONFIRM) {
-        hint = "y yes  n no";
+        hint = dialog_hint(a);
     } else if (d->kind == DLG_INFO) {
-        hint = "any key closes";
+        hint = dialog_hint(a);
     } else if (d->kind == DLG_INPUT) {
         int width = cols - 6;
         /* show the end of a long input */
@@ -120,14 +142,10 @@ void view_dialog(app *a, WINDOW *w)
         draw_attr(w, C_SELECT, 0);
         snprintf(shown, sizeof shown, "%.*s", (int)(d->buf + d->cur - start), start);
         int cx = 3 + text_width(shown);
-        hint = "Enter ok  Esc cancel  Ctrl-U clear";
-        draw_attr(w, C_DIM, 1);
-        draw_text(w, rows - 2, 2, cols - 4, hint, 0, 0);
-        draw_attr(w, C_DIM, 0);
+        hint = dialog_hint(a);
+        draw_hint(w, rows, cols, hint);
         wmove(w, y, cx < cols - 2 ? cx : cols - 2);
         return;
     }
-    draw_attr(w, C_DIM, 1);
-    draw_text(w, rows - 2, 2, cols - 4, hint, 0, 0);
-    draw_attr(w, C_DIM, 0);
+    draw_hint(w, rows, cols, hint);
 }

@@ -71,14 +71,20 @@ static void test_state(void **state)
     rls_result denied = result(0, RLS_REASON_LIMIT, 10, 0);
     rls_result shadow = result(1, RLS_REASON_SHADOW, 10, 5);
     (void)state;
-    assert_string_equal(rls__pressure_state(1, &ok, 0), "blocked");
-    assert_string_equal(rls__pressure_state(1, &denied, PRESSURE_PPM), "blocked");
-    assert_string_equal(rls__pressure_state(0, &denied, 0), "limited");
-    assert_string_equal(rls__pressure_state(0, &shadow, PRESSURE_PPM), "shadow");
-    assert_string_equal(rls__pressure_state(0, &ok, PRESSURE_NEAR_PPM - 1), "ok");
-    assert_string_equal(rls__pressure_state(0, &ok, PRESSURE_NEAR_PPM), "near");
-    assert_string_equal(rls__pressure_state(0, &ok, 3500000), "near");
+    assert_string_equal(rls__pressure_state(1, 0, &ok, 0), "blocked");
+    assert_string_equal(rls__pressure_state(1, 0, &denied, PRESSURE_PPM), "blocked");
+    assert_string_equal(rls__pressure_state(0, 0, &denied, 0), "limited");
+    assert_string_equal(rls__pressure_state(0, 0, &shadow, PRESSURE_PPM), "shadow");
+    assert_string_equal(rls__pressure_state(0, 0, &ok, PRESSURE_NEAR_PPM - 1), "ok");
+    assert_string_equal(rls__pressure_state(0, 0, &ok, PRESSURE_NEAR_PPM), "near");
+    assert_string_equal(rls__pressure_state(0, 0, &ok, 3500000), "near");
     assert_int_equal(PRESSURE_NEAR_PPM, 800000);
+    /* an unlimited tier is never near, however far past its limit
+     * (117 of 5 used); blocked and shadow still say so */
+    assert_string_equal(rls__pressure_state(0, 1, &ok, 23400000), "ok");
+    assert_string_equal(rls__pressure_state(0, 1, &ok, PRESSURE_NEAR_PPM), "ok");
+    assert_string_equal(rls__pressure_state(1, 1, &ok, 23400000), "blocked");
+    assert_string_equal(rls__pressure_state(0, 1, &shadow, 0), "shadow");
 }
 
 /* What the per-key stats record of a check (keystats.c). */
