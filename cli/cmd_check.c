@@ -10,6 +10,34 @@
 #include <string.h>
 #include "rlctl.h"
 
+/* The fields of a check's result in JSON, shared by one check and each
+ * item of a batch: allowed, action, key, the figures, rule, reason. */
+static void json_result_fields(const char *action, const char *key, const rls_result *res)
+{
+    json_key("allowed");
+    json_bool(res->allowed);
+    json_key("action");
+    json_str(action);
+    json_key("key");
+    json_key_str(key);
+    json_key("limit");
+    json_int(res->limit);
+    json_key("remaining");
+    json_int(res->remaining);
+    json_key("reset_ms");
+    json_int(res->reset_ms);
+    json_key("retry_after_ms");
+    json_int(res->retry_after_ms);
+    json_key("delay_ms");
+    json_int(res->delay_ms);
+    json_key("window_ms");
+    json_int(res->window_ms);
+    json_key("rule");
+    json_str(res->rule);
+    json_key("reason");
+    json_str(rls_reason_name(res->reason));
+}
+
 static const col_spec state_cols[] = {
     {"name", "LIMIT", COL_TEXT},
     {"algorithm", "ALGORITHM", COL_TEXT},
@@ -46,28 +74,7 @@ int print_check_result(rlctl_ctx *ctx, const char *action, const char *key,
     }
     if (ctx->json) {
         json_obj_begin();
-        json_key("allowed");
-        json_bool(res->allowed);
-        json_key("action");
-        json_str(action);
-        json_key("key");
-        json_key_str(nkey);
-        json_key("limit");
-        json_int(res->limit);
-        json_key("remaining");
-        json_int(res->remaining);
-        json_key("reset_ms");
-        json_int(res->reset_ms);
-        json_key("retry_after_ms");
-        json_int(res->retry_after_ms);
-        json_key("delay_ms");
-        json_int(res->delay_ms);
-        json_key("window_ms");
-        json_int(res->window_ms);
-        json_key("rule");
-        json_str(res->rule);
-        json_key("reason");
-        json_str(rls_reason_name(res->reason));
+        json_result_fields(action, nkey, res);
         if (have_id) {
             json_key("id");
             if (id > 0)
@@ -132,28 +139,7 @@ static void subject(const rlctl_ctx *ctx, char *buf, size_t size)
 static void json_item(const char *action, const char *key, const rls_result *res)
 {
     json_obj_begin();
-    json_key("allowed");
-    json_bool(res->allowed);
-    json_key("action");
-    json_str(action);
-    json_key("key");
-    json_key_str(key);
-    json_key("limit");
-    json_int(res->limit);
-    json_key("remaining");
-    json_int(res->remaining);
-    json_key("reset_ms");
-    json_int(res->reset_ms);
-    json_key("retry_after_ms");
-    json_int(res->retry_after_ms);
-    json_key("delay_ms");
-    json_int(res->delay_ms);
-    json_key("window_ms");
-    json_int(res->window_ms);
-    json_key("rule");
-    json_str(res->rule);
-    json_key("reason");
-    json_str(rls_reason_name(res->reason));
+    json_result_fields(action, key, res);
     json_obj_end();
 }
 
