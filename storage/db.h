@@ -253,7 +253,8 @@ int rls__gc_tick(rls_db *db);                 /* counts a write: 1 when a step i
 void rls__gc_count_write(rls_db *db);         /* counts a write done elsewhere (pg_fast.c) */
 void rls__gc_due_now(rls_db *db);             /* the next transaction runs a step (deny.c) */
 int rls__gc_step_scheduled(rls_db *db, int64_t now);  /* a step of the scheduled size */
-int rls__stats_pending(const rls_db *db);
+/* gc.c's accessor, inline: the denied path asks it at every answer */
+static inline int rls__stats_pending(const rls_db *db) { return db->stats.nstats > 0; }
 int rls__stats_due(const rls_db *db, int64_t now);
 void rls__stats_forget(rls_db *db);           /* a forked child: the parent flushes its own */
 

@@ -379,7 +379,6 @@ int rls__gc_step_scheduled(rls_db *db, int64_t now)
 
 /* Stats counted in process and not flushed yet; a flush due at `now`
  * (once a second, or when the clock went back). */
-int rls__stats_pending(const rls_db *db) { return db->stats.nstats > 0; }
 int rls__stats_due(const rls_db *db, int64_t now)
 {
     return (db->stats.nstats > 0 || rls__keystat_pending(db)) &&
