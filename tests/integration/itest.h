@@ -136,6 +136,33 @@ static inline void it_free(itest *t)
 }
 
 /* One check through db that must succeed; returns allowed. */
+/* SQLite: a handle of its own with a short busy timeout (30 ms), and
+ * another connection holding the write lock, so that a check that needs
+ * the database fails with RLS_EBUSY. */
+static inline rls_db *it_short_handle(const itest *t)
+{
+    rls_options o;
+    rls_db *db = NULL;
+    rls_options_init(&o);
+    o.busy_timeout_ms = 30;
+    assert_int_equal(rls_open(&db, t->path, &o), RLS_OK);
+    return db;
+}
+
+static inline sqlite3 *it_lock_db(const itest *t)
+{
+    sqlite3 *s = NULL;
+    assert_int_equal(sqlite3_open(t->path, &s), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(s, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    return s;
+}
+
+static inline void it_unlock_db(sqlite3 *s)
+{
+    assert_int_equal(sqlite3_exec(s, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(s);
+}
+
 static inline int it_check_on(rls_db *db, const char *action, const char *key, int64_t cost,
                               int64_t now, rls_result *res)
 {

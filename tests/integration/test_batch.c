@@ -246,43 +246,17 @@ static void invalid_item_names_its_index(void **state)
     it_free(t);
 }
 
-/* SQLite: a handle with a short busy timeout, and a connection that holds
- * the write lock (a check then needs the database: RLS_EBUSY). */
-static rls_db *short_handle(const itest *t)
-{
-    rls_options o;
-    rls_db *db = NULL;
-    rls_options_init(&o);
-    o.busy_timeout_ms = 30;
-    assert_int_equal(rls_open(&db, t->path, &o), RLS_OK);
-    return db;
-}
-
-static sqlite3 *lock_db(const itest *t)
-{
-    sqlite3 *s = NULL;
-    assert_int_equal(sqlite3_open(t->path, &s), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(s, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
-    return s;
-}
-
-static void unlock_db(sqlite3 *s)
-{
-    assert_int_equal(sqlite3_exec(s, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
-    sqlite3_close(s);
-}
-
 static void cached_denial_answers_the_batch(void **state)
 {
     (void)state;
     IT_SQLITE_ONLY();
     itest *t = it_new(RULES);
-    rls_db *db = short_handle(t);
+    rls_db *db = it_short_handle(t);
     rls_result one, r[2];
     for (int i = 0; i < 3; i++)
         assert_int_equal(rls_check_at(db, "a", "u1", 1, NOW, &one), RLS_OK);
     assert_int_equal(one.reason, RLS_REASON_LIMIT);
-    sqlite3 *lk = lock_db(t);
+    sqlite3 *lk = it_lock_db(t);
     rls_item it[2] = {{"b", "x", 1}, {"a", "u1", 1}};
     assert_int_equal(rls_check_many_at(db, it, 2, NOW, r), RLS_OK);   /* no transaction */
     assert_int_equal(r[1].reason, RLS_REASON_LIMIT);
@@ -292,7 +266,7 @@ static void cached_denial_answers_the_batch(void **state)
     /* an admissible batch needs the database */
     rls_item ok[2] = {{"b", "x", 1}, {"a", "u2", 1}};
     assert_int_equal(rls_check_many_at(db, ok, 2, NOW, r), RLS_EBUSY);
-    unlock_db(lk);
+    it_unlock_db(lk);
     assert_int_equal(left(t, "b", "x"), 3);
     rls_close(db);
     it_free(t);
@@ -303,9 +277,9 @@ static void storage_failure_follows_every_policy(void **state)
     (void)state;
     IT_SQLITE_ONLY();
     itest *t = it_new(RULES);
-    rls_db *db = short_handle(t);
+    rls_db *db = it_short_handle(t);
     rls_result r[2];
-    sqlite3 *lk = lock_db(t);
+    sqlite3 *lk = it_lock_db(t);
     rls_item both[2] = {{"lenient", "k", 1}, {"lenient2", "k", 1}};
     assert_int_equal(rls_check_many_at(db, both, 2, NOW, r), RLS_EBUSY);
     for (int i = 0; i < 2; i++) {
@@ -319,7 +293,7 @@ static void storage_failure_follows_every_policy(void **state)
         assert_int_equal(r[i].allowed, 0);
         assert_int_equal(r[i].reason, RLS_REASON_DEGRADED);
     }
-    unlock_db(lk);
+    it_unlock_db(lk);
     assert_int_equal(left(t, "lenient", "k"), 5);
     assert_int_equal(left(t, "a", "k"), 2);
     rls_close(db);

@@ -46,32 +46,6 @@ static const char *RULES =
     "    ipv6_prefix: 64\n"
     "    limits: [ { name: n, algorithm: fixed_window, limit: 1, window: 1h } ]\n";
 
-/* A handle of its own with a short busy timeout. */
-static rls_db *handle(const itest *t)
-{
-    rls_options o;
-    rls_db *db = NULL;
-    rls_options_init(&o);
-    o.busy_timeout_ms = 30;
-    assert_int_equal(rls_open(&db, t->path, &o), RLS_OK);
-    return db;
-}
-
-/* Another connection holding the write lock. */
-static sqlite3 *lock_db(const itest *t)
-{
-    sqlite3 *s = NULL;
-    assert_int_equal(sqlite3_open(t->path, &s), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(s, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
-    return s;
-}
-
-static void unlock_db(sqlite3 *s)
-{
-    assert_int_equal(sqlite3_exec(s, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
-    sqlite3_close(s);
-}
-
 static int check(rls_db *db, const char *action, const char *key, int64_t cost, int64_t now,
                  rls_result *r)
 {
@@ -109,11 +83,11 @@ static void over_limit_needs_no_write_lock(void **state)
     (void)state;
     IT_SQLITE_ONLY();
     itest *t = it_new(RULES);
-    rls_db *a = handle(t);
+    rls_db *a = it_short_handle(t);
     rls_result first, r;
     exhaust(a, "fw", "k", NOW, &first);
     assert_int_equal(first.reason, RLS_REASON_LIMIT);
-    sqlite3 *lk = lock_db(t);
+    sqlite3 *lk = it_lock_db(t);
     /* the lock is real: an admissible check cannot get through */
     assert_int_equal(check(a, "fw", "other", 1, NOW, &r), RLS_EBUSY);
     /* the denial is answered, counted down by the time that passed */
@@ -128,7 +102,7 @@ static void over_limit_needs_no_write_lock(void **state)
     /* a peek always reads the database (a read transaction works) */
     assert_int_equal(rls_peek_at(a, "fw", "k", 1, NOW, &r), RLS_OK);
     assert_int_equal(r.allowed, 0);
-    unlock_db(lk);
+    it_unlock_db(lk);
     /* after the reset the key is admitted again */
     assert_int_equal(check(a, "fw", "k", 1, NOW + first.retry_after_ms, &r), RLS_OK);
     assert_int_equal(r.allowed, 1);
@@ -145,20 +119,20 @@ static void answers_equal_the_transaction(void **state)
     static const char *actions[] = {"fw", "sw", "sl", "tb", "gc", "lb"};
     itest *t = it_new(RULES);
     for (size_t i = 0; i < sizeof actions / sizeof actions[0]; i++) {
-        rls_db *a = handle(t);
+        rls_db *a = it_short_handle(t);
         rls_result first, cached, fresh;
         exhaust(a, actions[i], "k", NOW, &first);
         assert_true(first.retry_after_ms > 2);
         int64_t steps[] = {0, 1, first.retry_after_ms / 2, first.retry_after_ms - 1};
         for (size_t s = 0; s < sizeof steps / sizeof steps[0]; s++) {
             int64_t at = NOW + steps[s];
-            sqlite3 *lk = lock_db(t);
+            sqlite3 *lk = it_lock_db(t);
             int rc = check(a, actions[i], "k", 1, at, &cached);
-            unlock_db(lk);
+            it_unlock_db(lk);
             if (rc != RLS_OK)
                 fail_msg("%s at +%lld: not answered from the cache (%s)", actions[i],
                          (long long)steps[s], rls_errname(rc));
-            rls_db *b = handle(t);
+            rls_db *b = it_short_handle(t);
             assert_int_equal(check(b, actions[i], "k", 1, at, &fresh), RLS_OK);
             rls_close(b);
             assert_same_result(&cached, &fresh);
@@ -173,16 +147,16 @@ static void block_is_cached_for_any_cost(void **state)
     (void)state;
     IT_SQLITE_ONLY();
     itest *t = it_new(RULES);
-    rls_db *a = handle(t);
+    rls_db *a = it_short_handle(t);
     rls_result r, first;
     assert_int_equal(rls_block_set_at(t->db, "fw", "bad", NOW + 60000, "test", NOW), RLS_OK);
     assert_int_equal(check(a, "fw", "bad", 1, NOW, &first), RLS_OK);
     assert_int_equal(first.reason, RLS_REASON_BLOCKED);
-    sqlite3 *lk = lock_db(t);
+    sqlite3 *lk = it_lock_db(t);
     assert_int_equal(check(a, "fw", "bad", 7, NOW + 1000, &r), RLS_OK);
     assert_int_equal(r.reason, RLS_REASON_BLOCKED);
     assert_int_equal(r.retry_after_ms, 59000);
-    unlock_db(lk);
+    it_unlock_db(lk);
     /* unblocked through another handle: admitted at the next check */
     assert_int_equal(rls_block_unset_at(t->db, "fw", "bad", NOW + 1000), RLS_OK);
     assert_int_equal(check(a, "fw", "bad", 1, NOW + 1000, &r), RLS_OK);
@@ -196,7 +170,7 @@ static void changes_elsewhere_are_seen_at_once(void **state)
 {
     (void)state;
     itest *t = it_new(RULES);
-    rls_db *a = handle(t);
+    rls_db *a = it_short_handle(t);
     rls_result r;
     int64_t id;
 
@@ -262,29 +236,29 @@ static void what_is_never_cached(void **state)
     (void)state;
     IT_SQLITE_ONLY();
     itest *t = it_new(RULES);
-    rls_db *a = handle(t);
+    rls_db *a = it_short_handle(t);
     rls_result r;
     int64_t id;
     sqlite3 *lk;
 
     /* count_denied: every denial charges */
     exhaust(a, "counted", "k", NOW, &r);
-    lk = lock_db(t);
+    lk = it_lock_db(t);
     assert_int_equal(check(a, "counted", "k", 1, NOW, &r), RLS_EBUSY);
-    unlock_db(lk);
+    it_unlock_db(lk);
 
     /* an IPv6 key folded to its /64: the key as given is not the key stored */
     exhaust(a, "v6", "2001:db8::1", NOW, &r);
-    lk = lock_db(t);
+    lk = it_lock_db(t);
     assert_int_equal(check(a, "v6", "2001:db8::1", 1, NOW, &r), RLS_EBUSY);
-    unlock_db(lk);
+    it_unlock_db(lk);
 
     /* a refilling algorithm and a request of more than one unit */
     exhaust(a, "tb", "k", NOW, &r);
     assert_int_equal(check(a, "tb", "k", 2, NOW, &r), RLS_OK);
-    lk = lock_db(t);
+    lk = it_lock_db(t);
     assert_int_equal(check(a, "tb", "k", 2, NOW, &r), RLS_EBUSY);
-    unlock_db(lk);
+    it_unlock_db(lk);
 
     /* the key holds a reservation: it may expire and give its units back
      * (one of another key changes nothing) */
@@ -292,10 +266,10 @@ static void what_is_never_cached(void **state)
     assert_int_equal(rls_reserve_at(t->db, "fw", "k2", 1, 1000, NOW, &id, &r), RLS_OK);
     exhaust(a, "fw", "k2", NOW, &r);
     exhaust(a, "fw", "k3", NOW, &r);
-    lk = lock_db(t);
+    lk = it_lock_db(t);
     assert_int_equal(check(a, "fw", "k2", 1, NOW + 500, &r), RLS_EBUSY);
     assert_int_equal(check(a, "fw", "k3", 1, NOW + 500, &r), RLS_OK);
-    unlock_db(lk);
+    it_unlock_db(lk);
     /* and when it expires, its unit is there at once */
     assert_int_equal(check(a, "fw", "k2", 1, NOW + 1000, &r), RLS_OK);
     assert_int_equal(r.allowed, 1);
@@ -308,14 +282,14 @@ static void trusted_for_one_second_only(void **state)
     (void)state;
     IT_SQLITE_ONLY();
     itest *t = it_new(RULES);
-    rls_db *a = handle(t);
+    rls_db *a = it_short_handle(t);
     rls_result r;
     exhaust(a, "fw", "k", NOW, &r);
-    sqlite3 *lk = lock_db(t);
+    sqlite3 *lk = it_lock_db(t);
     assert_int_equal(check(a, "fw", "k", 1, NOW, &r), RLS_OK);
     usleep(1100 * 1000);
     assert_int_equal(check(a, "fw", "k", 1, NOW, &r), RLS_EBUSY);
-    unlock_db(lk);
+    it_unlock_db(lk);
     rls_close(a);
     it_free(t);
 }
@@ -325,13 +299,13 @@ static void cached_denials_are_counted(void **state)
     (void)state;
     IT_SQLITE_ONLY();
     itest *t = it_new(RULES);
-    rls_db *a = handle(t);
+    rls_db *a = it_short_handle(t);
     rls_result r;
     exhaust(a, "fw", "k", NOW, &r);  /* 2 admitted, 1 denied */
-    sqlite3 *lk = lock_db(t);
+    sqlite3 *lk = it_lock_db(t);
     for (int i = 0; i < 10; i++)
         assert_int_equal(check(a, "fw", "k", 1, NOW, &r), RLS_OK);
-    unlock_db(lk);
+    it_unlock_db(lk);
     rls_close(a);  /* flushes the stats */
     assert_int_equal(it_sql_int(t->path, "SELECT denied FROM rls_stats_total WHERE action = 'fw'"),
                      11);
@@ -355,12 +329,12 @@ static void no_side_file_no_cache(void **state)
     unlink(side);
     assert_int_equal(mkdir(side, 0700), 0);
     assert_int_equal(rls_open(&t->db, t->path, NULL), RLS_OK);
-    rls_db *a = handle(t);
+    rls_db *a = it_short_handle(t);
     rls_result r;
     exhaust(a, "fw", "k", NOW, &r);
-    sqlite3 *lk = lock_db(t);
+    sqlite3 *lk = it_lock_db(t);
     assert_int_equal(check(a, "fw", "k", 1, NOW, &r), RLS_EBUSY);
-    unlock_db(lk);
+    it_unlock_db(lk);
     assert_int_equal(rls_refund_at(t->db, "fw", "k", 1, NOW), RLS_OK);
     assert_int_equal(check(a, "fw", "k", 1, NOW, &r), RLS_OK);
     assert_int_equal(r.allowed, 1);
