@@ -41,10 +41,6 @@ struct check_call {
     int committed;              /* a charging transaction committed */
 };
 
-/* A backend's check step: the check transaction of call, from reading
- * the states to the commit (housekeeping included).  RLS_OK with
- * *call->res, else the error (nothing written). */
-typedef int (*check_tx_fn)(rls_db *db, struct check_call *call);
 
 /* The generic step (check.c): BEGIN, load, read states, decide, write,
  * housekeeping, COMMIT, run again as rls__tx_retry says.  SQLite's, and
