@@ -152,11 +152,31 @@ typedef struct rls_options {
                                rls_open() creates, e.g. for a group-shared
                                mode such as 0660; NULL (default): the
                                creator's.  Unknown or not allowed: EINVAL    */
+    /* appended in RLSTORE_0.7 (issues #19 and #20): */
+    int thread_safe;        /* 1: one handle serves any number of threads at
+                               once; checks arriving while a transaction is
+                               open join the next one (group commit).
+                               Default 0: one thread at a time           */
+    const char *shm_dir;    /* folder of the shared-memory table of
+                               `durability: memory` limits; NULL (default):
+                               /dev/shm.  Copied by rls_open()               */
+    unsigned int shm_slots; /* entries of that table when rls_open() makes
+                               it (default 65536); an existing table keeps
+                               its size                                      */
+    int no_upgrade;         /* 1: never migrate the schema on open; an older
+                               schema fails instead (default 0)             */
+    void (*log_fn)(void *log_ctx, int level, const char *line);
+                            /* NULL (default), or called with one line per
+                               event an operator should see (a penalty
+                               block, its escalation and expiry); level as
+                               syslog's LOG_* values                        */
+    void *log_ctx;          /* passed to log_fn                              */
 } rls_options;
 
 /* Fills *opt with the defaults above.  NULL is a no-op.  It writes exactly
  * the rls_options a program was built with: one symbol version per layout
- * (a program built against 0.1 fills only the fields up to tool). */
+ * (a program built against 0.1 fills only the fields up to tool, one built
+ * against RLSTORE_0.2..0.6 those up to file_group). */
 RLS_EXTERN void rls_options_init(rls_options *opt);
 
 /*

@@ -50,9 +50,12 @@ static unsigned long forks_now(void)
  * programs built against the first header are bound to the symbol version
  * RLSTORE_0 and get rls__options_init_v0, which fills only the first layout;
  * programs built since link rls_options_init@@RLSTORE_0.2 (librlstore.map,
- * docs/ABI.md).  The next field appended needs the next version node.
+ * docs/ABI.md).  It grew again in RLSTORE_0.7 (thread_safe and what
+ * follows): programs built between get rls__options_init_v2, which fills
+ * up to file_group.  The next field appended needs the next version node.
  */
 #define OPTIONS_V0_SIZE offsetof(rls_options, counters_path)
+#define OPTIONS_V2_SIZE offsetof(rls_options, thread_safe)
 
 static void options_defaults(rls_options *opt, size_t size)
 {
@@ -66,12 +69,15 @@ static void options_defaults(rls_options *opt, size_t size)
     opt->file_mode = 0600;
     opt->max_key_len = RLS_KEY_MAX_DEFAULT;
     opt->tool = "lib";
+    if (size > OPTIONS_V2_SIZE)
+        opt->shm_slots = 65536;
 }
 
 /* Exported only under their versioned names (the version script makes
  * these names local). */
 __attribute__((visibility("default"))) void rls__options_init_v0(rls_options *opt);
 __attribute__((visibility("default"))) void rls__options_init_v2(rls_options *opt);
+__attribute__((visibility("default"))) void rls__options_init_v7(rls_options *opt);
 
 void rls__options_init_v0(rls_options *opt)
 {
@@ -82,11 +88,18 @@ void rls__options_init_v0(rls_options *opt)
 void rls__options_init_v2(rls_options *opt)
 {
     if (opt)
+        options_defaults(opt, OPTIONS_V2_SIZE);
+}
+
+void rls__options_init_v7(rls_options *opt)
+{
+    if (opt)
         options_defaults(opt, sizeof *opt);
 }
 
 __asm__(".symver rls__options_init_v0, rls_options_init@RLSTORE_0");
-__asm__(".symver rls__options_init_v2, rls_options_init@@RLSTORE_0.2");
+__asm__(".symver rls__options_init_v2, rls_options_init@RLSTORE_0.2");
+__asm__(".symver rls__options_init_v7, rls_options_init@@RLSTORE_0.7");
 
 /* Copies the fields the caller's struct has (it may be older and smaller). */
 static int options_take(rls_options *dst, const rls_options *src)
