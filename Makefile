@@ -119,9 +119,23 @@ TOOLS        := $(if $(CLI_SRCS),$(BUILD)/rlctl) $(if $(TUI_SRCS),$(BUILD)/rltop
 EXAMPLES     := $(BUILD)/examples/quickstart $(BUILD)/examples/simulate \
                 $(BUILD)/examples/signup $(BUILD)/examples/http429
 
+# zsh and fish completions of rlctl, generated from its command table as
+# `rlctl --help` prints it (completions/gen.sh), so they follow every new
+# command and option; the bash one is written by hand and checked against
+# the same help (tests/install/test_completion.sh).
+COMPLETIONS := $(if $(CLI_SRCS),$(BUILD)/completions/_rlctl $(BUILD)/completions/rlctl.fish)
+
 .PHONY: all deps test test-bins test-pg check-deps bench bench-compare demo clean sanitize valgrind check stress fuzz
 .PHONY: install uninstall lint bench-shm
-all: deps $(BUILD)/librlstore.so $(BUILD)/librlstore.a $(TOOLS) $(EXAMPLES)
+all: deps $(BUILD)/librlstore.so $(BUILD)/librlstore.a $(TOOLS) $(EXAMPLES) $(COMPLETIONS)
+
+
+$(BUILD)/completions/_rlctl: completions/gen.sh $(BUILD)/rlctl
+	@mkdir -p $(dir $@)
+	sh completions/gen.sh zsh $(BUILD)/rlctl > $@.tmp && mv $@.tmp $@
+$(BUILD)/completions/rlctl.fish: completions/gen.sh $(BUILD)/rlctl
+	@mkdir -p $(dir $@)
+	sh completions/gen.sh fish $(BUILD)/rlctl > $@.tmp && mv $@.tmp $@
 
 # ---- dependencies ----------------------------------------------------------
 # Installs what is missing when run as root on Debian/Ubuntu, otherwise prints
@@ -328,7 +342,7 @@ demo: all
 # development link librlstore.so), the static library, rlstore.pc, rlctl,
 # rltop (when it is built), the manual pages of sections 1, 3 and 5 (plus a
 # ".so" stub per function named in a section-3 page, so `man rls_peek_at`
-# works) and the bash completion of rlctl.  The tools are relinked for
+# works) and the bash, zsh and fish completions of rlctl.  The tools are relinked for
 # installation without the build tree's $$ORIGIN rpath.  Uninstall removes the
 # same files (directories are left: they may be shared).
 PREFIX       ?= /usr/local
@@ -339,6 +353,8 @@ DATADIR      ?= $(PREFIX)/share
 MANDIR       ?= $(DATADIR)/man
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 BASHCOMPDIR  ?= $(DATADIR)/bash-completion/completions
+ZSHCOMPDIR   ?= $(DATADIR)/zsh/vendor-completions
+FISHCOMPDIR  ?= $(DATADIR)/fish/vendor_completions.d
 INSTALL      ?= install
 
 INSTALL_TOOLS := $(if $(CLI_SRCS),$(BUILD)/install/rlctl) $(if $(TUI_SRCS),$(BUILD)/install/rltop)
@@ -356,9 +372,10 @@ MAN3_ALIASES = for p in $(filter %.3,$(INSTALL_MAN)); do \
 	done
 
 # $(BUILD)/install/rlctl and rltop: see TOOL_RULES.
-install: $(BUILD)/librlstore.so $(BUILD)/librlstore.a $(INSTALL_TOOLS) rlstore.pc.in
+install: $(BUILD)/librlstore.so $(BUILD)/librlstore.a $(INSTALL_TOOLS) $(COMPLETIONS) rlstore.pc.in
 	$(INSTALL) -d $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR) \
 	    $(DESTDIR)$(BINDIR) $(DESTDIR)$(BASHCOMPDIR) \
+	    $(if $(COMPLETIONS),$(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)) \
 	    $(addprefix $(DESTDIR)$(MANDIR)/man,$(sort $(subst .,,$(suffix $(INSTALL_MAN)))))
 	$(INSTALL) -m 0644 include/rlstore.h $(DESTDIR)$(INCLUDEDIR)/rlstore.h
 	$(INSTALL) -m 0644 $(BUILD)/librlstore.so.$(VERSION) $(DESTDIR)$(LIBDIR)/librlstore.so.$(VERSION)
@@ -377,6 +394,8 @@ install: $(BUILD)/librlstore.so $(BUILD)/librlstore.a $(INSTALL_TOOLS) rlstore.p
 	    chmod 0644 "$(DESTDIR)$(MANDIR)/man3/$$name.3"; \
 	done
 	$(INSTALL) -m 0644 completions/rlctl.bash $(DESTDIR)$(BASHCOMPDIR)/rlctl
+	$(if $(COMPLETIONS),$(INSTALL) -m 0644 $(BUILD)/completions/_rlctl $(DESTDIR)$(ZSHCOMPDIR)/_rlctl)
+	$(if $(COMPLETIONS),$(INSTALL) -m 0644 $(BUILD)/completions/rlctl.fish $(DESTDIR)$(FISHCOMPDIR)/rlctl.fish)
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null 2>&1; then \
 	    echo ldconfig; ldconfig; fi
 
@@ -387,7 +406,8 @@ uninstall:
 	    $(DESTDIR)$(LIBDIR)/librlstore.so $(DESTDIR)$(LIBDIR)/librlstore.a \
 	    $(DESTDIR)$(PKGCONFIGDIR)/rlstore.pc \
 	    $(DESTDIR)$(BINDIR)/rlctl $(DESTDIR)$(BINDIR)/rltop \
-	    $(DESTDIR)$(BASHCOMPDIR)/rlctl \
+	    $(DESTDIR)$(BASHCOMPDIR)/rlctl $(DESTDIR)$(ZSHCOMPDIR)/_rlctl \
+	    $(DESTDIR)$(FISHCOMPDIR)/rlctl.fish \
 	    $(foreach p,$(MAN_PAGES),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(p)))/$(notdir $(p)))
 	@$(MAN3_ALIASES) | while read -r page name; do \
 	    rm -f "$(DESTDIR)$(MANDIR)/man3/$$name.3"; \

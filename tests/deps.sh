@@ -20,6 +20,10 @@ command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ] || opt="$opt 
 # Python's `limits` (Debian's python3-limits), the peer of the differential
 # suite tests/reliability/test_limits_diff.sh, which skips without it
 /usr/bin/python3 -c 'import limits' 2>/dev/null || opt="$opt python3-limits"
+# zsh and fish, in which tests/install/test_completion_shells.sh tries
+# rlctl's generated completions (it skips a shell that is missing)
+command -v zsh >/dev/null 2>&1 || opt="$opt zsh"
+command -v fish >/dev/null 2>&1 || opt="$opt fish"
 pkg-config --version >/dev/null 2>&1 || pkgs="$pkgs pkg-config"
 need() { pkg-config --exists "$1" 2>/dev/null || pkgs="$pkgs $2"; }
 if command -v pkg-config >/dev/null 2>&1; then

@@ -47,6 +47,8 @@ expect f "$usr/lib/librlstore.a"
 expect f "$usr/lib/pkgconfig/rlstore.pc"
 expect f "$usr/bin/rlctl"
 expect f "$usr/share/bash-completion/completions/rlctl"
+expect f "$usr/share/zsh/vendor-completions/_rlctl"
+expect f "$usr/share/fish/vendor_completions.d/rlctl.fish"
 
 [ "$(readlink "$usr/lib/librlstore.so.$MAJOR")" = "librlstore.so.$VERSION" ] &&
     [ "$(readlink "$usr/lib/librlstore.so")" = "librlstore.so.$MAJOR" ] && pass ||
@@ -63,7 +65,8 @@ cmp -s include/rlstore.h "$usr/include/rlstore.h" && pass ||
 # modes: libraries, header, data 0644; programs 0755
 modes_ok=1
 for f in "$usr/include/rlstore.h" "$usr/lib/librlstore.so.$VERSION" "$usr/lib/librlstore.a" \
-         "$usr/lib/pkgconfig/rlstore.pc" "$usr/share/bash-completion/completions/rlctl"; do
+         "$usr/lib/pkgconfig/rlstore.pc" "$usr/share/bash-completion/completions/rlctl" \
+         "$usr/share/zsh/vendor-completions/_rlctl" "$usr/share/fish/vendor_completions.d/rlctl.fish"; do
     m=$(stat -c %a "$f" 2>/dev/null)
     [ "$m" = 644 ] || { fail "mode of ${f#"$stage"} is $m, expected 644"; modes_ok=0; }
 done
