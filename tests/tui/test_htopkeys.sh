@@ -108,6 +108,15 @@ txt /
 expect "/ is the filter bar too" "Filter keys: "
 key Escape
 expect_gone "Esc closes it" "Filter keys: "
+txt '\'
+expect "a backslash is the filter bar too, as in htop" "Filter keys: "
+txt "staff"
+key Enter
+expect "the backslash's filter narrows the list" "filter: staff"
+txt '\'
+expect "the backslash again: the bar shows the filter" "Filter keys: staff"
+key Escape
+expect "Esc clears it" "alice"
 
 # ---- sorting: > < F6 I ----
 txt ">"
