@@ -84,12 +84,12 @@ class Reservation {
     this.limiter.cancel(this.id, opts);
   }
 
-  commitAsync(opts) {
+  async commitAsync(opts) {
     this._settle();
     return this.limiter.commitAsync(this.id, opts);
   }
 
-  cancelAsync(opts) {
+  async cancelAsync(opts) {
     this._settle();
     return this.limiter.cancelAsync(this.id, opts);
   }
@@ -176,7 +176,7 @@ class Limiter {
       : native.check(this._h(), action, key, cost);
   }
 
-  checkAsync(action, key, cost = 1, opts) {
+  async checkAsync(action, key, cost = 1, opts) {
     return native.checkAsync(this._h(), action, key, cost, opts && opts.now);
   }
 
@@ -186,7 +186,7 @@ class Limiter {
       : native.peek(this._h(), action, key, cost);
   }
 
-  peekAsync(action, key, cost = 1, opts) {
+  async peekAsync(action, key, cost = 1, opts) {
     return native.peekAsync(this._h(), action, key, cost, opts && opts.now);
   }
 
@@ -197,7 +197,7 @@ class Limiter {
       : native.refund(this._h(), action, key, cost);
   }
 
-  refundAsync(action, key, cost = 1, opts) {
+  async refundAsync(action, key, cost = 1, opts) {
     return native.refundAsync(this._h(), action, key, cost, opts && opts.now);
   }
 
@@ -208,7 +208,7 @@ class Limiter {
       : native.checkMany(this._h(), items);
   }
 
-  checkManyAsync(items, opts) {
+  async checkManyAsync(items, opts) {
     return native.checkManyAsync(this._h(), items, opts && opts.now);
   }
 
@@ -235,11 +235,11 @@ class Limiter {
     else native.cancel(this._h(), id);
   }
 
-  commitAsync(id, opts) {
+  async commitAsync(id, opts) {
     return native.commitAsync(this._h(), id, opts && opts.now);
   }
 
-  cancelAsync(id, opts) {
+  async cancelAsync(id, opts) {
     return native.cancelAsync(this._h(), id, opts && opts.now);
   }
 
@@ -370,6 +370,7 @@ module.exports = Object.assign(
   {
     Limiter,
     Reservation,
+    Rules,
     RlstoreError: errors.RlstoreError,
     errors: errors.byCode,
     libraryVersion,
