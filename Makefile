@@ -408,6 +408,8 @@ NODE_INCLUDE ?= $(shell $(NODE) -p "require('path').resolve(process.execPath, '.
 NODE_SRCS    := $(sort $(wildcard bindings/node/src/*.c))
 NODE_ADDON   := $(if $(wildcard $(NODE_INCLUDE)/node_api.h),$(BUILD)/node/rlstore.node)
 NODE_TESTS   := $(sort $(wildcard tests/node/test_*.sh))
+# (also in the PostgreSQL pass, where it runs bindings/node/test/pg.test.js)
+PG_SCRIPTS   += $(NODE_TESTS)
 $(BUILD)/node/rlstore.node: $(NODE_SRCS) bindings/node/src/nd.h include/rlstore.h $(BUILD)/librlstore.so
 	@mkdir -p $(dir $@)
 	$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -fPIC -shared -Iinclude -isystem $(NODE_INCLUDE) $(CFLAGS) \

@@ -10,7 +10,11 @@
 #      loaded and it checks;
 #   3. `npm install --install-links bindings/node` (a copy, not a link, so
 #      nothing is built inside the source tree), offline, likewise;
-#   4. an install that cannot find the library fails with one line.
+#   4. an install that cannot find the library fails with one line;
+#   and tsc --strict checks index.d.ts on bindings/node/test/types/use.ts
+#   (typescript from the npm registry like Express; skipped without it).
+# In make test's PostgreSQL pass (RLSTORE_TEST_PG set) it runs
+# bindings/node/test/pg.test.js on a fresh schema instead.
 #
 # Express comes from the npm registry, installed once per build into
 # $BUILD/node/express/<major> (not vendored: the binding itself has no
@@ -43,26 +47,32 @@ node_() {
     LD_PRELOAD=$PRELOAD ASAN_OPTIONS=detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS} node "$@"
 }
 
-# express_path MAJOR: prints the node_modules holding express@MAJOR,
-# installing it into the build's cache when missing; status 1 (and the
-# reason in $TMP/express.why) when it cannot.
-express_path() {
-    _d=$BUILD_ABS/node/express/$1
-    if [ ! -f "$_d/node_modules/express/package.json" ]; then
+# npm_cached NAME CHECK PKG...: prints the node_modules of $BUILD/node/NAME
+# holding PKG..., installing them from the npm registry when CHECK (a file
+# in it) is missing; status 1 (and the reason in $TMP/npm.why) when it
+# cannot.
+npm_cached() {
+    _d=$BUILD_ABS/node/$1
+    _check=$2
+    shift 2
+    if [ ! -f "$_d/node_modules/$_check" ]; then
         if ! command -v npm >/dev/null 2>&1; then
-            echo "npm is not installed" >"$TMP/express.why"
+            echo "npm is not installed" >"$TMP/npm.why"
             return 1
         fi
         rm -rf "$_d"
         mkdir -p "$_d"
         if ! npm install --prefix "$_d" --no-audit --no-fund --no-package-lock --fetch-retries=1 \
-                "express@$1" >"$TMP/npm-express.log" 2>&1; then
+                "$@" >"$TMP/npm-cache.log" 2>&1; then
             rm -rf "$_d"
-            echo "npm could not install express@$1: $(grep -m 1 -i 'err' "$TMP/npm-express.log")" >"$TMP/express.why"
+            echo "npm could not install $*: $(grep -m 1 -i 'err' "$TMP/npm-cache.log")" >"$TMP/npm.why"
             return 1
         fi
     fi
     echo "$_d/node_modules"
+}
+express_path() {
+    npm_cached "express/$1" express/package.json "express@$1"
 }
 
 # run_tests WHAT NODE_PATH FILE...: node --test with the TAP reporter; its
@@ -102,18 +112,47 @@ run_tests() {
     [ "${_p:-0}" -gt 0 ] || fail "$_what: no test passed"
 }
 
+# ---- PostgreSQL pass: the binding on a fresh schema, then done ---------------
+# (the rest is the same whatever the backend: it ran in the SQLite pass)
+if [ -n "$PG" ]; then
+    pg_new_schema node || setup_fail "no schema of our own on RLSTORE_TEST_PG"
+    pg_uri_of "$REPLY"
+    RLSTORE_TEST_NODE_PG=$REPLY
+    export RLSTORE_TEST_NODE_PG
+    run_tests "node --test (PostgreSQL)" "" "$PKG/test/pg.test.js"
+    finish
+fi
+
 # ---- 1. the suites, with Express 4 and 5 -----------------------------------
-TESTS=$(ls "$PKG"/test/*.test.js)
+TESTS=$(ls "$PKG"/test/*.test.js | grep -v '/pg\.test\.js$')
 if EX4=$(express_path 4); then :; else
     EX4=
-    echo "skip Express 4: $(cat "$TMP/express.why")"
+    echo "skip Express 4: $(cat "$TMP/npm.why")"
 fi
 # shellcheck disable=SC2086
 run_tests "node --test" "$EX4" $TESTS
 if EX5=$(express_path 5); then
     run_tests "node --test (Express 5)" "$EX5" "$PKG/test/middleware.test.js" "$PKG/test/example.test.js"
 else
-    skip "Express 5" "$(cat "$TMP/express.why")"
+    skip "Express 5" "$(cat "$TMP/npm.why")"
+fi
+
+# ---- TypeScript: index.d.ts accepts a program of the API, refuses misuse ----
+# (typescript and the @types it needs from the npm registry, cached)
+if TSM=$(npm_cached ts typescript/bin/tsc typescript@5 @types/node@20 @types/express@4); then
+    mkdir -p "$TMP/ts/node_modules"
+    ln -s "$PKG" "$TMP/ts/node_modules/rlstore"
+    for e in "$TSM"/*; do ln -s "$e" "$TMP/ts/node_modules/"; done
+    cp "$PKG/test/types/use.ts" "$TMP/ts/"
+    echo '{"compilerOptions": {"strict": true, "noEmit": true, "module": "node16", "moduleResolution": "node16",
+      "target": "es2020", "types": ["node"], "preserveSymlinks": true}, "files": ["use.ts"]}' >"$TMP/ts/tsconfig.json"
+    if (cd "$TMP/ts" && node "$TSM/typescript/bin/tsc" -p .) >"$TMP/tsc.log" 2>&1; then
+        pass
+    else
+        fail_lines "tsc --strict bindings/node/test/types/use.ts" "$TMP/tsc.log"
+    fi
+else
+    skip "TypeScript declarations" "$(cat "$TMP/npm.why")"
 fi
 
 # ---- 2. npm pack, and npm install of the tarball, offline ----------------------
