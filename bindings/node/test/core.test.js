@@ -185,3 +185,26 @@ test('the database busy past busyTimeoutMs: the failure policy answers', { skip:
   }
   assert.equal(lim.check('api', 'busy', 1).allowed, true);
 });
+
+test('worker_threads: a Limiter per worker, the limit holds across them', async (t) => {
+  const { file, lim } = fresh(t);
+  const { Worker } = require('worker_threads');
+  const src = `
+    const { parentPort, workerData } = require('worker_threads');
+    const rl = require(workerData.pkg);
+    const l = rl.Limiter.open(workerData.file);
+    (async () => {
+      let n = 0;
+      for (let i = 0; i < 4; i++) if ((await l.checkAsync('api', 'shared', 1, { now: workerData.now })).allowed) n++;
+      l.close();
+      parentPort.postMessage(n);
+    })();`;
+  const runs = Array.from({ length: 3 }, () => new Promise((resolve, reject) => {
+    const w = new Worker(src, { eval: true, workerData: { pkg: require.resolve('..'), file, now: T0 } });
+    w.on('message', resolve);
+    w.on('error', reject);
+  }));
+  const admitted = (await Promise.all(runs)).reduce((a, b) => a + b, 0);
+  assert.equal(admitted, 5);   // 12 checks, a limit of 5
+  assert.equal(lim.peek('api', 'shared', 1, { now: T0 }).remaining, 0);
+});
