@@ -7,7 +7,7 @@ import { middleware } from 'rlstore/middleware';
 import express = require('express');
 
 async function main(): Promise<void> {
-  const lim: Limiter = Limiter.open('/tmp/x.db', { onError: 'allow', busyTimeoutMs: 100 });
+  const lim: Limiter = Limiter.open('limits.db', { onError: 'allow', busyTimeoutMs: 100 });
   const v: number = lim.rules.apply(rulesFromFlexible({ action: 'login', points: 5, duration: 60 }));
   const r: Result = lim.check('login', 'k', 1, { now: Date.now() });
   const ra: Result = await lim.checkAsync('login', Buffer.from('k'));
