@@ -247,7 +247,7 @@ FUZZ_SMOKE   := $(if $(filter 1,$(SAN)),,$(FUZZ_TESTS))
 test: test-bins
 	@BUILD=$(BUILD) PG_KNOBS="$(PG_KNOBS)" bash tests/run_suites.sh $(if $(filter 0,$(PG)),,--pg $(PG_BINS) $(PG_SCRIPTS) --sqlite) \
 	    $(TEST_BINS) $(CLI_TESTS) $(TUI_TESTS) $(DOC_TESTS) $(REL_TESTS) $(FUZZ_SMOKE) \
-	    $(EXAMPLE_TESTS) $(INSTALL_TESTS) $(BENCH_TESTS) $(META_TESTS)
+	    $(EXAMPLE_TESTS) $(INSTALL_TESTS) $(BENCH_TESTS) $(META_TESTS) $(NODE_TESTS)
 
 # The PostgreSQL pass alone.
 test-pg: all $(PG_BINS) $(if $(PG_SCRIPTS),$(BUILD)/rlctl $(BUILD)/rltop)
@@ -415,6 +415,28 @@ uninstall:
 
 clean:
 	rm -rf build build-san
+
+# ---- Node.js binding (bindings/node, issue #21) ----------------------------
+# The N-API addon bindings/node/src/*.c, compiled straight against node's own
+# headers (found beside the node binary, as node-gyp does; NODE_INCLUDE=dir
+# elsewhere) and linked to librlstore.so with an rpath to this build: no
+# node-gyp, no download.  Without node or its headers it is not built and
+# tests/node/test_node.sh skips with one line.  `npm install` of the package
+# builds the same sources with bindings/node/build.js.
+NODE         ?= node
+NODE_INCLUDE ?= $(shell $(NODE) -p "require('path').resolve(process.execPath, '../../include/node')" 2>/dev/null)
+NODE_SRCS    := $(sort $(wildcard bindings/node/src/*.c))
+NODE_ADDON   := $(if $(wildcard $(NODE_INCLUDE)/node_api.h),$(BUILD)/node/rlstore.node)
+NODE_TESTS   := $(sort $(wildcard tests/node/test_*.sh))
+# (also in the PostgreSQL pass, where it runs bindings/node/test/pg.test.js)
+PG_SCRIPTS   += $(NODE_TESTS)
+$(BUILD)/node/rlstore.node: $(NODE_SRCS) bindings/node/src/nd.h include/rlstore.h $(BUILD)/librlstore.so
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -fPIC -shared -Iinclude -isystem $(NODE_INCLUDE) $(CFLAGS) \
+	    $(NODE_SRCS) -o $@ -L$(BUILD) -lrlstore -lpthread -Wl,-rpath,'$$ORIGIN/..' $(LDFLAGS)
+.PHONY: node
+node: $(NODE_ADDON)
+test-bins: $(NODE_ADDON)
 
 # ---- header dependencies (DEPFLAGS) -----------------------------------------
 # The .d files of everything compiled above; a missing one (nothing built

@@ -24,6 +24,11 @@ command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ] || opt="$opt 
 # rlctl's generated completions (it skips a shell that is missing)
 command -v zsh >/dev/null 2>&1 || opt="$opt zsh"
 command -v fish >/dev/null 2>&1 || opt="$opt fish"
+# Node.js for tests/node/test_node.sh (the Node.js binding), which skips
+# without it.  The machine image brings node with its headers; Debian's
+# nodejs has none (they are in libnode-dev, which conflicts with the
+# image's node): there the addon is not built and the suite skips.
+command -v node >/dev/null 2>&1 || opt="$opt nodejs"
 pkg-config --version >/dev/null 2>&1 || pkgs="$pkgs pkg-config"
 need() { pkg-config --exists "$1" 2>/dev/null || pkgs="$pkgs $2"; }
 if command -v pkg-config >/dev/null 2>&1; then
