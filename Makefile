@@ -8,12 +8,17 @@ PKGS     := sqlite3 yaml-0.1 libpq
 # Recursive (=) so they are evaluated after `deps` may have installed them.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lsqlite3 -lyaml -lpq)
+# librlstore.so and .a link no libpq (docs/ABI.md); the PostgreSQL driver
+# module does (storage/driver.h).  -ldl: dlopen, in libc since glibc 2.34
+# (an empty libdl.a then, no dependency).
+LIB_LIBS   = $(shell pkg-config --libs sqlite3 yaml-0.1 2>/dev/null || echo -lsqlite3 -lyaml) -lm -lpthread -ldl
+PG_LIBS    = $(shell pkg-config --libs libpq 2>/dev/null || echo -lpq)
 CMOCKA_LIBS = $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
 TUI_CFLAGS  = $(shell pkg-config --cflags ncursesw 2>/dev/null)
 TUI_LIBS    = $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw -ltinfo)
 
 SONAME_MAJOR := 0
-VERSION  := 0.1.0
+VERSION  := 0.2.0
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
 CSTD     := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
@@ -46,16 +51,26 @@ CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -Iinclude -Icore -Istorage $(PKG
 DEPFILE    = $(patsubst $(BUILD)/%,$(BUILD)/dep/%.d,$@)
 DEPFLAGS   = -MMD -MP -MF $(DEPFILE)
 LIBFLAGS   = -fPIC -fvisibility=hidden -DRLS_BUILDING
-LDLIBS_ALL = $(PKG_LIBS) -lm -lpthread $(LDLIBS)
+LDLIBS_ALL = $(PKG_LIBS) -lm -lpthread -ldl $(LDLIBS)
 
 CORE_SRCS    := $(sort $(wildcard core/*.c))
-STORAGE_SRCS := $(sort $(wildcard storage/*.c storage/sqlite/*.c storage/pg/*.c))
+STORAGE_SRCS := $(sort $(wildcard storage/*.c storage/sqlite/*.c))
 # The shared-memory table of `durability: memory` (issue #19; not yet wired).
 STORAGE_SRCS += $(sort $(wildcard storage/shm/*.c))
 SCHEMA_SQL   := $(sort $(wildcard schema/*.sql))
 SCHEMA_PG    := $(sort $(wildcard schema/pg/*.sql))
-LIB_OBJS     := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRCS) $(STORAGE_SRCS)) $(BUILD)/obj/schema_embed.o \
-                $(BUILD)/obj/schema_pg_embed.o
+LIB_OBJS     := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRCS) $(STORAGE_SRCS)) $(BUILD)/obj/schema_embed.o
+# The PostgreSQL backend: not in the library but a driver module of its
+# own, $(BUILD)/rlstore/rlstore-pg.so (installed as
+# $(LIBDIR)/rlstore/rlstore-pg.so), loaded by storage/driver.c on first use
+# of a postgresql:// URI.  PG_OBJS are its objects; pg_host.c (the calls
+# into the library through the table the library passes, driver.h) is the
+# module's alone.  The test binaries link PG_OBJS and driver.c compiled
+# with RLS_PG_BUILTIN (PG_TEST_OBJS): the backend linked in, no dlopen.
+PG_SRCS      := $(filter-out storage/pg/pg_host.c,$(sort $(wildcard storage/pg/*.c)))
+PG_OBJS      := $(patsubst %.c,$(BUILD)/obj/%.o,$(PG_SRCS)) $(BUILD)/obj/schema_pg_embed.o
+PG_DRIVER    := $(BUILD)/rlstore/rlstore-pg.so
+PG_TEST_OBJS := $(BUILD)/obj/storage/driver_builtin.o $(PG_OBJS)
 
 # The suites of one module each mirror the tree: tests/core/test_<module>.c
 # tests core/<module>.c, tests/storage/test_<module>.c storage/<module>.c.
@@ -120,12 +135,13 @@ EXAMPLES     := $(BUILD)/examples/quickstart $(BUILD)/examples/simulate \
                 $(BUILD)/examples/signup $(BUILD)/examples/http429
 
 .PHONY: all deps test test-bins test-pg check-deps bench bench-compare demo clean sanitize valgrind check stress fuzz
-.PHONY: install uninstall lint bench-shm
-all: deps $(BUILD)/librlstore.so $(BUILD)/librlstore.a $(TOOLS) $(EXAMPLES)
+.PHONY: install uninstall lint bench-shm FORCE
+all: $(BUILD)/librlstore.so $(BUILD)/librlstore.a $(PG_DRIVER) $(TOOLS) $(EXAMPLES)
 
 # ---- dependencies ----------------------------------------------------------
-# Installs what is missing when run as root on Debian/Ubuntu, otherwise prints
-# the exact install line and stops.
+# Only on request (`make deps`; the README's `make deps && make test`): as
+# root on Debian/Ubuntu, installs what is missing with apt-get, otherwise
+# prints the exact install line and fails.  `make` itself never installs.
 deps:
 	@sh tests/deps.sh
 
@@ -142,7 +158,7 @@ lint:
 	@sh tests/lint.sh
 
 # ---- library ---------------------------------------------------------------
-$(BUILD)/obj/%.o: %.c $(BUILD)/dep/obj/%.o.d | deps
+$(BUILD)/obj/%.o: %.c $(BUILD)/dep/obj/%.o.d
 	@mkdir -p $(dir $@) $(dir $(DEPFILE))
 	$(CC) $(CFLAGS_ALL) $(LIBFLAGS) $(DEPFLAGS) -c $< -o $@
 
@@ -163,14 +179,35 @@ $(BUILD)/obj/schema_pg_embed.o: $(BUILD)/schema_pg_embed.c
 	$(CC) $(CFLAGS_ALL) $(LIBFLAGS) -c $< -o $@
 
 $(BUILD)/librlstore.so: $(LIB_OBJS) librlstore.map
-	$(CC) -shared $(SANFLAGS) -Wl,-soname,librlstore.so.$(SONAME_MAJOR) \
-	    -Wl,--version-script=librlstore.map -o $(BUILD)/librlstore.so.$(VERSION) $(LIB_OBJS) $(LDLIBS_ALL) $(LDFLAGS)
+	$(CC) -shared $(SANFLAGS) -Wl,-soname,librlstore.so.$(SONAME_MAJOR) -Wl,-z,defs \
+	    -Wl,--version-script=librlstore.map -o $(BUILD)/librlstore.so.$(VERSION) $(LIB_OBJS) $(LIB_LIBS) $(LDLIBS) $(LDFLAGS)
 	ln -sf librlstore.so.$(VERSION) $(BUILD)/librlstore.so.$(SONAME_MAJOR)
 	ln -sf librlstore.so.$(VERSION) $@
 
 $(BUILD)/librlstore.a: $(LIB_OBJS)
 	rm -f $@
 	ar rcs $@ $(LIB_OBJS)
+
+# ---- the PostgreSQL driver module (storage/driver.h) --------------------------
+# Where the library looks for it last: the directory it is installed to
+# (after $$RLSTORE_PG_DRIVER and the directory librlstore.so was loaded
+# from, storage/driver.c).  driver.o is rebuilt when LIBDIR changes.
+PG_DRIVER_DIR = $(LIBDIR)/rlstore
+$(BUILD)/obj/storage/driver.o: CFLAGS_ALL += -DRLS_PG_DRIVER_DIR='"$(PG_DRIVER_DIR)"'
+$(BUILD)/obj/storage/driver.o: $(BUILD)/driver-dir
+$(BUILD)/driver-dir: FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(PG_DRIVER_DIR)' | cmp -s - $@ || echo '$(PG_DRIVER_DIR)' > $@
+
+$(BUILD)/obj/storage/driver_builtin.o: storage/driver.c $(BUILD)/dep/obj/storage/driver_builtin.o.d
+	@mkdir -p $(dir $@) $(dir $(DEPFILE))
+	$(CC) $(CFLAGS_ALL) $(LIBFLAGS) -DRLS_PG_BUILTIN $(DEPFLAGS) -c $< -o $@
+
+# No SONAME: a module found by its path, never linked against.
+$(PG_DRIVER): $(PG_OBJS) $(BUILD)/obj/storage/pg/pg_host.o storage/pg/driver.map
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(SANFLAGS) -Wl,-z,defs -Wl,--version-script=storage/pg/driver.map -o $@ \
+	    $(PG_OBJS) $(BUILD)/obj/storage/pg/pg_host.o $(PG_LIBS) -lm $(LDLIBS) $(LDFLAGS)
 
 # ---- tools and examples (public API only, linked to the shared library) -----
 # One template for both tools, called once per tool below: $(1) the tool,
@@ -188,7 +225,7 @@ $(1)_OBJS := $$(patsubst %.c,$$(BUILD)/obj/$(1)/%.o,$$($(1)_SRCS))
 $(1)_LINK  = $$(CC) $$(OPT) $$(SANFLAGS) $$(CFLAGS) $$($(1)_OBJS) -o $$@ -L$$(BUILD) -lrlstore
 TOOL_OBJS += $$($(1)_OBJS)
 
-$$(BUILD)/obj/$(1)/%.o: %.c $$(BUILD)/dep/obj/$(1)/%.o.d | deps
+$$(BUILD)/obj/$(1)/%.o: %.c $$(BUILD)/dep/obj/$(1)/%.o.d
 	@mkdir -p $$(dir $$@) $$(dir $$(DEPFILE))
 	$$(CC) $$(CSTD) $$(WARN) $$(OPT) $$(SANFLAGS) -Iinclude -I$(2) -Icommon $(3) $$(CFLAGS) $$(DEPFLAGS) -c $$< -o $$@
 
@@ -214,9 +251,9 @@ $(BUILD)/examples/%: examples/%.c $(BUILD)/dep/examples/%.d $(BUILD)/librlstore.
 # (e.g. -Wl,--wrap=malloc for allocation-failure loops) names them in a
 # file next to it: tests/<dir>/<name>.ldflags.  The headers a suite
 # includes come from its .d file (DEPFLAGS).
-$(BUILD)/tests/%: tests/%.c $(BUILD)/dep/tests/%.d $(BUILD)/librlstore.a
+$(BUILD)/tests/%: tests/%.c $(BUILD)/dep/tests/%.d $(BUILD)/librlstore.a $(PG_TEST_OBJS)
 	@mkdir -p $(dir $@) $(dir $(DEPFILE))
-	$(CC) $(CFLAGS_ALL) -Itests -Itests/integration $(DEPFLAGS) $< -o $@ $(BUILD)/librlstore.a \
+	$(CC) $(CFLAGS_ALL) -Itests -Itests/integration $(DEPFLAGS) $< -o $@ $(PG_TEST_OBJS) $(BUILD)/librlstore.a \
 	    $(shell cat tests/$*.ldflags 2>/dev/null) $(CMOCKA_LIBS) $(LDLIBS_ALL) $(LDFLAGS)
 
 # What the suites run: `make -j2 test-bins` builds it in parallel first.
@@ -403,4 +440,5 @@ clean:
 # or the file was removed) is built again, so its headers are known.
 $(BUILD)/dep/%.d: ;
 .PRECIOUS: $(BUILD)/dep/%.d
--include $(patsubst $(BUILD)/%,$(BUILD)/dep/%.d,$(LIB_OBJS) $(TOOL_OBJS) $(TEST_BINS) $(EXAMPLES))
+-include $(patsubst $(BUILD)/%,$(BUILD)/dep/%.d,$(LIB_OBJS) $(PG_OBJS) $(BUILD)/obj/storage/pg/pg_host.o \
+    $(BUILD)/obj/storage/driver_builtin.o $(TOOL_OBJS) $(TEST_BINS) $(EXAMPLES))
