@@ -135,7 +135,7 @@ EXAMPLES     := $(BUILD)/examples/quickstart $(BUILD)/examples/simulate \
                 $(BUILD)/examples/signup $(BUILD)/examples/http429
 
 .PHONY: all deps test test-bins test-pg check-deps bench bench-compare demo clean sanitize valgrind check stress fuzz
-.PHONY: install uninstall lint bench-shm FORCE
+.PHONY: install uninstall lint bench-shm
 all: $(BUILD)/librlstore.so $(BUILD)/librlstore.a $(PG_DRIVER) $(TOOLS) $(EXAMPLES)
 
 # ---- dependencies ----------------------------------------------------------
@@ -189,15 +189,14 @@ $(BUILD)/librlstore.a: $(LIB_OBJS)
 	ar rcs $@ $(LIB_OBJS)
 
 # ---- the PostgreSQL driver module (storage/driver.h) --------------------------
-# Where the library looks for it last: the directory it is installed to
-# (after $$RLSTORE_PG_DRIVER and the directory librlstore.so was loaded
-# from, storage/driver.c).  driver.o is rebuilt when LIBDIR changes.
+# The library looks for it in $$RLSTORE_PG_DRIVER, then in rlstore/ beside
+# the librlstore.so it was loaded from, last in PG_DRIVER_DIR as it was
+# when driver.o was compiled (storage/driver.c).  `make install` does not
+# recompile for another PREFIX (the place beside the library finds the
+# module wherever both are installed); a build for a package passes its
+# PREFIX and LIBDIR to the build too (debian/rules).
 PG_DRIVER_DIR = $(LIBDIR)/rlstore
 $(BUILD)/obj/storage/driver.o: CFLAGS_ALL += -DRLS_PG_DRIVER_DIR='"$(PG_DRIVER_DIR)"'
-$(BUILD)/obj/storage/driver.o: $(BUILD)/driver-dir
-$(BUILD)/driver-dir: FORCE
-	@mkdir -p $(BUILD)
-	@echo '$(PG_DRIVER_DIR)' | cmp -s - $@ || echo '$(PG_DRIVER_DIR)' > $@
 
 $(BUILD)/obj/storage/driver_builtin.o: storage/driver.c $(BUILD)/dep/obj/storage/driver_builtin.o.d
 	@mkdir -p $(dir $@) $(dir $(DEPFILE))
@@ -362,7 +361,8 @@ demo: all
 # DESTDIR (a staging root for packages: files go to $(DESTDIR)$(PREFIX)/...,
 # while rlstore.pc names $(PREFIX)).  Installs the header, the shared library
 # (real name librlstore.so.$(VERSION), SONAME link librlstore.so.$(SONAME_MAJOR),
-# development link librlstore.so), the static library, rlstore.pc, rlctl,
+# development link librlstore.so), the PostgreSQL driver module
+# ($(LIBDIR)/rlstore/rlstore-pg.so), the static library, rlstore.pc, rlctl,
 # rltop (when it is built), the manual pages of sections 1, 3 and 5 (plus a
 # ".so" stub per function named in a section-3 page, so `man rls_peek_at`
 # works) and the bash completion of rlctl.  The tools are relinked for
@@ -393,8 +393,9 @@ MAN3_ALIASES = for p in $(filter %.3,$(INSTALL_MAN)); do \
 	done
 
 # $(BUILD)/install/rlctl and rltop: see TOOL_RULES.
-install: $(BUILD)/librlstore.so $(BUILD)/librlstore.a $(INSTALL_TOOLS) rlstore.pc.in
+install: $(BUILD)/librlstore.so $(BUILD)/librlstore.a $(PG_DRIVER) $(INSTALL_TOOLS) rlstore.pc.in
 	$(INSTALL) -d $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR) \
+	    $(DESTDIR)$(PG_DRIVER_DIR) \
 	    $(DESTDIR)$(BINDIR) $(DESTDIR)$(BASHCOMPDIR) \
 	    $(addprefix $(DESTDIR)$(MANDIR)/man,$(sort $(subst .,,$(suffix $(INSTALL_MAN)))))
 	$(INSTALL) -m 0644 include/rlstore.h $(DESTDIR)$(INCLUDEDIR)/rlstore.h
@@ -402,6 +403,7 @@ install: $(BUILD)/librlstore.so $(BUILD)/librlstore.a $(INSTALL_TOOLS) rlstore.p
 	ln -sf librlstore.so.$(VERSION) $(DESTDIR)$(LIBDIR)/librlstore.so.$(SONAME_MAJOR)
 	ln -sf librlstore.so.$(SONAME_MAJOR) $(DESTDIR)$(LIBDIR)/librlstore.so
 	$(INSTALL) -m 0644 $(BUILD)/librlstore.a $(DESTDIR)$(LIBDIR)/librlstore.a
+	$(INSTALL) -m 0644 $(PG_DRIVER) $(DESTDIR)$(PG_DRIVER_DIR)/rlstore-pg.so
 	sed -e 's|@prefix@|$(PREFIX)|' -e 's|@libdir@|$(call pc_rel,$(LIBDIR))|' \
 	    -e 's|@includedir@|$(call pc_rel,$(INCLUDEDIR))|' -e 's|@version@|$(VERSION)|' \
 	    rlstore.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/rlstore.pc
@@ -422,6 +424,7 @@ uninstall:
 	    $(DESTDIR)$(LIBDIR)/librlstore.so.$(VERSION) \
 	    $(DESTDIR)$(LIBDIR)/librlstore.so.$(SONAME_MAJOR) \
 	    $(DESTDIR)$(LIBDIR)/librlstore.so $(DESTDIR)$(LIBDIR)/librlstore.a \
+	    $(DESTDIR)$(PG_DRIVER_DIR)/rlstore-pg.so \
 	    $(DESTDIR)$(PKGCONFIGDIR)/rlstore.pc \
 	    $(DESTDIR)$(BINDIR)/rlctl $(DESTDIR)$(BINDIR)/rltop \
 	    $(DESTDIR)$(BASHCOMPDIR)/rlctl \
