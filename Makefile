@@ -135,7 +135,7 @@ EXAMPLES     := $(BUILD)/examples/quickstart $(BUILD)/examples/simulate \
                 $(BUILD)/examples/signup $(BUILD)/examples/http429
 
 .PHONY: all deps test test-bins test-pg check-deps bench bench-compare demo clean sanitize valgrind check stress fuzz
-.PHONY: install uninstall lint bench-shm
+.PHONY: install uninstall lint bench-shm package-test
 all: $(BUILD)/librlstore.so $(BUILD)/librlstore.a $(PG_DRIVER) $(TOOLS) $(EXAMPLES)
 
 # ---- dependencies ----------------------------------------------------------
@@ -432,6 +432,16 @@ uninstall:
 	@$(MAN3_ALIASES) | while read -r page name; do \
 	    rm -f "$(DESTDIR)$(MANDIR)/man3/$$name.3"; \
 	done
+
+# ---- Debian packages (debian/) ------------------------------------------------
+# `make package-test`: tests/install/test_package.sh --install builds the
+# packages from a copy of the tree (dpkg-buildpackage -us -uc -b, about
+# 45 s), runs lintian, checks their contents and dependencies, runs them
+# unpacked, then (as root) installs them for real, runs the installed
+# programs and purges them.  `make test` runs the same suite without the
+# real installation.
+package-test:
+	@BUILD=$(BUILD) sh tests/install/test_package.sh --install
 
 clean:
 	rm -rf build build-san
