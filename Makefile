@@ -5,7 +5,8 @@
 
 CC       ?= cc
 PKGS     := sqlite3 yaml-0.1 libpq
-# Recursive (=) so they are evaluated after `deps` may have installed them.
+# Recursive (=) so they are evaluated after `make deps` may have installed
+# them (`make deps all` in one run).
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lsqlite3 -lyaml -lpq)
 # librlstore.so and .a link no libpq (docs/ABI.md); the PostgreSQL driver
