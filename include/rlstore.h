@@ -41,9 +41,9 @@ extern "C" {
 /* ---- versions ---------------------------------------------------------
  * Same major version = ABI compatible (see docs/ABI.md). */
 #define RLS_VERSION_MAJOR 0
-#define RLS_VERSION_MINOR 1
+#define RLS_VERSION_MINOR 2
 #define RLS_VERSION_PATCH 0
-#define RLS_VERSION_STRING "0.1.0"
+#define RLS_VERSION_STRING "0.2.0"
 #define RLS_VERSION_HEX \
     ((RLS_VERSION_MAJOR << 16) | (RLS_VERSION_MINOR << 8) | RLS_VERSION_PATCH)
 
