@@ -541,8 +541,8 @@ typedef struct rls_usage_query {
 /*
  * One row per (action, key) with its most pressing limit, as a check would
  * see it at now_ms (nothing is charged): action, key, tier, rule, used,
- * limit, remaining, fraction_ppm (used / limit in millionths; 0 for a key
- * of an unlimited tier, never under pressure), reset_ms,
+ * limit, remaining, fraction_ppm (used / limit in millionths; a key of an
+ * unlimited tier sorts with the idle ones whatever its fraction), reset_ms,
  * blocked (1/0), block_until_ms, state ("ok", "near" (>= 80 %), "limited",
  * "blocked", "shadow"), denied (denials counted for the key; written at
  * most once a second per process).

@@ -82,8 +82,11 @@ static int head_cmp(int sort, const usage_row *x, const usage_row *y)
     } else {
         if (x->blocked != y->blocked)
             return y->blocked - x->blocked;
-        if (!x->blocked && x->ppm != y->ppm)
-            return x->ppm > y->ppm ? -1 : 1;
+        /* an unlimited key is never under pressure: it sorts with the
+         * idle ones, however far past its limit it is counted */
+        int64_t xp = x->unlimited ? 0 : x->ppm, yp = y->unlimited ? 0 : y->ppm;
+        if (!x->blocked && xp != yp)
+            return xp > yp ? -1 : 1;
     }
     return by_key(x, y);
 }
