@@ -61,6 +61,8 @@ int rls__sql_error(rls_db *db, int src, const char *what)
 
 const char *rls_errmsg(rls_db *db)
 {
+    if (db && db->group)
+        return rls__group_errmsg(db);   /* per thread (group.c) */
     return db ? db->errmsg : open_errmsg;
 }
 
