@@ -41,7 +41,7 @@ static void group_init_locks(struct rls_group *g)
     pthread_mutex_init(&g->lock, &a);
     pthread_mutexattr_destroy(&a);
     pthread_mutex_init(&g->q, NULL);
-    g->owner = NULL;
+    __atomic_store_n(&g->owner, NULL, __ATOMIC_RELAXED);
     g->depth = 0;
     g->head = g->tail = NULL;
     g->leading = 0;
@@ -194,8 +194,11 @@ void rls__serial_leave_pair(rls_db *(*held)[2])
 
 int rls__group_routes(const rls_db *db)
 {
-    const struct rls_group *g = db ? db->group : NULL;
-    return g && __atomic_load_n(&g->owner, __ATOMIC_RELAXED) != (void *)&thread_token;
+    struct rls_group *g = db ? db->group : NULL;
+    if (!g)
+        return 0;
+    group_fork_check(g);
+    return __atomic_load_n(&g->owner, __ATOMIC_RELAXED) != (void *)&thread_token;
 }
 
 /* ---- the queue and its leader ------------------------------------------ */
