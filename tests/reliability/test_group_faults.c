@@ -111,8 +111,11 @@ static void failed_commit_fails_every_member(void **state)
     struct setup s;
     memset(&s, 0, sizeof s);
     ts_open(&s, RLS_DURABILITY_NORMAL);
+    /* the disk is full from now on: armed before the threads start (the
+     * shim is not for threads to change under), and nothing the handle
+     * does writes until the other connection lets go of the lock */
+    fv_arm(FV_WRITE, 1, SQLITE_FULL, 1);
     form_group(&s);
-    fv_arm(FV_WRITE, 1, SQLITE_FULL, 1);   /* the disk is full from now on */
     run_group(&s);
     fv_disarm();
     assert_int_equal(s.lead.rc, RLS_EFULL);
@@ -143,8 +146,8 @@ static void group_shares_one_fsync(void **state)
     assert_int_equal(rls_check_at(s.db, "strict", "one", 1, NOW, &r), RLS_OK);
     long one = fv_seen(FV_SYNC);
     assert_true(one >= 1);
+    fv_arm(FV_SYNC, 1L << 40, SQLITE_IOERR, 0);   /* before the threads start */
     form_group(&s);
-    fv_arm(FV_SYNC, 1L << 40, SQLITE_IOERR, 0);
     run_group(&s);
     long group = fv_seen(FV_SYNC);
     fv_disarm();
