@@ -65,6 +65,9 @@ int rls__group_check(struct rls_db *db, struct check_call *call);
 size_t rls__group_waiting(struct rls_db *db);
 /* A leader is running (or waiting for the handle lock to run) a group. */
 int rls__group_leading(struct rls_db *db);
+/* Keeps msg as this thread's detail of its last call on db (errors.c:
+ * an error recorded by a thread that does not hold the handle lock). */
+void rls__group_errmsg_keep(const struct rls_db *db, const char *msg);
 /* rls_errmsg of a thread-safe handle: this thread's last call's detail. */
 const char *rls__group_errmsg(const struct rls_db *db);
 

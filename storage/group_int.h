@@ -37,8 +37,6 @@ struct rls_group {
 /* handle.c: a number that changes in a forked child (the fork count). */
 unsigned long rls__fork_epoch(void);
 
-/* group.c: keeps msg as this thread's detail of its last call on db. */
-void rls__group_errmsg_keep(const rls_db *db, const char *msg);
 
 /* group_tx.c: runs the n members' checks (the leader, handle lock held):
  * each member's rc, errmsg and result filled. */

@@ -295,6 +295,11 @@ static void errmsg_is_per_thread(void **state)
     assert_string_equal(rls_errmsg(db), "");
     assert_int_equal(rls_check_at(db, "nosuch", "e", 1, NOW, NULL), RLS_EINVAL);
     assert_string_equal(rls_errmsg(db), "result is NULL");
+    rls_result r;
+    assert_int_equal(rls_reserve_at(db, "fw", "e", 1, 1000, NOW, NULL, &r), RLS_EINVAL);
+    assert_string_equal(rls_errmsg(db), "id is NULL");
+    assert_int_equal(rls_check_at(db, "fw", "e2", 1, NOW, &r), RLS_OK);
+    assert_string_equal(rls_errmsg(db), "");
     rls_close(db);
     it_free(t);
 }
