@@ -34,6 +34,14 @@ class Options(ctypes.Structure):
         ("counters_path", ctypes.c_char_p),
         ("rules_read_only", ctypes.c_int),
         ("file_group", ctypes.c_char_p),
+        # appended in RLSTORE_0.7: rls_options_init (the default version
+        # ctypes finds) writes them, so the struct must have room for them
+        ("thread_safe", ctypes.c_int),
+        ("shm_dir", ctypes.c_char_p),
+        ("shm_slots", ctypes.c_uint),
+        ("no_upgrade", ctypes.c_int),
+        ("log_fn", ctypes.c_void_p),
+        ("log_ctx", ctypes.c_void_p),
     ]
 
 
