@@ -16,9 +16,19 @@
  *   - Keys and actions are NUL-terminated byte strings.  A key is 1 to
  *     max_key_len bytes (default 256) and may contain any byte but NUL.
  *   - The library never prints, never exits and never aborts.
- *   - A handle is used by one thread at a time.  A handle inherited across
- *     fork() is detected and reopened transparently in the child; the child
- *     never touches the parent's connection.
+ *   - A handle is used by one thread at a time, unless it was opened with
+ *     rls_options.thread_safe = 1: then any number of threads may call
+ *     every function on it at once (rls_close excepted: call it when no
+ *     other thread uses the handle).  Checks, peeks and reservations that
+ *     arrive while a transaction is open join the next one (group commit:
+ *     one COMMIT, one fsync, each check decided on its own in arrival
+ *     order and durable before its call returns); other calls take turns.
+ *     On such a handle rls_errmsg() is per thread: the detail of this
+ *     thread's last call on it.
+ *   - A handle inherited across fork() is detected and reopened
+ *     transparently in the child; the child never touches the parent's
+ *     connection.  Fork while no other thread is inside a call on the
+ *     handle (SQLite's and libpq's own locks may be held in the child).
  */
 #ifndef RLSTORE_H
 #define RLSTORE_H
@@ -154,9 +164,15 @@ typedef struct rls_options {
                                creator's.  Unknown or not allowed: EINVAL    */
     /* appended in RLSTORE_0.7 (issues #19 and #20): */
     int thread_safe;        /* 1: one handle serves any number of threads at
-                               once; checks arriving while a transaction is
-                               open join the next one (group commit).
-                               Default 0: one thread at a time           */
+                               once: every call takes the handle in turn,
+                               and checks, peeks and reservations arriving
+                               while a transaction is open join the next
+                               one (group commit: one COMMIT and one fsync
+                               for all of them, each decided on its own,
+                               in arrival order; a failed COMMIT fails each
+                               with its failure policy).  rls_errmsg() is
+                               then per thread.  Default 0: one thread at
+                               a time; 0 or 1, else EINVAL              */
     const char *shm_dir;    /* folder of the shared-memory table of
                                `durability: memory` limits; NULL (default):
                                /dev/shm.  Copied by rls_open()               */
@@ -200,6 +216,9 @@ RLS_EXTERN void rls_close(rls_db *db);
  * Detail of the last error on db, e.g. "action 'x' is not defined".
  * Static "out of memory" or "" if none.  Valid until the next call on db.
  * With db == NULL: the detail of the last failed rls_open() in this thread.
+ * On a thread-safe handle: the detail of this thread's last call on db
+ * (a thread keeps it for its last four thread-safe handles), valid until
+ * this thread's next call on db.
  */
 RLS_EXTERN const char *rls_errmsg(rls_db *db);
 

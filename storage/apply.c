@@ -203,6 +203,7 @@ int rls__rules_store(rls_db *db, const char *yaml, size_t len, const ruleset *rs
 int rls_rules_apply_at(rls_db *db, const char *yaml, size_t len, const char *name,
                        const char *comment, int64_t now_ms, int64_t *version)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     ruleset *rs = NULL;
     int rc = rls__rules_parse(db, yaml, len, name, now_ms, &rs);
     if (rc == RLS_OK)
@@ -215,6 +216,7 @@ int rls_rules_apply_at(rls_db *db, const char *yaml, size_t len, const char *nam
 int rls_rules_apply_if_at(rls_db *db, const char *yaml, size_t len, const char *name,
                           const char *comment, int64_t expect, int64_t now_ms, int64_t *version)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     ruleset *rs = NULL;
     if (expect < 0)
         return db ? rls__error(db, RLS_EINVAL, "expected version %lld is invalid",
@@ -230,5 +232,6 @@ int rls_rules_apply_if_at(rls_db *db, const char *yaml, size_t len, const char *
 int rls_rules_apply(rls_db *db, const char *yaml, size_t len, const char *name,
                     const char *comment, int64_t *version)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     return rls_rules_apply_at(db, yaml, len, name, comment, rls__now_or_invalid(), version);
 }

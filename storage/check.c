@@ -403,6 +403,8 @@ static int check_common(rls_db *db, const char *action, const char *key, int64_t
     call.ttl = ttl;
     call.id = id;
     call.res = res;
+    if (rls__group_routes(db))
+        return rls__group_check(db, &call);   /* a thread-safe handle (group.c) */
     return check_pipeline(db, &call);
 }
 

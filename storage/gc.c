@@ -343,6 +343,7 @@ static int gc_fn(rls_db *db, void *p)
 
 int rls_gc_at(rls_db *db, int max_rows, int64_t now_ms, int64_t *deleted)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     int rc = rls__db_usable(db);
     if (rc)
         return rc;
