@@ -123,6 +123,7 @@ struct rls_db {
     struct rls_trust trust;
     struct rls_stats stats;
     struct rls_denystate deny;
+    struct rls_events *ev;         /* events, metrics, audit reason (events.h), or NULL */
 };
 
 /* Handle-level driver calls (sql.h). */
