@@ -202,7 +202,7 @@ static int prune_fn(rls_db *db, void *p, int id, const char *op, const char *wha
     if (rc != SQL_DONE)
         return rls__sql_error(db, rc, "cannot prune");
     b->count = sql_changes(db);
-    if (rls_time_format(b->before, t, sizeof t) != RLS_OK)
+    if (rls_time_format(b->before, t, sizeof t) < 0)
         snprintf(t, sizeof t, "%lld", (long long)b->before);
     snprintf(after, sizeof after, "%lld %s before %s deleted", (long long)b->count, what, t);
     return rls__audit(db, b->now, op, "", NULL, "", after, "");

@@ -72,14 +72,14 @@ static void queue_event_line(rls_db *db, const char *event, const char *action,
     memcpy(kraw, key, n);
     kraw[n] = '\0';
     /* one line whatever the key holds: spaces and controls escaped */
-    if (rls_key_escape(kraw, k, sizeof k) != RLS_OK)
+    if (rls_key_escape(kraw, k, sizeof k) < 0)
         snprintf(k, sizeof k, "?");
     for (char *p = k; *p; p++)
         if (*p == ' ')
             *p = '_';
     if (until == 0)
         snprintf(t, sizeof t, "forever");
-    else if (rls_time_format(until, t, sizeof t) != RLS_OK)
+    else if (rls_time_format(until, t, sizeof t) < 0)
         snprintf(t, sizeof t, "%lld", (long long)until);
     if (strcmp(event, "expire") == 0)
         snprintf(line, sizeof line, "rlstore: UNBAN key=%s action=%s ended=%s level=%lld rule=%s",

@@ -99,8 +99,12 @@ void rls__metrics_check(rls_db *db, const struct check_call *call, int rc, int64
         a->reason[reason]++;
     if (!call->res->allowed && reason == RLS_REASON_LIMIT && call->res->rule[0])
         count_rule(a, call->res->rule, 0);
-    else if (reason == RLS_REASON_SHADOW && call->res->rule[0])
-        count_rule(a, call->res->rule, 1);
+    /* every shadow limit that would have denied, whatever decided: the
+     * result names only the deciding limit */
+    const key_ctx *ctx = call->ctx;
+    for (int i = 0; rc == RLS_OK && ctx && !call->blocked && i < ctx->n; i++)
+        if (ctx->items[i].denied && ctx->rl[i].def->mode == MODE_SHADOW)
+            count_rule(a, ctx->rl[i].def->name, 1);
     int64_t us = (rls__metrics_clock() - t0) / 1000;
     int b = 0;
     while (b < RLS_MET_BUCKETS - 1 && us > bucket_us[b])
