@@ -54,7 +54,7 @@ static int probe(const char *path, const rls_options *opt, int64_t *from, int64_
     found_want = -1;
     int rc = rls_open(&db, path, &o);
     rls_close(db);
-    if (rc == RLS_OK || rc == RLS_EOLDSCHEMA) {
+    if (found_ver >= 0) {   /* also ENEWER: the version it found */
         *from = found_ver;
         *to = found_want;
     }

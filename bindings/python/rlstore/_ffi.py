@@ -34,6 +34,15 @@ class Options(ctypes.Structure):
         ("counters_path", ctypes.c_char_p),
         ("rules_read_only", ctypes.c_int),
         ("file_group", ctypes.c_char_p),
+        # RLSTORE_0.7: ctypes binds the default (newest) rls_options_init,
+        # which fills this whole layout; a shorter struct would be overrun
+        # and log_fn read from beyond it.
+        ("thread_safe", ctypes.c_int),
+        ("shm_dir", ctypes.c_char_p),
+        ("shm_slots", ctypes.c_uint),
+        ("no_upgrade", ctypes.c_int),
+        ("log_fn", ctypes.c_void_p),
+        ("log_ctx", ctypes.c_void_p),
     ]
 
 
