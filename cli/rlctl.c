@@ -246,6 +246,7 @@ static const rlctl_cmd commands[] = {
 static const char *const env_help[][2] = {
     {"RLSTORE_DB", "database file when --db is not given"},
     {"RLSTORE_COUNTERS", "counters database when --counters is not given"},
+    {"RLSTORE_SYSLOG", "syslog socket of --syslog (default /dev/log)"},
 };
 
 /* ---- help ------------------------------------------------------------- */

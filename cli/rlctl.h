@@ -185,7 +185,7 @@ RLCTL_COMMAND_FNS(RLCTL__CMD_DECL)
 int cmd_unblock_all(rlctl_ctx *ctx);
 int cmd_reset_action(rlctl_ctx *ctx);
 /* syslog.c: rls_options.log_fn of --syslog (one datagram to /dev/log or
- * $RLSTORE_SYSLOG_SOCKET per line). */
+ * $RLSTORE_SYSLOG per line). */
 void rlctl_syslog_line(void *ctx, int level, const char *line);
 /* follow.c: hold --syslog's follower of the events table, called in hold's
  * loop with the wall clock (it acts at most once a second). */

@@ -5,7 +5,7 @@
  * sent to the local syslog daemon.
  *
  * The line goes as one RFC 3164 datagram to /dev/log (or the socket named
- * by $RLSTORE_SYSLOG_SOCKET: containers and tests), facility daemon, tag
+ * by $RLSTORE_SYSLOG: containers and tests), facility daemon, tag
  * "rlstore": what syslog(3) sends, without its fixed path.  A daemon that
  * is not there loses the line; the event stays in the database.
  */
@@ -23,7 +23,7 @@
 void rlctl_syslog_line(void *ctx, int level, const char *line)
 {
     struct sockaddr_un sa;
-    const char *path = getenv("RLSTORE_SYSLOG_SOCKET");
+    const char *path = getenv("RLSTORE_SYSLOG");
     char msg[2048], stamp[32];
     time_t now = time(NULL);
     struct tm tm;
