@@ -4,7 +4,8 @@
  * service.  Once a second it reads the events newer than the last it
  * logged and sends each as one syslog line (syslog.c); once a minute it
  * runs a GC step, which records the ends of blocks even when no check
- * runs.  Events made before it started are not logged again.
+ * runs.  Events of before it started (ctx->now_ms: rlctl's start, before
+ * "holding" is printed) are not logged.
  */
 #include <stdio.h>
 #include <string.h>
@@ -51,7 +52,7 @@ void follow_events(rlctl_ctx *ctx, struct follow_state *st, int64_t now)
         int64_t id = row_int(r, i, "id");
         if (id <= st->last_id)
             continue;
-        if (st->started)
+        if (st->started || row_int(r, i, "ts_ms") >= ctx->now_ms)
             log_row(r, i);
         if (id > top)
             top = id;
