@@ -187,6 +187,14 @@ int cmd_reset_action(rlctl_ctx *ctx);
 /* syslog.c: rls_options.log_fn of --syslog (one datagram to /dev/log or
  * $RLSTORE_SYSLOG per line). */
 void rlctl_syslog_line(void *ctx, int level, const char *line);
+/* progress.c: a long call's progress on a terminal (stderr), for
+ * rls_set_progress; progress_end ends its line. */
+struct progress {
+    int64_t rows;
+    int shown;
+};
+void progress_rows(void *ctx, int64_t rows);
+void progress_end(struct progress *p);
 /* follow.c: hold --syslog's follower of the events table, called in hold's
  * loop with the wall clock (it acts at most once a second). */
 struct follow_state {

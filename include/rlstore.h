@@ -784,16 +784,15 @@ RLS_EXTERN int rls_audit_prune_at(rls_db *db, int64_t before_ms, int64_t now_ms,
                                   int64_t *deleted);
 /* Reason audited with db's later changes that have none (NULL clears). */
 RLS_EXTERN int rls_admin_reason(rls_db *db, const char *reason);
-/* Bulk changes, audited as one row with their count. */
 RLS_EXTERN int rls_block_unset_all_at(rls_db *db, const char *action, int64_t now_ms,
                                       int64_t *count);
 RLS_EXTERN int rls_reset_action_at(rls_db *db, const char *action, int64_t now_ms,
                                    int64_t *count);
-/* Rows (metric, action, label, value) for an exporter. */
 RLS_EXTERN int rls_metrics_at(rls_db *db, int64_t now_ms, rls_rows **out);
-/* Upgrades path's schema (dry_run: reports); the versions found and needed. */
 RLS_EXTERN int rls_migrate(const char *path, const rls_options *opt, int dry_run,
                            int64_t *from, int64_t *to);
+/* fn(ctx, rows) after each page of rows a long call (rls_copy_at) reads. */
+RLS_EXTERN int rls_set_progress(rls_db *db, void (*fn)(void *ctx, int64_t rows), void *ctx);
 #ifdef __cplusplus
 }
 #endif

@@ -263,6 +263,28 @@ void rls__events_free(rls_db *db)
     db->ev = NULL;
 }
 
+/* ---- progress of long calls ------------------------------------------------ */
+
+void rls__progress(rls_db *db, int64_t rows)
+{
+    if (db && db->ev && db->ev->progress)
+        db->ev->progress(db->ev->progress_ctx, rows);
+}
+
+int rls_set_progress(rls_db *db, void (*fn)(void *ctx, int64_t rows), void *ctx)
+{
+    struct rls_events *ev;
+    if (!db)
+        return RLS_EINVAL;
+    if (!fn && !db->ev)
+        return RLS_OK;
+    if (!(ev = ev_of(db)))
+        return rls__error(db, RLS_ENOMEM, "out of memory");
+    ev->progress = fn;
+    ev->progress_ctx = ctx;
+    return RLS_OK;
+}
+
 /* ---- the audit reason -------------------------------------------------- */
 
 const char *rls__admin_reason(const rls_db *db)

@@ -42,6 +42,8 @@ struct rls_events {
     struct met_act *acts;        /* metrics.c */
     int nacts, capacts;
     char *reason;                /* rls_admin_reason() */
+    void (*progress)(void *ctx, int64_t rows);   /* rls_set_progress() */
+    void *progress_ctx;
 };
 
 /* Events older than this are collected by GC (the documented retention). */
@@ -60,6 +62,8 @@ int rls__events_sweep(rls_db *db, int64_t now);
 void rls__events_committed(rls_db *db);
 /* It rolled back: queued lines are dropped. */
 void rls__events_rolled_back(rls_db *db);
+/* A long call read `rows` more rows (copy_rows.c): rls_set_progress's fn. */
+void rls__progress(rls_db *db, int64_t rows);
 /* The audit reason set with rls_admin_reason(), or NULL. */
 const char *rls__admin_reason(const rls_db *db);
 /* Frees db->ev (rls_close); a forked child drops what the parent queued. */
