@@ -88,7 +88,10 @@ int cmd_events(rlctl_ctx *ctx)
     rls_rows *rows = NULL;
     int64_t limit, since;
     const char *ev = opt_get(ctx, "event");
-    int rc = opt_int(ctx, "limit", 100, 1, 100000, &limit);
+    int handled, rc = prune_args(ctx, 0, &handled);
+    if (handled)
+        return rc;
+    rc = opt_int(ctx, "limit", 100, 1, 100000, &limit);
     if (rc || (rc = opt_since(ctx, &since)))
         return rc;
     if (ev && strcmp(ev, kinds[0]) && strcmp(ev, kinds[1]) && strcmp(ev, kinds[2]))
@@ -140,5 +143,17 @@ static int prune(rlctl_ctx *ctx, int audit)
     return 0;
 }
 
-int cmd_events_prune(rlctl_ctx *ctx) { return prune(ctx, 0); }
-int cmd_audit_prune(rlctl_ctx *ctx) { return prune(ctx, 1); }
+int prune_args(rlctl_ctx *ctx, int audit, int *handled)
+{
+    const char *cmd = audit ? "audit" : "events";
+    *handled = 1;
+    if (ctx->nargs == 1 && strcmp(ctx->args[0], "prune") == 0)
+        return prune(ctx, audit);
+    if (ctx->nargs == 1)
+        return fail_usage(ctx, "'%s %s' is not an rlctl command; '%s' takes only 'prune'", cmd,
+                          ctx->args[0], cmd);
+    if (opt_get(ctx, "older-than") || opt_get(ctx, "reason"))
+        return fail_usage(ctx, "--older-than and --reason are for '%s prune'", cmd);
+    *handled = 0;
+    return 0;
+}

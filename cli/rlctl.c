@@ -119,11 +119,8 @@ static const rlctl_opt events_opts[] = {
     {"event", "block|escalate|expire", "only events of this kind"},
     {"since", "TIME|DUR", "only events from TIME, or from DUR ago (e.g. 1h)"},
     {"limit", "N", "at most N rows, newest first (default 100)"},
-    {NULL, NULL, NULL},
-};
-static const rlctl_opt prune_opts[] = {
-    {"older-than", "DUR", "delete the rows older than DUR (required), e.g. 90d"},
-    {"reason", "TEXT", "reason recorded in the audit log"},
+    {"older-than", "DUR", "prune: delete the events older than DUR, e.g. 7d (required)"},
+    {"reason", "TEXT", "prune: reason recorded in the audit log"},
     {NULL, NULL, NULL},
 };
 static const rlctl_opt metrics_opts[] = {
@@ -142,6 +139,8 @@ static const rlctl_opt override_list_opts[] = {
 static const rlctl_opt audit_opts[] = {
     {"limit", "N", "at most N rows, newest first (default 50)"},
     {"key", "KEY", "only changes of this key"},
+    {"older-than", "DUR", "prune: delete the rows older than DUR, e.g. 400d (required)"},
+    {"reason", "TEXT", "prune: reason recorded in the audit log"},
     {NULL, NULL, NULL},
 };
 static const rlctl_opt gc_opts[] = {
@@ -218,13 +217,10 @@ static const rlctl_cmd commands[] = {
      "list the overrides in force"},
     {"reset", NULL, "[ACTION KEY]", 0, 2, reset_opts, cmd_reset, 0,
      "forget the counters of ACTION for KEY (or of every key: --action): it starts fresh"},
-    {"audit", "prune", "", 0, 0, prune_opts, cmd_audit_prune, 0,
-     "delete audit rows older than --older-than DUR (the prune itself is audited)"},
-    {"audit", NULL, "", 0, 0, audit_opts, cmd_audit, 1, "show the audit log of admin changes"},
-    {"events", "prune", "", 0, 0, prune_opts, cmd_events_prune, 0,
-     "delete events older than --older-than DUR (GC drops them after 30 days)"},
-    {"events", NULL, "", 0, 0, events_opts, cmd_events, 1,
-     "list penalty blocks imposed, escalated and ended, newest first"},
+    {"audit", NULL, "[prune]", 0, 1, audit_opts, cmd_audit, 1,
+     "show the audit log of admin changes; prune: delete rows older than --older-than (audited)"},
+    {"events", NULL, "[prune]", 0, 1, events_opts, cmd_events, 1,
+     "list penalty blocks imposed, escalated and ended, newest first; prune: delete old ones"},
     {"gc", NULL, "", 0, 0, gc_opts, cmd_gc, 0,
      "run one step of garbage collection of expired state"},
     {"stats", NULL, "", 0, 0, stats_opts, cmd_stats, 1,

@@ -174,7 +174,7 @@ int row_has(const rls_rows *r, const char *col);
     XX(tier_unset) XX(tier_list) XX(override_set) XX(override_unset)         \
     XX(override_list) XX(reset) XX(audit) XX(gc) XX(stats) XX(doctor)        \
     XX(copy_from) XX(hold) XX(help)                                          \
-    XX(events) XX(events_prune) XX(audit_prune) XX(metrics) XX(migrate)
+    XX(events) XX(metrics) XX(migrate)
 
 #define RLCTL__CMD_DECL(name) int cmd_##name(rlctl_ctx *ctx);
 RLCTL_COMMAND_FNS(RLCTL__CMD_DECL)
@@ -184,6 +184,10 @@ RLCTL_COMMAND_FNS(RLCTL__CMD_DECL)
  * cmd_reset when those options are given). */
 int cmd_unblock_all(rlctl_ctx *ctx);
 int cmd_reset_action(rlctl_ctx *ctx);
+/* cmd_events.c: `audit prune` and `events prune` (cmd_audit and cmd_events
+ * with the argument prune); 0 from prune_args when ctx has no prune, else
+ * the exit status of the prune or of its usage error. */
+int prune_args(rlctl_ctx *ctx, int audit, int *handled);
 /* syslog.c: rls_options.log_fn of --syslog (one datagram to /dev/log or
  * $RLSTORE_SYSLOG per line). */
 void rlctl_syslog_line(void *ctx, int level, const char *line);

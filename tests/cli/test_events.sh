@@ -234,6 +234,8 @@ tcase "the reason is audited" 0 --json 'assert d[0]["op"].startswith("tier") and
     -- --db b.db audit --limit 1 --json
 tcase "override set --reason" 0 -- --db b.db override set api k9 rate 50 --reason "load test"
 tcase "override reason audited" 0 --json 'assert d[0]["reason"] == "load test"' -- --db b.db audit --limit 1 --json
+tcase "audit takes only prune" 2 --err-has "takes only 'prune'" -- --db b.db audit purge
+tcase "--older-than is for audit prune" 2 --err-has "are for 'audit prune'" -- --db b.db audit --older-than 1d
 tcase "audit prune needs --older-than" 2 --err-has "needs --older-than" -- --db b.db audit prune
 tcase "audit prune" 0 --out-has "audit row(s) older than" \
     -- --db b.db audit prune --older-than 1d --reason retention --now 2026-12-31T00:00:00Z
