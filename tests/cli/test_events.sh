@@ -270,6 +270,28 @@ tcase "migrate" 0 --json 'assert d["from"] == 4 and d["to"] == 5 and d["upgraded
 tassert "upgraded" test "$(user_version)" = 5
 tcase "counters kept across the upgrade" 0 --json 'assert d["remaining"] == 3' \
     -- --db old.db check api k --json --now "$T0"
+# a split deployment: both files older, one migrate upgrades both
+rl --db r.db --counters c.db init rules.yaml
+for i in 1 2 3; do rl --db r.db --counters c.db check login sam --now "$T0"; done
+tcase "split: the penalty's event is in the counters file" 0 --json 'assert [e["event"] for e in d] == ["block"]' \
+    -- --db r.db --counters c.db events --json
+tcase "split: unblock --all removes the penalty (counters file) too" 0 --json 'assert d["unblocked"] == 1' \
+    -- --db r.db --counters c.db unblock --all --json --now "$T0"
+tcase "split: no block left" 0 --json 'assert d == []' -- --db r.db --counters c.db blocks --json --now "$T0"
+tcase "split: reset --action" 0 --json 'assert d["reset_keys"] == 1' \
+    -- --db r.db --counters c.db reset --action login --json --now "$T0"
+if ! skipping; then
+    for f in r.db c.db; do
+        python3 -c 'import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+c.executescript("DROP TABLE rls_events; DROP TABLE rls_counters; PRAGMA user_version = 4;")
+c.close()' "$W/$f"
+    done
+fi
+tcase "split: older files refused by name" 5 --err-has "schema version 4" -- --db r.db --counters c.db blocks
+tcase "split: migrate upgrades both files" 0 --json 'assert d["from"] == 4 and d["upgraded"] is True' \
+    -- --db r.db --counters c.db migrate --json
+tcase "split: usable again" 0 --json 'assert d == []' -- --db r.db --counters c.db events --json
 skipping || older "PRAGMA user_version = 99;"
 tcase "a newer schema names the version it needs" 5 --err-has "schema version 99" \
     -- --db old.db migrate
