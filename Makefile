@@ -119,7 +119,7 @@ PG_BINS      := $(filter %/test_usage_scale,$(PG_INTEG)) \
                 $(addprefix $(BUILD)/tests/reliability/,$(PG_RELIABILITY)) \
                 $(filter-out %/test_usage_scale,$(PG_INTEG))
 # tests/pg/test_pgbouncer.sh runs in this pass only: it needs the server.
-PG_SCRIPTS   := $(filter-out %/test_man.sh,$(CLI_TESTS)) $(filter %/test_rltop.sh %/test_longkeys.sh %/test_htopkeys.sh,$(TUI_TESTS)) \
+PG_SCRIPTS   := $(filter-out %/test_man.sh,$(CLI_TESTS)) $(filter %/test_rltop.sh %/test_longkeys.sh %/test_htopkeys.sh %/test_events.sh,$(TUI_TESTS)) \
                 $(sort $(wildcard tests/pg/test_*.sh))
 
 BENCH_SRCS   := $(sort $(wildcard bench/*.c))

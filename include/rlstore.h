@@ -90,7 +90,8 @@ RLS_EXTERN const char *rls_version_string(void);
     XX(EMISUSE, "library misused: handle not usable")                       \
     XX(EUNSAFE, "database contains objects rlstore did not create")           \
     XX(ECONFLICT, "the rules changed since the version the change was based on") \
-    XX(EROLE, "database file has another role (one file, rules or counters) or pair")
+    XX(EROLE, "database file has another role (one file, rules or counters) or pair") \
+    XX(EOLDSCHEMA, "database schema is older than this library and no_upgrade is set")
 
 typedef enum rls_errno {
 #define RLS__ERR_ENUM(name, text) RLS_##name,
@@ -180,7 +181,7 @@ typedef struct rls_options {
                                it (default 65536); an existing table keeps
                                its size                                      */
     int no_upgrade;         /* 1: never migrate the schema on open; an older
-                               schema fails instead (default 0)             */
+                               one fails with RLS_EOLDSCHEMA (default 0)    */
     void (*log_fn)(void *log_ctx, int level, const char *line);
                             /* NULL (default), or called with one line per
                                event an operator should see (a penalty
@@ -796,6 +797,27 @@ RLS_EXTERN int rls_rules_set_limit_at(rls_db *db, const char *action, const char
                                       int64_t if_version, int64_t now_ms,
                                       int64_t *new_version);
 
+/* ---- RLSTORE_0.9: rls_events(3), rls_metrics(3), rls_migrate(3) ------
+ * Penalty events newest first, filtered (NULL: any); limit 1..100000. */
+RLS_EXTERN int rls_events_list_at(rls_db *db, const char *action, const char *key,
+                                  const char *event, int64_t since_ms, int limit,
+                                  rls_rows **out);
+/* Delete events / audit rows older than before_ms (the latter audited). */
+RLS_EXTERN int rls_events_prune_at(rls_db *db, int64_t before_ms, int64_t now_ms,
+                                   int64_t *deleted);
+RLS_EXTERN int rls_audit_prune_at(rls_db *db, int64_t before_ms, int64_t now_ms,
+                                  int64_t *deleted);
+/* Reason audited with db's later changes that have none (NULL clears). */
+RLS_EXTERN int rls_admin_reason(rls_db *db, const char *reason);
+RLS_EXTERN int rls_block_unset_all_at(rls_db *db, const char *action, int64_t now_ms,
+                                      int64_t *count);
+RLS_EXTERN int rls_reset_action_at(rls_db *db, const char *action, int64_t now_ms,
+                                   int64_t *count);
+RLS_EXTERN int rls_metrics_at(rls_db *db, int64_t now_ms, rls_rows **out);
+RLS_EXTERN int rls_migrate(const char *path, const rls_options *opt, int dry_run,
+                           int64_t *from, int64_t *to);
+/* fn(ctx, rows) after each page of rows a long call (rls_copy_at) reads. */
+RLS_EXTERN int rls_set_progress(rls_db *db, void (*fn)(void *ctx, int64_t rows), void *ctx);
 #ifdef __cplusplus
 }
 #endif

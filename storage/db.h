@@ -125,6 +125,7 @@ struct rls_db {
     struct rls_stats stats;
     struct rls_denystate deny;
     struct rls_group *group;       /* a thread-safe handle's lock and queue (group.c), or NULL */
+    struct rls_events *ev;         /* events, metrics, audit reason (events.h), or NULL */
 };
 
 /* Handle-level driver calls (sql.h). */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include "db.h"
 #include "group_int.h"
+#include "events.h"
 
 /* The backends rls_open asks, in order: the first that claims the path.
  * PostgreSQL's is a driver module loaded on first use (driver.c). */
@@ -224,7 +225,8 @@ void rls_close(rls_db *db)
     if (!db)
         return;
     if (db->ident.pid == getpid()) {
-        if (rls__connected(db) && !db->conn.in_tx && (rls__stats_pending(db) || rls__keystat_pending(db)))
+        if (rls__connected(db) && !db->conn.in_tx &&
+            (rls__stats_pending(db) || rls__keystat_pending(db) || rls__metrics_pending(db)))
             flush_on_close(db);
         db->be->disconnect(db);
     } else {
@@ -235,6 +237,7 @@ void rls_close(rls_db *db)
     rls__cache_free(db);
     rls__deny_close(db);
     rls__keystat_free(db);
+    rls__events_free(db);
     free(db->stats.acc);
     rls__group_close(db);
     handle_free(db);
@@ -270,6 +273,7 @@ int rls__db_usable(rls_db *db)
     rls__stmt_forget(db);
     rls__stats_forget(db);
     rls__keystat_free(db);  /* the parent flushes its own */
+    rls__events_forget(db);
     rls__cache_forget(db);
     db->ident.pid = getpid();
     db->ident.forks = forks_now();
