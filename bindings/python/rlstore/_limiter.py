@@ -77,26 +77,30 @@ class Reservation:
     commit() or cancel() inside the block settle it early; the end of the
     block then does nothing.  id is None when denied, or admitted only by
     the failure policy: nothing is pending, and commit/cancel do nothing.
+    A reservation made with an explicit now_ms (a test, a replay) is
+    settled at that time too unless commit/cancel are given another.
     """
 
-    __slots__ = ("id", "result", "state", "_limiter", "__weakref__")
+    __slots__ = ("id", "result", "state", "_limiter", "_now_ms", "__weakref__")
 
-    def __init__(self, limiter: "Limiter", rid: Optional[int], result: Result):
+    def __init__(self, limiter: "Limiter", rid: Optional[int], result: Result,
+                 now_ms: Optional[int] = None):
         self.id = rid
         self.result = result
         # "pending", "committed", "cancelled", "expired", or "none" (no id)
         self.state = "pending" if rid else "none"
         self._limiter = limiter
+        self._now_ms = now_ms
 
     @property
     def allowed(self) -> bool:
         return self.result.allowed
 
     def commit(self, *, now_ms: Optional[int] = None) -> None:
-        self._limiter.commit(self, now_ms=now_ms)
+        self._limiter.commit(self, now_ms=self._now_ms if now_ms is None else now_ms)
 
     def cancel(self, *, now_ms: Optional[int] = None) -> None:
-        self._limiter.cancel(self, now_ms=now_ms)
+        self._limiter.cancel(self, now_ms=self._now_ms if now_ms is None else now_ms)
 
     def __enter__(self) -> "Reservation":
         return self
@@ -349,7 +353,7 @@ class Limiter(AdminMixin):
             else:
                 rc = lib.rls_reserve_at(db, a, k, c, ttl, t, ctypes.byref(rid), ctypes.byref(r))
             res = self._policy(rc, Result._from_c(r))
-        return Reservation(self, rid.value or None, res)
+        return Reservation(self, rid.value or None, res, t)
 
     def _resolve(self, fn: str, reservation: Union[int, Reservation],
                  now_ms: Optional[int], state: str) -> None:
