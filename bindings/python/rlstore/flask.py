@@ -20,11 +20,11 @@ every request use rlstore.wsgi.RateLimitMiddleware on app.wsgi_app.
 """
 
 import functools
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Optional, Sequence, TypeVar
 
-from .web import Guard
+from .web import DEFAULT_TRUSTED, BadRequest, Guard, client_address, ipaddress
 
-__all__ = ["limit"]
+__all__ = ["limit", "remote_address"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -51,3 +51,19 @@ def limit(limiter: Any, action: Any, **options: Any) -> Callable[[F], F]:
         wrapped.rlstore_guard = guard  # type: ignore[attr-defined]
         return wrapped  # type: ignore[return-value]
     return decorate
+
+
+def remote_address(proxy_header: Optional[str] = None,
+                   trusted_proxies: Sequence[str] = DEFAULT_TRUSTED) -> str:
+    """The client address of the current request, as the decorator keys
+    it (rlstore.web.client_address); a malformed proxy header aborts the
+    request with 400."""
+    import flask
+    req = flask.request
+    hdr = req.headers.get(proxy_header) if proxy_header else None
+    try:
+        return client_address(req.remote_addr, hdr,
+                              [ipaddress.ip_network(n, strict=False) for n in trusted_proxies])
+    except BadRequest as e:
+        flask.abort(400, str(e))
+        raise  # not reached: abort raises
