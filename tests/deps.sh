@@ -20,6 +20,12 @@ command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ] || opt="$opt 
 # Python's `limits` (Debian's python3-limits), the peer of the differential
 # suite tests/reliability/test_limits_diff.sh, which skips without it
 /usr/bin/python3 -c 'import limits' 2>/dev/null || opt="$opt python3-limits"
+# The web frameworks of tests/examples/test_python_web.sh (the Python
+# binding's WSGI/ASGI/Flask/Django glue), which skips one it cannot import
+/usr/bin/python3 -c 'import flask' 2>/dev/null || opt="$opt python3-flask"
+/usr/bin/python3 -c 'import django' 2>/dev/null || opt="$opt python3-django"
+/usr/bin/python3 -c 'import starlette, httpx, uvicorn' 2>/dev/null ||
+    opt="$opt python3-starlette python3-httpx python3-uvicorn"
 pkg-config --version >/dev/null 2>&1 || pkgs="$pkgs pkg-config"
 need() { pkg-config --exists "$1" 2>/dev/null || pkgs="$pkgs $2"; }
 if command -v pkg-config >/dev/null 2>&1; then
