@@ -26,6 +26,8 @@ command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ] || opt="$opt 
 /usr/bin/python3 -c 'import django' 2>/dev/null || opt="$opt python3-django"
 /usr/bin/python3 -c 'import starlette, httpx, uvicorn' 2>/dev/null ||
     opt="$opt python3-starlette python3-httpx python3-uvicorn"
+# mypy: the type check of the Python binding in the same suite
+/usr/bin/python3 -m mypy --version >/dev/null 2>&1 || opt="$opt mypy"
 pkg-config --version >/dev/null 2>&1 || pkgs="$pkgs pkg-config"
 need() { pkg-config --exists "$1" 2>/dev/null || pkgs="$pkgs $2"; }
 if command -v pkg-config >/dev/null 2>&1; then

@@ -13,7 +13,10 @@
 #   2. the package installed offline from the tree into a virtual
 #      environment that sees the system's frameworks (--system-site-packages;
 #      pip install --no-index --no-build-isolation ./bindings/python), and
-#      the same suites against the installed package, run from elsewhere.
+#      the same suites against the installed package, run from elsewhere;
+#   3. mypy --strict on the package, and on a typed program using the
+#      installed package (its py.typed), which must refuse a wrong one
+#      (skipped with one line without mypy).
 . "$(dirname "$0")/../install/suite.sh"
 
 PY=${PYTHON_WEB:-/usr/bin/python3}
@@ -119,7 +122,25 @@ esac
 for s in $SUITES; do
     run_fw "installed package" "$vpy" "" "$s"
 done
-left=$(cd "$PKG" && find . -name '*.egg-info' -o -name build -o -name dist | head -n 3)
+# ---- 3. types: py.typed and the hints, checked by mypy --strict ------------------
+if "$PY" -m mypy --version >/dev/null 2>&1; then
+    mypy_() { (cd "$TMP" && "$PY" -m mypy --strict --cache-dir="$TMP/mypy-cache" "$@") >"$TMP/mypy.out" 2>&1; }
+    mypy_ --ignore-missing-imports "$PKG/rlstore" && pass ||
+        fail "mypy --strict bindings/python/rlstore: $(head -n 3 "$TMP/mypy.out" | tr '\n' ' ')"
+    # a typed program against the installed package: needs its py.typed
+    cp "$PKG/tests/typecheck/usage.py" "$PKG/tests/typecheck/wrong.py" "$TMP/"
+    mypy_ --python-executable "$vpy" usage.py && pass ||
+        fail "mypy --strict of a typed program using the installed package: $(head -n 3 "$TMP/mypy.out" | tr '\n' ' ')"
+    if mypy_ --python-executable "$vpy" wrong.py; then
+        fail "mypy accepts retry_after (Optional[float]) as a float"
+    else
+        grep -q 'has type "Optional\[float\]", variable has type "float"' "$TMP/mypy.out" && pass ||
+            fail "mypy on wrong.py: $(head -n 2 "$TMP/mypy.out" | tr '\n' ' ')"
+    fi
+else
+    skip "python typing" "$PY has no mypy (Debian: apt-get install mypy)"
+fi
+left=$(cd "$PKG" && find . -name '*.egg-info' -o -name build -o -name dist -o -name .mypy_cache | head -n 3)
 [ -z "$left" ] && pass || fail "the install left build artefacts in bindings/python: $left"
 
 finish

@@ -35,19 +35,30 @@ from . import _ffi
 from ._ffi import LibraryNotFound
 from ._limiter import RESERVE_TTL_DEFAULT_MS, Limiter, Reservation, now_ms
 from ._types import Explanation, Key, Result, Row, RulesDescription, Stats, text_in
-from .errors import *  # noqa: F401,F403 - the exception classes
-from .errors import Error, InvalidArgument, __all__ as _errors_all
+from .errors import (CODES, ERRNO_TABLE, Error, InputError, StorageFailure, error_for,
+                     Busy, CannotOpen, ConfigError, Conflict, Corrupt, IOFailure,
+                     InvalidArgument, InvalidCost, InvalidKey, IsADirectory, Misuse,
+                     NewerDatabase, NoRules, NotADatabase, NotFound, OutOfMemory, ReadOnly,
+                     ReservationExpired, StorageError, StorageFull, TimeOutOfRange,
+                     UnknownAction, UnsafeDatabase, WrongRole)
 
 __version__ = "0.1.0"
 
 __all__ = ["Limiter", "Result", "Reservation", "Explanation", "Stats", "RulesDescription",
-           "LibraryNotFound", "library_version", "now_ms", "parse_duration", "parse_time",
-           "format_time", "escape_key", "RESERVE_TTL_DEFAULT_MS", "Key", "Row"] + _errors_all
+           "LibraryNotFound", "library_version", "now_ms", "parse_duration",
+           "parse_time", "format_time", "escape_key", "RESERVE_TTL_DEFAULT_MS", "Key",
+           "Row", "Error", "InputError", "StorageFailure", "error_for", "ERRNO_TABLE",
+           "CODES", "Busy", "CannotOpen", "ConfigError", "Conflict", "Corrupt",
+           "IOFailure", "InvalidArgument", "InvalidCost", "InvalidKey", "IsADirectory",
+           "Misuse", "NewerDatabase", "NoRules", "NotADatabase", "NotFound",
+           "OutOfMemory", "ReadOnly", "ReservationExpired", "StorageError",
+           "StorageFull", "TimeOutOfRange", "UnknownAction", "UnsafeDatabase",
+           "WrongRole"]
 
 
 def library_version() -> str:
     """The version of the loaded librlstore, such as "0.1.0"."""
-    return _ffi.get().rls_version_string().decode()
+    return str(_ffi.get().rls_version_string().decode())
 
 
 def parse_duration(text: str) -> int:

@@ -10,6 +10,7 @@ those of ABI 0 (docs/ABI.md).
 import ctypes
 import ctypes.util
 import os
+from typing import Any, List, Optional
 
 ABI_MAJOR = 0
 SONAME = "librlstore.so.%d" % ABI_MAJOR
@@ -101,7 +102,7 @@ class LibraryNotFound(OSError):
     """librlstore could not be loaded."""
 
 
-def _candidates():
+def _candidates() -> List[str]:
     env = os.environ.get("RLSTORE_LIB")
     if env:
         return [env]
@@ -109,7 +110,7 @@ def _candidates():
     return [SONAME] + ([found] if found and found != SONAME else [])
 
 
-def _load():
+def _load() -> ctypes.CDLL:
     errors = []
     for name in _candidates():
         try:
@@ -129,7 +130,7 @@ def _load():
         + "; ".join(errors))
 
 
-def _declare(lib):
+def _declare(lib: ctypes.CDLL) -> None:
     db = ctypes.c_void_p
     s = ctypes.c_char_p
     i64 = ctypes.c_int64
@@ -217,10 +218,10 @@ def _declare(lib):
         f.argtypes = argtypes
 
 
-_lib = None
+_lib: Optional[ctypes.CDLL] = None
 
 
-def get():
+def get() -> Any:
     """The loaded library (loaded on first use)."""
     global _lib
     if _lib is None:

@@ -21,7 +21,7 @@ import os
 import threading
 import time
 import weakref
-from typing import Any, Iterable, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
 from . import _ffi
 from . import errors
@@ -105,19 +105,18 @@ class Reservation:
     def __enter__(self) -> "Reservation":
         return self
 
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         if self.state != "pending":
-            return False
+            return
         if exc_type is None:
             self.commit()
-            return False
+            return
         try:
             self.cancel()
         except errors.Error as e:
             # The block's own exception matters more; the charge comes
             # back by itself when the reservation's TTL ends.
             log.warning("rlstore: cannot cancel reservation %d: %s", self.id, e)
-        return False
 
     def __repr__(self) -> str:
         return "Reservation(id=%r, state=%r, result=%r)" % (self.id, self.state, self.result)
@@ -388,7 +387,7 @@ class Limiter(AdminMixin):
         self._resolve("rls_cancel", reservation, now_ms, "cancelled")
 
 
-def _choice(table: dict, value: Optional[str], what: str, default: int) -> int:
+def _choice(table: Dict[str, int], value: Optional[str], what: str, default: int) -> int:
     if value is None:
         return default
     if value not in table:

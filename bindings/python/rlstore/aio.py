@@ -66,8 +66,8 @@ class AsyncReservation:
     async def __aenter__(self) -> "AsyncReservation":
         return self
 
-    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
-        return await self._limiter._run(self.reservation.__exit__, exc_type, exc, tb)
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        await self._limiter._run(self.reservation.__exit__, exc_type, exc, tb)
 
 
 class _ReserveCall:
@@ -85,9 +85,9 @@ class _ReserveCall:
         self._res = await self._coro_fn()
         return self._res
 
-    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         assert self._res is not None
-        return await self._res.__aexit__(exc_type, exc, tb)
+        await self._res.__aexit__(exc_type, exc, tb)
 
 
 class AsyncLimiter:

@@ -61,11 +61,10 @@ class RateLimitMiddleware:
                 await send(message)
             await self.app(scope, receive, adding)
             return
-        if d.kind == "deny" and self.guard.on_breach is not None:
-            resp = self.guard.on_breach(scope, d.result)
-            if resp is not None:
-                await resp(scope, receive, send)
-                return
+        resp = self.guard.breach(scope, d)
+        if resp is not None:
+            await resp(scope, receive, send)
+            return
         await send({"type": "http.response.start", "status": d.status,
                     "headers": _encode(d.response_headers)})
         await send({"type": "http.response.body", "body": d.body})

@@ -57,7 +57,8 @@ def get_limiter() -> Limiter:
     once per process."""
     cfg = _settings()
     if cfg.get("LIMITER") is not None:
-        return cfg["LIMITER"]
+        lim: Limiter = cfg["LIMITER"]
+        return lim
     if not cfg.get("DATABASE"):
         from django.core.exceptions import ImproperlyConfigured
         raise ImproperlyConfigured("settings.RLSTORE needs DATABASE or LIMITER")
@@ -70,10 +71,9 @@ def get_limiter() -> Limiter:
 
 def _respond(guard: Guard, d: Decision, request: Any) -> Any:
     from django.http import HttpResponse
-    if d.kind == "deny" and guard.on_breach is not None:
-        resp = guard.on_breach(request, d.result)
-        if resp is not None:
-            return resp
+    resp = guard.breach(request, d)
+    if resp is not None:
+        return resp
     resp = HttpResponse(d.body, status=d.status, content_type="text/plain; charset=utf-8")
     for k, v in d.headers:
         resp[k] = v

@@ -95,7 +95,7 @@ class Error(Exception):
         self.result = result
         super().__init__("%s: %s" % (self.name, message))
 
-    def __reduce__(self):
+    def __reduce__(self) -> Tuple[Any, Tuple[int, str, Any]]:
         return (error_for, (self.code, self.message, self.result))
 
 
@@ -266,5 +266,9 @@ def error_for(code: int, message: str = "", result: Any = None) -> Error:
     return cls(message, code=code, result=result)
 
 
-__all__ = ["Error", "InputError", "StorageFailure", "error_for", "ERRNO_TABLE", "CODES"] + \
-    sorted(c.__name__ for c in BY_CODE.values())
+__all__ = ["Error", "InputError", "StorageFailure", "error_for", "ERRNO_TABLE", "CODES",
+           "Busy", "CannotOpen", "ConfigError", "Conflict", "Corrupt", "IOFailure",
+           "InvalidArgument", "InvalidCost", "InvalidKey", "IsADirectory", "Misuse",
+           "NewerDatabase", "NoRules", "NotADatabase", "NotFound", "OutOfMemory",
+           "ReadOnly", "ReservationExpired", "StorageError", "StorageFull",
+           "TimeOutOfRange", "UnknownAction", "UnsafeDatabase", "WrongRole"]

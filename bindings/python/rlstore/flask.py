@@ -22,7 +22,9 @@ every request use rlstore.wsgi.RateLimitMiddleware on app.wsgi_app.
 import functools
 from typing import Any, Callable, Optional, Sequence, TypeVar
 
-from .web import DEFAULT_TRUSTED, BadRequest, Guard, client_address, ipaddress
+import ipaddress
+
+from .web import DEFAULT_TRUSTED, BadRequest, Guard, client_address
 
 __all__ = ["limit", "remote_address"]
 
@@ -39,10 +41,9 @@ def limit(limiter: Any, action: Any, **options: Any) -> Callable[[F], F]:
             req = flask.request
             d = guard.decide(req, req.remote_addr, req.headers.get)
             if d.kind != "pass":
-                if d.kind == "deny" and guard.on_breach is not None:
-                    resp = guard.on_breach(req, d.result)
-                    if resp is not None:
-                        return flask.make_response(resp)
+                resp = guard.breach(req, d)
+                if resp is not None:
+                    return flask.make_response(resp)
                 return flask.make_response(d.body, d.status, d.response_headers)
             resp = flask.make_response(view(*args, **kwargs))
             for k, v in d.headers:

@@ -185,6 +185,12 @@ class Guard:
             return Decision("deny", 503, [], b"rate limiter unavailable\n", r)
         return Decision("deny", 429, r.header_list(self.policy), b"rate limit exceeded\n", r)
 
+    def breach(self, request: Any, d: Decision) -> Any:
+        """What on_breach returns for a denial (None: the default answer)."""
+        if self.on_breach is None or d.kind != "deny" or d.result is None:
+            return None
+        return self.on_breach(request, d.result)
+
     @staticmethod
     def bad(why: str) -> Decision:
         line = why.replace("\r", " ").replace("\n", " ")[:200]

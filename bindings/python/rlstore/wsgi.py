@@ -11,14 +11,14 @@ on_breach returns is a WSGI application (a werkzeug or Django response
 is one) that is called to answer.
 """
 
-from typing import Any, Callable, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from .web import Decision, Guard
 
 __all__ = ["RateLimitMiddleware"]
 
 
-def _getter(environ: dict) -> Callable[[str], Optional[str]]:
+def _getter(environ: Dict[str, Any]) -> Callable[[str], Optional[str]]:
     def get(name: str) -> Optional[str]:
         return environ.get("HTTP_" + name.upper().replace("-", "_"))
     return get
@@ -30,7 +30,7 @@ class RateLimitMiddleware:
         self.app = app
         self.guard = Guard(limiter, action, **options)
 
-    def __call__(self, environ: dict, start_response: Callable[..., Any]) -> Iterable[bytes]:
+    def __call__(self, environ: Dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         d = self.guard.decide(environ, environ.get("REMOTE_ADDR"), _getter(environ))
         if d.kind == "pass":
             if not d.headers:
@@ -38,12 +38,12 @@ class RateLimitMiddleware:
             return self.app(environ, _adding(start_response, d.headers))
         return self.refuse(d, environ, start_response)
 
-    def refuse(self, d: Decision, environ: dict,
+    def refuse(self, d: Decision, environ: Dict[str, Any],
                start_response: Callable[..., Any]) -> Iterable[bytes]:
-        if d.kind == "deny" and self.guard.on_breach is not None:
-            resp = self.guard.on_breach(environ, d.result)
-            if resp is not None:
-                return resp(environ, start_response)
+        resp = self.guard.breach(environ, d)
+        if resp is not None:
+            out: Iterable[bytes] = resp(environ, start_response)
+            return out
         start_response(d.status_line, d.response_headers)
         return [d.body]
 

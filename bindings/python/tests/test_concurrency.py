@@ -136,7 +136,7 @@ class TestAsyncio(Base):
                 holder.execute("BEGIN IMMEDIATE")       # the write lock, held
                 task = asyncio.ensure_future(alim.check("api", "k", now_ms=MONDAY))
                 # wait (turning the loop) until the check is inside the library
-                while not alim.limiter._lock.locked():
+                while not alim.limiter._lock.locked() and not task.done():
                     await asyncio.sleep(0)
                 ticks = 0
                 for _ in range(500):
