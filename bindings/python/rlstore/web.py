@@ -112,7 +112,8 @@ class Guard:
     trusted_proxies  addresses or networks whose proxy header is believed
     on_breach        callable(request, result) called on every denial; a
                      response it returns is sent instead of the 429
-    policy           the policy name in the headers (default: the rule's)
+    policy           the policy name in the headers (default: the deciding
+                     limit's; a blocked key's: the action)
     headers          add RateLimit headers to admitted responses too
     """
 
@@ -172,18 +173,21 @@ class Guard:
         cost = self.cost(request) if callable(self.cost) else self.cost
         return action, key, cost
 
-    def answer(self, r: Result) -> Decision:
-        """The Decision for a check's result."""
+    def answer(self, r: Result, action: str = "") -> Decision:
+        """The Decision for a check's result.  The policy named in the
+        headers: the Guard's policy, else the deciding limit, else (a
+        blocked key has none) the action."""
+        policy = self.policy or r.rule or action or None
         if r.error is not None:
             log.warning("rlstore: %s decided by the failure policy: %s",
                         "admitted" if r.allowed else "denied", r.error)
         if r.allowed:
             if not self.add_headers or r.degraded:
                 return Decision("pass", 200, [], b"", r)
-            return Decision("pass", 200, r.header_list(self.policy), b"", r)
+            return Decision("pass", 200, r.header_list(policy), b"", r)
         if r.degraded:
             return Decision("deny", 503, [], b"rate limiter unavailable\n", r)
-        return Decision("deny", 429, r.header_list(self.policy), b"rate limit exceeded\n", r)
+        return Decision("deny", 429, r.header_list(policy), b"rate limit exceeded\n", r)
 
     def breach(self, request: Any, d: Decision) -> Any:
         """What on_breach returns for a denial (None: the default answer)."""
@@ -203,7 +207,7 @@ class Guard:
             req = self.request_of(request, peer, get_header)
             if req is None:
                 return PASS
-            return self.answer(self.limiter.check(*req))
+            return self.answer(self.limiter.check(*req), req[0])
         except BadRequest as e:
             return self.bad(str(e))
         except errors.InvalidKey as e:
@@ -224,7 +228,7 @@ class Guard:
                     if not isinstance(self._limiter, AsyncLimiter):
                         self._limiter = AsyncLimiter(limiter=lim)
                     lim = self._limiter
-            return self.answer(await lim.check(*req))
+            return self.answer(await lim.check(*req), req[0])
         except BadRequest as e:
             return self.bad(str(e))
         except errors.InvalidKey as e:

@@ -18,7 +18,7 @@ actions:
   login:
     key: ip
     limits:
-      - { name: per_ip, algorithm: fixed_window, limit: 2, window: 1h }
+      - { name: per_ip, algorithm: fixed_window, limit: 2, window: 1h, anchor: first_hit }
 """
 
 

@@ -11,14 +11,14 @@ actions:
   login:
     key: ip
     limits:
-      - { name: per_ip, algorithm: fixed_window, limit: 2, window: 1h }
+      - { name: per_ip, algorithm: fixed_window, limit: 2, window: 1h, anchor: first_hit }
   api:
     limits:
-      - { name: calls, algorithm: fixed_window, limit: 3, window: 1d }
+      - { name: calls, algorithm: fixed_window, limit: 3, window: 1d, anchor: first_hit }
   safe:
     on_error: allow
     limits:
-      - { name: calls, algorithm: fixed_window, limit: 3, window: 1d }
+      - { name: calls, algorithm: fixed_window, limit: 3, window: 1d, anchor: first_hit }
 """
 RATE_HEADERS = ("RateLimit", "RateLimit-Policy")
 
