@@ -28,7 +28,7 @@ import ipaddress
 import logging
 import os
 import threading
-from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import errors
 from ._limiter import Limiter
@@ -40,6 +40,21 @@ DEFAULT_TRUSTED = ("127.0.0.0/8", "::1/128")
 Header = Tuple[str, str]
 _Net = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]
 _Addr = Union[ipaddress.IPv4Address, ipaddress.IPv6Address]
+
+
+_shared_lock = threading.Lock()
+_shared: Dict[str, Limiter] = {}
+
+
+def shared_limiter(path: Any) -> Limiter:
+    """The Limiter of path for this process: opened on first use, then the
+    same one for every Guard (and thread) that names the path."""
+    key = os.fsdecode(path)
+    with _shared_lock:
+        lim = _shared.get(key)
+        if lim is None or lim.closed:
+            lim = _shared[key] = Limiter(key)
+        return lim
 
 
 class BadRequest(Exception):
@@ -101,8 +116,8 @@ class Guard:
     """One limit on requests.
 
     limiter          a Limiter (or an AsyncLimiter, for ASGI), a path (opened
-                     on first use, once per process) or a callable returning
-                     one
+                     on first use, one Limiter per path and process:
+                     shared_limiter) or a callable returning one
     action           the action name, or a callable(request) -> name or
                      None (None: not limited)
     key              None: the client address (above); or callable(request)
@@ -149,7 +164,7 @@ class Guard:
                 if self._limiter is None:
                     spec = self._limiter_spec
                     if isinstance(spec, (str, bytes, os.PathLike)):
-                        self._limiter = Limiter(spec)
+                        self._limiter = shared_limiter(spec)
                     elif callable(spec) and not hasattr(spec, "check"):
                         self._limiter = spec()
                     else:

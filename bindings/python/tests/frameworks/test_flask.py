@@ -166,10 +166,18 @@ class TestFlaskDecorator(unittest.TestCase):
         @limit(self.db.path, "api", key=lambda request: "lazy")
         def index():
             return "x"
+
+        @app.route("/other")
+        @limit(self.db.path, "api", key=lambda request: "other")
+        def other():
+            return "y"
         c = app.test_client()
         self.assertEqual([c.get("/").status_code for _ in range(4)], [200, 200, 200, 429])
+        self.assertEqual(c.get("/other").status_code, 200)
         guard = index.rlstore_guard
         self.assertIsInstance(guard.limiter, rlstore.Limiter)
+        # one Limiter per path and process, whichever view opened it
+        self.assertIs(other.rlstore_guard.limiter, guard.limiter)
         guard.limiter.close()
 
 
