@@ -5,7 +5,8 @@ rlstore.flask and rlstore.django are thin layers over Guard.
 The key of a request is, by default, the client's address: the peer of
 the connection, or, when a proxy header is configured (proxy_header=
 "X-Forwarded-For", or "X-Real-IP") and the peer is one of trusted_proxies
-(default: the loopback addresses), the address that header gives.  The
+(default: the loopback addresses; a Unix socket, which has no peer
+address, counts as local), the address that header gives.  The
 header's list is read from the right, the end the proxies appended to:
 addresses of trusted proxies are skipped and the first other one is the
 client (what a client wrote itself, further left, is never read).  A
@@ -70,10 +71,13 @@ def _addr(text: str) -> Optional[_Addr]:
 
 def client_address(peer: Optional[str], header: Optional[str],
                    trusted: Sequence[_Net]) -> str:
-    """The client's address: peer, or from header when peer is trusted."""
+    """The client's address: peer, or from header when peer is trusted.
+    No peer at all is a Unix socket, which only local processes reach: a
+    local proxy, believed like one on the loopback."""
     peer = peer or ""
     pa = _addr(peer)
-    if header is None or pa is None or not any(pa in n for n in trusted):
+    believed = not peer or (pa is not None and any(pa in n for n in trusted))
+    if header is None or not believed:
         return str(pa) if pa is not None else peer
     entries = [e.strip() for e in header.split(",")]
     if len(header) > 8192 or not any(entries):

@@ -52,6 +52,9 @@ class TestClientAddress(unittest.TestCase):
         self.assertEqual(ca("127.0.0.1", "10.0.0.9, 10.0.0.8", self.T), "10.0.0.9")
         self.assertEqual(ca("::1", "2001:DB8::1", [web.ipaddress.ip_network("::1/128")]),
                          "2001:db8::1")
+        # no peer: a Unix socket, only local processes (a proxy) reach it
+        self.assertEqual(ca(None, "198.51.100.7", self.T), "198.51.100.7")
+        self.assertEqual(ca("", None, self.T), "")
 
     def test_malformed(self):
         for hdr in ("not-an-ip", "", " , ", "1.2.3.4, 999.1.1.1", "1.2.3.4:80", "x" * 9000):
