@@ -101,6 +101,28 @@ class TestFork(Base):
         t.join()
         self.assertEqual((code, out), (0, b"99"))
 
+    def test_async_limiter_in_a_child(self):
+        # its executor's worker thread does not survive fork(): the child
+        # makes its own instead of waiting forever on the parent's
+        alim = rlstore.aio.AsyncLimiter(limiter=self.lim)
+        self.assertTrue(asyncio.run(alim.check("api", "a", now_ms=MONDAY)).allowed)
+        rfd, wfd = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                r = asyncio.run(alim.check("api", "a", now_ms=MONDAY))
+                os.write(wfd, b"%d" % r.remaining)
+                os._exit(0)
+            except BaseException as e:   # noqa: B902
+                os.write(wfd, repr(e).encode()[:900])
+                os._exit(1)
+        os.close(wfd)
+        try:
+            code, out = wait_child(pid, rfd)
+        finally:
+            os.close(rfd)
+        self.assertEqual((code, out), (0, b"98"))
+
     def test_exceptions_cross_processes(self):
         ctx = multiprocessing.get_context("fork")
         with ctx.Pool(1) as pool:
