@@ -35,6 +35,14 @@ command -v node >/dev/null 2>&1 || opt="$opt nodejs"
 command -v dh >/dev/null 2>&1 || opt="$opt debhelper"
 command -v dh_python3 >/dev/null 2>&1 || opt="$opt dh-python"
 command -v lintian >/dev/null 2>&1 || opt="$opt lintian"
+# The web frameworks of tests/examples/test_python_web.sh (the Python
+# binding's WSGI/ASGI/Flask/Django glue), which skips one it cannot import
+/usr/bin/python3 -c 'import flask' 2>/dev/null || opt="$opt python3-flask"
+/usr/bin/python3 -c 'import django' 2>/dev/null || opt="$opt python3-django"
+/usr/bin/python3 -c 'import starlette, httpx, uvicorn' 2>/dev/null ||
+    opt="$opt python3-starlette python3-httpx python3-uvicorn"
+# mypy: the type check of the Python binding in the same suite
+/usr/bin/python3 -m mypy --version >/dev/null 2>&1 || opt="$opt mypy"
 pkg-config --version >/dev/null 2>&1 || pkgs="$pkgs pkg-config"
 need() { pkg-config --exists "$1" 2>/dev/null || pkgs="$pkgs $2"; }
 if command -v pkg-config >/dev/null 2>&1; then
