@@ -15,10 +15,12 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <microhttpd.h>
 #include "auth.h"
 #include "dbname.h"   /* common/ */
@@ -229,11 +231,23 @@ static void open_database(const struct cmdline *cl)
                                                    : AUTH_EXIT_STORAGE);
 }
 
-/* libmicrohttpd's own messages (a client that sent garbage, ...), one line. */
+/*
+ * libmicrohttpd's own messages (a client that sent garbage or went away),
+ * one line each and at most one a second: a misbehaving client must not
+ * flood the journal.  Before the daemon runs they are dropped: its bind
+ * failure names port 0 (the address is given as a sockaddr), and start()
+ * says the same with the address.
+ */
+static atomic_int mhd_running;
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
+    static atomic_llong last;
     char line[512];
     (void)cls;
+    long long sec = (long long)time(NULL), prev = atomic_load(&last);
+    if (!atomic_load(&mhd_running) || prev == sec ||
+        !atomic_compare_exchange_strong(&last, &prev, sec))
+        return;
     vsnprintf(line, sizeof line, fmt, ap);
     line[strcspn(line, "\r\n")] = '\0';
     auth_log("http: %s", line);
@@ -258,6 +272,7 @@ static struct MHD_Daemon *start(const struct cmdline *cl)
         auth_log("cannot listen on %s: %s", cl->listen, errno ? strerror(errno) : "failed");
         return NULL;
     }
+    atomic_store(&mhd_running, 1);
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
     char host[INET6_ADDRSTRLEN];
     const void *a = ss.ss_family == AF_INET6
