@@ -335,7 +335,17 @@ all: $(BUILD)/rlstore-auth
 else ifneq ($(AUTH_SRCS),)
 $(info rlstore-auth: not built: libmicrohttpd is missing (apt-get install libmicrohttpd-dev))
 endif
-.PHONY: bench-auth
+# `make install-auth`: the program (relinked without the build tree's
+# rpath) and rlstore-auth(8); dist/systemd/rlstore-auth.service is copied
+# by hand (its comment says how).  Not part of `make install`, which works
+# without libmicrohttpd.
+.PHONY: bench-auth install-auth uninstall-auth
+install-auth: $(BUILD)/install/rlstore-auth
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man8
+	$(INSTALL) -m 0755 $(BUILD)/install/rlstore-auth $(DESTDIR)$(BINDIR)/rlstore-auth
+	$(INSTALL) -m 0644 docs/man/rlstore-auth.8 $(DESTDIR)$(MANDIR)/man8/rlstore-auth.8
+uninstall-auth:
+	rm -f $(DESTDIR)$(BINDIR)/rlstore-auth $(DESTDIR)$(MANDIR)/man8/rlstore-auth.8
 $(BUILD)/bench/authload: bench/auth/authload.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CSTD) $(WARN) -O2 -g $(CFLAGS) $< -o $@ -lpthread -lm $(LDFLAGS)

@@ -7,7 +7,7 @@
 # installed does not try at every make; .ci/run installs it).  Without it
 # `make test` skips its PostgreSQL pass and says so (tests/pg/server.sh);
 # likewise PgBouncer (package pgbouncer) for tests/pg/test_pgbouncer.sh.
-# python3-limits likewise.
+# python3-limits likewise, and libmicrohttpd-dev and nginx-light (rlstore-auth).
 pkgs=""
 opt=""
 pg_server() {
@@ -20,6 +20,11 @@ command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ] || opt="$opt 
 # Python's `limits` (Debian's python3-limits), the peer of the differential
 # suite tests/reliability/test_limits_diff.sh, which skips without it
 /usr/bin/python3 -c 'import limits' 2>/dev/null || opt="$opt python3-limits"
+# rlstore-auth (auth/) needs libmicrohttpd; without it the build skips it in
+# one line and tests/auth skips.  nginx (nginx-light) is the proxy of
+# tests/auth/test_nginx.sh and bench/auth, which skip without it
+pkg-config --exists libmicrohttpd 2>/dev/null || opt="$opt libmicrohttpd-dev"
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || opt="$opt nginx-light"
 pkg-config --version >/dev/null 2>&1 || pkgs="$pkgs pkg-config"
 need() { pkg-config --exists "$1" 2>/dev/null || pkgs="$pkgs $2"; }
 if command -v pkg-config >/dev/null 2>&1; then
