@@ -98,3 +98,18 @@ on_exit() {
 
 # http_status ARGS...: the status curl got (000 when none)
 http_status() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
+
+# lock_db DB: a process (LOCK_PID) holds DB's write lock, as a writer
+# stuck in a long transaction would, until it is killed; status 1 when it
+# did not get the lock
+lock_db() {
+    python3 -c 'import sqlite3, sys
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("BEGIN IMMEDIATE")
+print("locked", flush=True)
+sys.stdin.read()' "$1" >"$SCRATCH/lock.out" 2>&1 < <(sleep infinity) &
+    LOCK_PID=$!
+    _started="$_started $LOCK_PID"
+    wait_until grep -q locked "$SCRATCH/lock.out"
+}
+unlock_db() { kill "$LOCK_PID" 2>/dev/null; wait "$LOCK_PID" 2>/dev/null; }

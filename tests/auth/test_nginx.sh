@@ -87,14 +87,7 @@ report "an unlimited location passes" $([ "$s" = 200 ] || echo "status $s")
 # ---- storage failure: the failure policy ----------------------------------------
 # A writer holds the database's write lock: every check waits its 300 ms
 # deadline and fails (EBUSY).
-python3 -c 'import sqlite3, sys
-c = sqlite3.connect(sys.argv[1], isolation_level=None)
-c.execute("BEGIN IMMEDIATE")
-print("locked", flush=True)
-sys.stdin.read()' "$DB" >"$SCRATCH/lock.out" 2>&1 < <(sleep infinity) &
-LOCK_PID=$!
-_started="$_started $LOCK_PID"
-if wait_until grep -q locked "$SCRATCH/lock.out"; then
+if lock_db "$DB"; then
     h=$(curl -s -D - -o /dev/null --interface 127.0.0.6 "$BASE/api/locked" | tr -d '\r')
     report "storage failure, policy deny: 503" \
         $(echo "$h" | grep -q '^HTTP/1.1 503' || echo "status: $(echo "$h" | head -n 1)")
@@ -108,8 +101,7 @@ if wait_until grep -q locked "$SCRATCH/lock.out"; then
 else
     fail "storage failure: the lock holder did not start: $(cat "$SCRATCH/lock.out")"
 fi
-kill "$LOCK_PID" 2>/dev/null
-wait "$LOCK_PID" 2>/dev/null
+unlock_db
 s=$(http_status --interface 127.0.0.6 "$BASE/api/after")
 report "the database back: checks work again" $([ "$s" = 200 ] || echo "status $s")
 

@@ -60,7 +60,7 @@ exits "a URI's password is not shown" 3 "user:***@" --db "postgresql://user:secr
 report "--help: 0, the options" $([ $? = 0 ] || echo "exit $?") $(grep -q -- '--trusted-proxy' "$SCRATCH/out" || echo "no --trusted-proxy")
 
 # ---- a running service ---------------------------------------------------------
-auth_start main --db "$DB" --trusted-proxy 127.0.0.1/32,10.0.0.0/8 --route '/api/=api' \
+auth_start main --db "$DB" --timeout 500ms --trusted-proxy 127.0.0.1/32,10.0.0.0/8 --route '/api/=api' \
     --route 'POST /login=login' --route '/=user' ||
     setup_fail "rlstore-auth did not start: $(tail -n 2 "$SCRATCH/main.log")"
 U=http://127.0.0.1:$AUTH_PORT
@@ -188,6 +188,29 @@ else
     skip "IPv6" "no IPv6 loopback"
 fi
 
+# ---- storage failure with requests side by side ----------------------------------
+# The database locked from outside: each of 4 requests at once is answered
+# by its action's policy (login allows, api denies), none waits for ever.
+if lock_db "$DB"; then
+    for i in 1 2 3 4; do
+        a=login; [ $((i % 2)) = 0 ] && a=api
+        curl -s -o /dev/null -D "$SCRATCH/h$i" -w "$a %{http_code}\n" -H "X-Forwarded-For: 192.0.2.6$i" \
+            "$U/check/$a" >"$SCRATCH/s$i" &
+    done
+    _answered() { [ "$(cat "$SCRATCH"/s[1-4] 2>/dev/null | wc -l)" = 4 ]; }
+    wait_until _answered
+    unlock_db
+    got=$(cat "$SCRATCH"/s[1-4] | sort | tr '\n' ' ')
+    report "locked database, 4 requests at once: each action's policy" \
+        $([ "$got" = "api 503 api 503 login 204 login 204 " ] || echo "got '$got'") \
+        $([ "$(grep -l '^X-Rlstore-Degraded: EBUSY' "$SCRATCH"/h[1-4] | wc -l)" = 4 ] ||
+          echo "not every answer has X-Rlstore-Degraded: EBUSY")
+else
+    fail "locked database: the lock holder did not start: $(cat "$SCRATCH/lock.out")"
+fi
+s=$(http_status "$U/check/api")
+report "the lock gone: checks work again" $([ "$s" = 204 ] || echo "status $s")
+
 # ---- SIGTERM ----------------------------------------------------------------------
 kill -TERM "$MAIN_PID"
 wait "$MAIN_PID"
@@ -195,5 +218,5 @@ rc=$?
 report "SIGTERM: exit 0 and a line" $([ "$rc" = 0 ] || echo "exit $rc") \
     $(grep -q 'stopping on signal 15' "$SCRATCH/main.log" || echo "no 'stopping' line")
 report "no line on stderr but the expected ones (and libmicrohttpd's)" \
-    $(grep -vE 'listening on|stopping on signal|rlstore-auth: http: ' "$SCRATCH/main.log" | head -n 3)
+    $(grep -vE 'listening on|stopping on signal|rlstore-auth: http: |check of .* failed: EBUSY' "$SCRATCH/main.log" | head -n 3)
 finish
