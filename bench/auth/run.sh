@@ -20,8 +20,8 @@
 # to $BUILD/bench/auth.json.  A missing nginx or rlstore-auth skips in one
 # line (exit 0).
 BUILD=${BUILD:-build}
-COUNT=20000 ROUNDS=3 CONNS=8 THREADS=${AUTH_THREADS:-4}
-[ "${1:-}" = --quick ] && COUNT=5000 ROUNDS=2
+COUNT=60000 ROUNDS=3 CONNS=8 THREADS=${AUTH_THREADS:-4}
+[ "${1:-}" = --quick ] && COUNT=10000 ROUNDS=2
 AUTH=$BUILD/rlstore-auth LOAD=$BUILD/bench/authload RLCTL=$BUILD/rlctl
 if ! command -v nginx >/dev/null 2>&1; then
     echo "bench-auth skipped: nginx not installed (apt-get install nginx-light)"; exit 0
