@@ -325,7 +325,9 @@ bench-compare:
 # proxied request through nginx + auth_request + rlstore-auth against nginx
 # limit_req (figures in docs/PERFORMANCE.md); `make bench-auth` alone.
 AUTH_SRCS    := $(sort $(wildcard auth/*.c))
-AUTH_TESTS   := $(sort $(wildcard tests/auth/test_*.sh))
+AUTH_TESTS   := $(filter-out %/test_pg.sh,$(sort $(wildcard tests/auth/test_*.sh)))
+# rlstore-auth on PostgreSQL: the PostgreSQL pass only
+PG_SCRIPTS   += $(wildcard tests/auth/test_pg.sh)
 MHD_FOUND    := $(shell pkg-config --exists libmicrohttpd 2>/dev/null && echo 1)
 ifeq ($(MHD_FOUND)$(if $(AUTH_SRCS),1),11)
 MHD_CFLAGS   := $(shell pkg-config --cflags libmicrohttpd)
