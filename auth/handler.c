@@ -150,9 +150,10 @@ static enum MHD_Result check(struct MHD_Connection *c, const char *url, const ch
     int deny_status, rc;
     enum auth_result out;
     enum MHD_Result ret;
-    if (req_action(c, url, method, action, why, sizeof why) != 0 ||
-        req_key(c, addr, sizeof addr, &key, why, sizeof why) != 0 ||
-        req_deny_status(c, &deny_status, why, sizeof why) != 0) {
+    /* sizeof why - 1: room for the newline the body ends with */
+    if (req_action(c, url, method, action, why, sizeof why - 1) != 0 ||
+        req_key(c, addr, sizeof addr, &key, why, sizeof why - 1) != 0 ||
+        req_deny_status(c, &deny_status, why, sizeof why - 1) != 0) {
         strcat(why, "\n");
         metrics_count(NULL, RES_BAD_REQUEST, now_us() - t0);
         return respond(c, MHD_HTTP_BAD_REQUEST, why, NULL, NULL, NULL);
