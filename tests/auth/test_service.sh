@@ -12,6 +12,7 @@
 #     X-Forwarded-Uri/-Method (Traefik, Caddy) and X-Original-URI (nginx);
 #   - bad input, a 400 with one line each: a malformed or repeated header,
 #     an oversized key, an unknown or invalid action, a path that walks;
+#   - garbage on the wire (tests/auth/garbage.py): no crash, no 2xx;
 #   - X-Rlstore-Deny-Status, /healthz, 404, HEAD, a request with a body,
 #     keep-alive, IPv6, SIGTERM.
 # A missing rlstore-auth or curl skips the suite in one line.
@@ -144,6 +145,15 @@ s=$(http_status "$U/check/api" -H "X-Big: $(head -c 40000 /dev/zero | tr '\0' a)
 report "a head over the memory limit: refused, no crash" $([ "${s#4}" != "$s" ] || [ "$s" = 000 ] || echo "status $s")
 s=$(http_status "$U/healthz")
 report "the service lives on after bad input" $([ "$s" = 200 ] || echo "status $s")
+
+python3 tests/auth/garbage.py "$AUTH_PORT" >"$SCRATCH/garbage" 2>&1
+# (bare LF line ends are a request RFC 9112 lets a server accept)
+report "garbage on the wire: no 2xx, every connection answered or closed" \
+    $(grep -v '^bare LF' "$SCRATCH/garbage" | grep -E ': HTTP/1\.[01] 2') \
+    $([ "$(wc -l <"$SCRATCH/garbage")" = 10 ] || echo "the client failed: $(tail -n 1 "$SCRATCH/garbage")")
+s=$(http_status "$U/healthz")
+report "the service lives on after garbage" $([ "$s" = 200 ] || echo "status $s") \
+    $(kill -0 "$MAIN_PID" || echo "the process is gone")
 
 # ---- --key-header -----------------------------------------------------------------
 auth_start keyed --db "$DB" --key-header X-User --action-header '' ||
