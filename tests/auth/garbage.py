@@ -24,7 +24,8 @@ CASES = [
 def main():
     port = int(sys.argv[1])
     for name, data in CASES:
-        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        # a connection the service keeps open is given up after 3 s
+        s = socket.create_connection(("127.0.0.1", port), timeout=3)
         try:
             s.sendall(data)
             if name.startswith("half") or name == "binary":
