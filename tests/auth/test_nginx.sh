@@ -14,7 +14,8 @@
 #   - the database locked (storage failure): an action whose policy denies
 #     answers 503, one whose policy allows lets the request through;
 #   - `nginx -s reload` in the middle of traffic: the counts stay exact;
-#   - /metrics counts what happened.
+#   - /metrics counts what happened;
+#   - rlstore-auth gone: the limited locations fail closed (500).
 # A missing nginx, python3 or rlstore-auth skips the suite in one line.
 cd "$(dirname "$0")/../.." || exit 2
 . tests/suite_lib.sh
@@ -144,4 +145,14 @@ report "/metrics: api error_denied 2, login error_allowed 1" \
     $([ "$(metric login error_allowed)" = 1 ] || echo "login error_allowed '$(metric login error_allowed)'")
 report "/metrics: a latency histogram" \
     $(echo "$m" | grep -q '^rlstore_auth_check_seconds_bucket{le="+Inf"} [1-9]' || echo "no histogram")
+
+# ---- rlstore-auth gone: the limited locations fail closed ------------------------
+kill -TERM "$AUTH_PID"
+wait "$AUTH_PID"
+n0=$(hits /api/gone)
+s=$(http_status --interface 127.0.0.7 "$BASE/api/gone")
+report "rlstore-auth down: a limited location answers 500" $([ "$s" = 500 ] || echo "status $s") \
+    $([ "$(hits /api/gone)" = "$n0" ] || echo "the application saw the request")
+s=$(http_status --interface 127.0.0.7 "$BASE/free")
+report "rlstore-auth down: the rest of the site is served" $([ "$s" = 200 ] || echo "status $s")
 finish
