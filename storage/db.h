@@ -123,6 +123,8 @@ struct rls_db {
     struct rls_trust trust;
     struct rls_stats stats;
     struct rls_denystate deny;
+    struct rls_memclass *mem;      /* `durability: memory` limits (memclass.c), or NULL */
+    char *shm_dir_owned;           /* rls_open's copy of opt.shm_dir */
 };
 
 /* Handle-level driver calls (sql.h). */
