@@ -150,7 +150,7 @@ static int load_key(rls_db *db, key_ctx *ctx)
                           action, rls__key_kind_name(ctx->act->key_kind),
                           kl == -2 || kl > 0 ? "too long" : why);
     ctx->keylen = (size_t)kl;
-    canon_key(ctx);
+    ctx->canon_done = 0;   /* when a load needs it (the fast path never does) */
     ctx->planned = KEYCTX_KEY;
     ctx->plan_rules = db->rc.rules;
     ctx->plan_gen = db->rc.rules_gen;
@@ -225,6 +225,10 @@ int rls__keyctx_reload(rls_db *db, key_ctx *ctx, int64_t now)
                ctx->plan_gen == db->rc.rules_gen && db->rc.rules;
     if (!same && (rc = load_key(db, ctx)))
         return rc;
+    if (!ctx->canon_done) {
+        canon_key(ctx);
+        ctx->canon_done = 1;
+    }
     if ((rc = read_policy(db, ctx, now)))
         return rc;
     /* resolved before without policy rows, and there are none: the same */

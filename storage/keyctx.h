@@ -28,6 +28,7 @@ typedef struct key_ctx {
      * when it differs from the normalised key, else the key as given. */
     char canon[RLS_KEY_MAX_LIMIT + 64];
     size_t canonlen;
+    int canon_done;                     /* canon and probe are set (a load's) */
     const char *probe;
     size_t probelen;
     int policy_maybe;                   /* rows of every action may apply that
