@@ -316,8 +316,8 @@ static int snapshot(rls_db *db, key_ctx *ctx, const int *idx, int k)
     rls__shm_unlock(&tx);
     if (rc)
         return shm_error(db, rc);
-    if (db->conn.in_tx)
-        m->n = first + (size_t)k;   /* outside a transaction nothing is kept */
+    if (db->conn.in_tx && db->conn.tx_write)
+        m->n = first + (size_t)k;   /* a read (a peek, a listing) keeps nothing */
     return RLS_OK;
 }
 
@@ -347,8 +347,6 @@ int rls__mem_read(rls_db *db, key_ctx *ctx)
     for (int j = 0; j < k; j++)
         if ((rc = ctx_take(db, ctx, idx[j], &m->p[base + (size_t)j].snap)))
             return rc;
-    if (!db->conn.in_tx)
-        m->n = base;
     return RLS_OK;
 }
 

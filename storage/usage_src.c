@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "keycount.h"
+#include "memclass.h"
 #include "usage.h"
 
 /* ---- statements ------------------------------------------------------------ */
@@ -477,13 +478,97 @@ static int small_by_action(usage_ctx *u, usage_src *s)
     return RLS_OK;
 }
 
+/* ---- durability: memory keys ------------------------------------------------
+ * They have no row to walk in key order: an action with a memory-class
+ * limit is listed whole (small), its universe its keys in the database and
+ * its live entries in the shared-memory table (memclass.h), so that each
+ * is peeked.  That costs a peek per key of such an action. */
+struct mem_keys {
+    usage_ctx *u;
+    usage_src *s;
+    const rule_action *act;
+    int cap, rc;
+};
+
+static int mem_key_cb(void *arg, int64_t lid, int kind, const void *key, size_t key_len,
+                      const algo_state *st)
+{
+    struct mem_keys *m = arg;
+    char k[RLS_KEY_MAX_LIMIT + 65];
+    int mine = 0;
+    (void)kind;
+    (void)st;
+    for (int t = -1; !mine && t < m->act->ntiers; t++) {
+        const rule_limit *ls = t < 0 ? m->act->limits : m->act->tiers[t].limits;
+        int n = t < 0 ? m->act->nlimits : m->act->tiers[t].nlimits;
+        for (int i = 0; i < n && !mine; i++)
+            mine = ls[i].id == lid && rls__mem_limit(&ls[i]);
+    }
+    if (!mine || key_len >= sizeof k || memchr(key, '\0', key_len))
+        return 0;
+    memcpy(k, key, key_len);
+    k[key_len] = '\0';
+    if (m->u->substr && !strstr(k, m->u->substr))
+        return 0;
+    m->rc = uni_add(m->u, m->s, k, &m->cap);
+    return m->rc ? -1 : 0;
+}
+
+/* s's whole universe, database and table, sorted and unique. */
+static int mem_universe(usage_ctx *u, usage_src *s)
+{
+    struct mem_keys m = {u, s, rls__ruleset_action(u->db->rc.rules, s->action), 0, RLS_OK};
+    rls_stmt *st;
+    char **keys;
+    int n, rc;
+    if (s->small == 2)
+        return RLS_OK;   /* done */
+    for (int i = 0; i < s->nuni; i++)
+        free(s->uni[i]);
+    free(s->uni);
+    s->uni = NULL;
+    s->nuni = 0;
+    if ((rc = rls__usage_stmt(u, UST_FWD, &st)))
+        return rc;
+    bind_all(u, st, s->action, INT64_MAX, NULL, 0);
+    if ((rc = read_keys(u, st, &keys, NULL, &n, 0)))
+        return rc;
+    s->uni = keys;
+    s->nuni = m.cap = n;
+    if (m.act && (rc = rls__mem_each(u->db, u->now, mem_key_cb, &m)) == -1)
+        rc = m.rc;
+    if (rc)
+        return rc;
+    if (s->nuni > 1)
+        qsort(s->uni, (size_t)s->nuni, sizeof *s->uni, cmp_str);
+    n = 0;
+    for (int k = 0; k < s->nuni; k++) {
+        if (n > 0 && strcmp(s->uni[k], s->uni[n - 1]) == 0)
+            free(s->uni[k]);
+        else
+            s->uni[n++] = s->uni[k];
+    }
+    s->nuni = n;
+    s->nkeys = n;
+    s->small = 2;   /* small, and the table's keys are in */
+    return RLS_OK;
+}
+
+static int mem_src(const usage_ctx *u, const usage_src *s)
+{
+    return rls__mem_action_has(u->db->rc.rules, s->action);
+}
+
 int rls__usage_small(usage_ctx *u)
 {
     int rc = RLS_OK;
     if (u->substr)
-        return small_by_substr(u);
-    for (int i = 0; rc == RLS_OK && u->few_keys && i < u->nsrc; i++)
+        rc = small_by_substr(u);
+    for (int i = 0; rc == RLS_OK && !u->substr && u->few_keys && i < u->nsrc; i++)
         rc = small_by_action(u, &u->src[i]);
+    for (int i = 0; rc == RLS_OK && i < u->nsrc; i++)
+        if (mem_src(u, &u->src[i]))
+            rc = mem_universe(u, &u->src[i]);
     return rc;
 }
 
@@ -718,17 +803,22 @@ int rls__usage_count(usage_ctx *u, int64_t *n)
     rls_stmt *st;
     int rc = RLS_OK, step;
     *n = 0;
-    for (int i = 0; rc == RLS_OK && !u->substr && i < u->nsrc; i++) {
+    for (int i = 0; rc == RLS_OK && i < u->nsrc; i++) {
         int64_t k = 0;
-        rc = rls__keycount_get(u->db, u->src[i].action, &k);
-        *n += k;
+        if (mem_src(u, &u->src[i])) {   /* listed whole: its universe */
+            if ((rc = mem_universe(u, &u->src[i])) == RLS_OK)
+                *n += u->src[i].nuni;
+        } else if (!u->substr) {
+            rc = rls__keycount_get(u->db, u->src[i].action, &k);
+            *n += k;
+        }
     }
     if (rc == RLS_OK && u->substr && (rc = rls__usage_stmt(u, UST_COUNT_SUB, &st)) == RLS_OK) {
         bind_all(u, st, "", 0, NULL, 0);
         while ((step = sql_step(st)) == SQL_ROW) {
             const char *a = (const char *)sql_column_text(st, 0);
             for (int i = 0; a && i < u->nsrc; i++)
-                if (strcmp(a, u->src[i].action) == 0)
+                if (strcmp(a, u->src[i].action) == 0 && !mem_src(u, &u->src[i]))
                     *n += sql_column_int64(st, 1);
         }
         sql_reset(st);
@@ -737,6 +827,8 @@ int rls__usage_count(usage_ctx *u, int64_t *n)
     }
     /* and the blocked keys without counters */
     for (int i = 0; rc == RLS_OK && i < u->nsrc; i++) {
+        if (mem_src(u, &u->src[i]))
+            continue;
         if ((rc = rls__usage_stmt(u, UST_COUNT_BLOCKED, &st)))
             break;
         bind_all(u, st, u->src[i].action, 0, NULL, 0);

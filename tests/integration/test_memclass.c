@@ -295,6 +295,57 @@ static void policy_on_memory_limits(void **state)
     it_free(t);
 }
 
+/* The keys of a row set's "key" column, joined by spaces. */
+static void usage_keys(rls_db *db, const char *action, const char *substr, char *out,
+                       size_t cap, int64_t *count)
+{
+    rls_usage_query q;
+    rls_rows *rows = NULL;
+    memset(&q, 0, sizeof q);
+    q.size = sizeof q;
+    q.action = action;
+    q.key_substr = substr;
+    q.sort = RLS_SORT_KEY;
+    q.limit = 100;
+    int rc = rls_usage_at(db, &q, NOW, &rows);
+    if (rc != RLS_OK)
+        fail_msg("usage: %s: %s", rls_errname(rc), rls_errmsg(db));
+    out[0] = '\0';
+    int kc = rls_rows_find(rows, "key"), uc = rls_rows_find(rows, "used");
+    for (int i = 0; i < rls_rows_count(rows); i++) {
+        size_t o = strlen(out);
+        snprintf(out + o, cap - o, "%s%s=%lld", o ? " " : "", rls_rows_text(rows, i, kc),
+                 (long long)rls_rows_int(rows, i, uc));
+    }
+    rls_rows_free(rows);
+    assert_int_equal(rls_usage_count_at(db, &q, NOW, count), RLS_OK);
+}
+
+static void usage_lists_memory_keys(void **state)
+{
+    (void)state;
+    itest *t = mt_new(1024);
+    char got[1024];
+    int64_t n = 0;
+    assert_int_equal(it_admit_n(t, "m", "bob", 2, NOW), 2);
+    assert_int_equal(it_admit_n(t, "m", "alice", 3, NOW), 3);
+    assert_int_equal(it_admit_n(t, "mix", "carol", 1, NOW), 1);
+    assert_int_equal(it_admit_n(t, "d", "dave", 1, NOW), 1);
+    usage_keys(t->db, "m", NULL, got, sizeof got, &n);
+    assert_string_equal(got, "alice=3 bob=2");
+    assert_int_equal(n, 2);
+    usage_keys(t->db, "mix", NULL, got, sizeof got, &n);
+    assert_string_equal(got, "carol=1");
+    usage_keys(t->db, "m", "li", got, sizeof got, &n);
+    assert_string_equal(got, "alice=3");
+    assert_int_equal(n, 1);
+    /* a reset key is gone from the list */
+    assert_int_equal(rls_reset_at(t->db, "m", "bob", NOW), RLS_OK);
+    usage_keys(t->db, "m", NULL, got, sizeof got, &n);
+    assert_string_equal(got, "alice=3");
+    it_free(t);
+}
+
 static void loader_refuses_long_memory_log(void **state)
 {
     (void)state;
@@ -543,6 +594,7 @@ int main(void)
         cmocka_unit_test(batch_with_memory_items),
         cmocka_unit_test(peek_refund_reservations),
         cmocka_unit_test(policy_on_memory_limits),
+        cmocka_unit_test(usage_lists_memory_keys),
         cmocka_unit_test(loader_refuses_long_memory_log),
         cmocka_unit_test(full_table_answers_by_policy),
         cmocka_unit_test(unusable_shm_dir_answers_by_policy),
