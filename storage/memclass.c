@@ -180,8 +180,12 @@ int rls__mem_table(rls_db *db, rls__shm **out)
         return rls__error(db, RLS_ECANTOPEN, "the shared-memory table of durability: memory "
                           "limits has no name: the database's identity cannot be read");
     if (m->state == 0) {
-        /* an existing table keeps its geometry (rlstore.h, shm_slots) */
-        rls__shm_geom g = {db->ident.opt.shm_slots, (uint32_t)db->ident.opt.max_key_len,
+        /* an existing table keeps its geometry (rlstore.h, shm_slots); the
+         * tools open with RLS_KEY_MAX_LIMIT to read any key, which is not
+         * a length keys are made with: their table takes the default */
+        int kl = db->ident.opt.max_key_len;
+        rls__shm_geom g = {db->ident.opt.shm_slots,
+                           (uint32_t)(kl == RLS_KEY_MAX_LIMIT ? RLS_KEY_MAX_DEFAULT : kl),
                            RULES_MEMORY_LOG_MAX};
         int rc = rls__shm_open(&m->t, m->path, NULL, why, sizeof why);
         if (rc == RLS_ENOTFOUND)
@@ -280,6 +284,8 @@ static int too_many(rls_db *db)
                       "transaction", RLS__SHM_TXN_MAX);
 }
 
+static int attach(rls_db *db);
+
 /* Snapshots of the memory items of ctx not yet in the transaction, in one
  * shm transaction, as new entries of m->p (from index first). */
 static int snapshot(rls_db *db, key_ctx *ctx, const int *idx, int k)
@@ -289,8 +295,18 @@ static int snapshot(rls_db *db, key_ctx *ctx, const int *idx, int k)
     rls__shm_item it[RLS__SHM_TXN_MAX];
     rls__shm_txn tx;
     size_t first = m->n;
-    int rc = rls__mem_table(db, &t);
-    if (rc)
+    int rc, reading = !(db->conn.in_tx && db->conn.tx_write);
+    if (reading) {   /* a read makes no table: without one, every state is new */
+        int a = attach(db);
+        if (a < 0)
+            return -a;
+        if (a == 0) {
+            for (int j = 0; j < k; j++)
+                memset(&m->p[first + (size_t)j].snap, 0, sizeof m->p[0].snap);
+            return RLS_OK;
+        }
+    }
+    if ((rc = rls__mem_table(db, &t)))
         return rc;
     if (m->n + (size_t)k > RLS__SHM_TXN_MAX)
         return too_many(db);
@@ -563,8 +579,11 @@ int rls__mem_fast(rls_db *db, struct check_call *call, int *rcp)
     for (int i = 0; i < ctx->n; i++)
         if (!rls__mem_limit(ctx->rl[i].def))
             return 0;
-    if (rls__mem_table(db, &t) != RLS_OK)
-        return 0;   /* the database path reports it */
+    if (call->op == CHECK_OP_PEEK ? attach(db) <= 0 : rls__mem_table(db, &t) != RLS_OK) {
+        db->errmsg[0] = '\0';
+        return 0;   /* the database path reports it (a peek makes no table) */
+    }
+    t = db->mem->t;
     for (int i = 0; i < ctx->n; i++)
         item_of(&it[i], ctx->rl[i].def->id, ctx->rl[i].def->algorithm, ctx->key, ctx->keylen);
     if (ctx->n > 0) {
