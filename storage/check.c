@@ -301,10 +301,12 @@ static int check_tx_once(rls_db *db, struct check_call *call)
         rls__cache_validate(db);
     call->committed = charge;
     /* A plain check's commit bumps no generation (stmt.c); a penalty block
-     * or a reservation it wrote is a row other handles' memory-class fast
-     * paths must see (memclass.c) */
+     * or a reservation it wrote for an action with a memory-class limit is
+     * a row other handles' fast paths must see (memclass.c).  Such rows of
+     * other actions do not concern those actions' keys. */
     if (charge && !call->blocked &&
-        (call->penalty || (call->op == CHECK_OP_RESERVE && call->res->allowed)))
+        (call->penalty || (call->op == CHECK_OP_RESERVE && call->res->allowed)) &&
+        rls__mem_action_has(db->rc.rules, call->action))
         rls__deny_bump(db);
     rls__mem_trust(db, call);
     return RLS_OK;
