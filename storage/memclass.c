@@ -487,9 +487,13 @@ int rls__mem_learn(rls_db *db, struct check_call *call)
     if (!m)
         return RLS_OK;
     m->learned = 0;   /* what an earlier transaction learned is not this one's */
-    if (!call->deny_usable)
+    if (!call->deny_usable || !rls__mem_action_has(db->rc.rules, call->action))
         return RLS_OK;
-    if (!rls__mem_action_has(db->rc.rules, call->action))
+    /* a trust with more than half its time left needs no statement (a mixed
+     * action's checks would pay one each) */
+    int64_t mono = mono_ms();
+    if (m->trusted && mono >= 0 && mono - m->mono < MEM_TRUST_MS / 2 &&
+        __atomic_load_n(db->deny.deny_gen, __ATOMIC_ACQUIRE) == m->gen)
         return RLS_OK;
     if (db->trust.tx_trusted && db->trust.empties_known) {
         m->pol_none = db->trust.policy_none;
@@ -513,9 +517,9 @@ int rls__mem_learn(rls_db *db, struct check_call *call)
 void rls__mem_trust(rls_db *db, const struct check_call *call)
 {
     struct rls_memclass *m = db->mem;
-    if (!m || !call->deny_usable || !call->committed)
-        return;
-    m->trusted = m->learned && m->pol_none && m->res_none;
+    if (!m || !call->deny_usable || !call->committed || !m->learned)
+        return;   /* nothing learned: the trust stands as it was (fast_allowed) */
+    m->trusted = m->pol_none && m->res_none;
     m->learned = 0;
     m->gen = call->deny_gen;
     m->rules_gen = db->rc.rules_gen;
