@@ -175,11 +175,17 @@ typedef struct rls_options {
                                then per thread.  Default 0: one thread at
                                a time; 0 or 1, else EINVAL              */
     const char *shm_dir;    /* folder of the shared-memory table of
-                               `durability: memory` limits; NULL (default):
-                               /dev/shm.  Copied by rls_open()               */
-    unsigned int shm_slots; /* entries of that table when rls_open() makes
-                               it (default 65536); an existing table keeps
-                               its size                                      */
+                               `durability: memory` limits (one file per
+                               database and host, made at the first such
+                               check; lost at a reboot); NULL (default):
+                               /dev/shm.  Copied by rls_open(); "" is
+                               EINVAL; missing or not writable: that check
+                               fails with ECANTOPEN (failure policy)       */
+    unsigned int shm_slots; /* entries of that table when this handle makes
+                               it (default 65536, 0 = default; 32..2^26,
+                               else EINVAL; ~900 bytes each with 256-byte
+                               keys); an existing table keeps its size;
+                               full: a new key's check fails with EFULL  */
     int no_upgrade;         /* 1: never migrate the schema on open; an older
                                one fails with RLS_EOLDSCHEMA (default 0)    */
     void (*log_fn)(void *log_ctx, int level, const char *line);
