@@ -130,7 +130,7 @@ void rls__mem_init(rls_db *db)
     db->mem = calloc(1, sizeof *db->mem);
     if (!db->mem)
         return;
-    if (db->be == &rls__pg_backend) {
+    if (db->be != &rls__sqlite_backend) {   /* PostgreSQL (the driver's table) */
         pg_identity(db->ident.path, id, sizeof id);
     } else {
         const char *f = db->ident.opt.counters_path ? db->ident.opt.counters_path
