@@ -22,14 +22,16 @@
 #include "db.h"   /* rls__group_waiting: a group has formed */
 
 #define NOW (T0 + 3600000)
-#define NALGO 7
+#define NALGO 9
 #define NKEYS 3
 #define THREADS 8
 
-static const char *ACTIONS[NALGO] = {"fw", "sw", "sl", "tb", "gc", "lb", "two"};
+static const char *ACTIONS[NALGO] = {"fw", "sw", "sl", "tb", "gc", "lb", "mfw", "mix", "two"};
 
-/* Every algorithm with capacity CAP at one instant, and an action of two
- * limits whose smaller decides. */
+/* Every algorithm with capacity CAP at one instant, a `durability: memory`
+ * limit (the shared-memory table, its fast path under the handle lock) and
+ * an action mixing one with a durable limit, and an action of two limits
+ * whose smaller decides. */
 #define CAP 24
 static const char *RULES =
     "version: 1\n"
@@ -40,6 +42,12 @@ static const char *RULES =
     "  tb: { limits: [ { name: tb, algorithm: token_bucket, limit: 24, window: 1h } ] }\n"
     "  gc: { limits: [ { name: gc, algorithm: gcra, limit: 24, window: 1h } ] }\n"
     "  lb: { limits: [ { name: lb, algorithm: leaky_bucket, limit: 24, window: 1h } ] }\n"
+    "  mfw: { limits: [ { name: m, algorithm: fixed_window, limit: 24, window: 1h,"
+    " durability: memory } ] }\n"
+    "  mix:\n"
+    "    limits:\n"
+    "      - { name: mem, algorithm: token_bucket, limit: 24, window: 1h, durability: memory }\n"
+    "      - { name: dur, algorithm: fixed_window, limit: 1000, window: 1d }\n"
     "  two:\n"
     "    limits:\n"
     "      - { name: big, algorithm: fixed_window, limit: 1000, window: 1d }\n"
@@ -49,14 +57,19 @@ static const char *RULES =
     "    on_error: allow\n"
     "    limits: [ { name: l, algorithm: fixed_window, limit: 5, window: 1h } ]\n";
 
-static rls_db *open_ts(const char *path, int busy_ms)
+/* A thread-safe handle on t's database; the memory table in t's scratch
+ * folder (never /dev/shm: PostgreSQL's URIs name a new table each run),
+ * small. */
+static rls_db *open_ts(const itest *t, int busy_ms)
 {
     rls_options o;
     rls_db *db = NULL;
     rls_options_init(&o);
     o.thread_safe = 1;
     o.busy_timeout_ms = busy_ms;
-    int rc = rls_open(&db, path, &o);
+    o.shm_dir = t->dir;
+    o.shm_slots = 1024;
+    int rc = rls_open(&db, t->path, &o);
     if (rc != RLS_OK)
         fail_msg("open: %s: %s", rls_errname(rc), rls_errmsg(NULL));
     return db;
@@ -211,7 +224,7 @@ static int rounds_for_backend(void)
 static void threads_are_exact(void **state)
 {
     itest *t = it_new(RULES);
-    rls_db *db = open_ts(t->path, 60000);
+    rls_db *db = open_ts(t, 60000);
     struct tally *tl = calloc(1, sizeof *tl);
     assert_non_null(tl);
     run_threads(db, tl, rounds_for_backend(), 0);
@@ -226,7 +239,7 @@ static void processes_with_threads_are_exact(void **state)
 {
     enum { PROCS = 3 };
     itest *t = it_new(RULES);
-    rls_db *db = open_ts(t->path, 60000);
+    rls_db *db = open_ts(t, 60000);
     struct tally *tl = mmap(NULL, sizeof *tl, PROT_READ | PROT_WRITE,
                             MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     assert_true(tl != MAP_FAILED);
@@ -280,7 +293,7 @@ static void *err_worker(void *arg)
 static void errmsg_is_per_thread(void **state)
 {
     itest *t = it_new(RULES);
-    rls_db *db = open_ts(t->path, 60000);
+    rls_db *db = open_ts(t, 60000);
     pthread_t th[4];
     struct errw e[4];
     for (int i = 0; i < 4; i++) {
@@ -333,7 +346,7 @@ static void group_decides_each_member_alone(void **state)
 {
     IT_SQLITE_ONLY();
     itest *t = it_new(RULES);
-    rls_db *db = open_ts(t->path, 60000);
+    rls_db *db = open_ts(t, 60000);
     for (int i = 0; i < 5; i++)   /* "other" "full" is used up */
         it_check_on(db, "other", "full", 1, NOW, NULL);
     sqlite3 *lk = it_lock_db(t);
