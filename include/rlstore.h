@@ -386,12 +386,8 @@ RLS_EXTERN int rls_key_escape(const char *key, char *buf, size_t size);
  * yaml need not be NUL-terminated.  name is used in error messages (may be
  * NULL).  comment may be NULL.  On success *version (may be NULL) gets the
  * new version number.  On ECONFIG, rls_errmsg() names line and column of
- * the first error; nothing is stored (rls_rules_validate lists them all).
- * Rules that are the same as the active ones once parsed (a comment, key
- * order, quoting or spacing changed, nothing else) store nothing and
- * write no audit row: *version gets the active version, so an application
- * may apply its rules at every start (rls_rules_apply_v2 says which
- * happened and can force a version).
+ * the first error; nothing is stored.  Rules the same as the active ones
+ * once parsed store nothing (*version: the active one): rls_rules_apply_v2.
  */
 RLS_EXTERN int rls_rules_apply(rls_db *db, const char *yaml, size_t len,
                                const char *name, const char *comment,
@@ -406,20 +402,12 @@ RLS_EXTERN int rls_rules_apply_if_at(rls_db *db, const char *yaml, size_t len,
                                      const char *name, const char *comment,
                                      int64_t expect, int64_t now_ms, int64_t *version);
 
-/* ---- applying rules, telling what happened (RLSTORE_0.8) --------------
- * (rls_rules_validate, also 0.8, is with the rule sets below.)
- * Flags of rls_rules_apply_v2: RLS_APPLY_FORCE stores a new version even
- * when the rules are the same as the active ones. */
+/* (RLSTORE_0.8) As rls_rules_apply_at; *changed (may be NULL; 0 on error)
+ * is 1 when a version was stored, 0 when the rules are the same as the
+ * active ones once parsed (comments, key order, spacing aside): nothing
+ * stored or audited, *version the active one.  RLS_APPLY_FORCE stores
+ * anyway; another flag is EINVAL.  rls_rules_apply(3) has the details. */
 #define RLS_APPLY_FORCE 1u
-/*
- * As rls_rules_apply_at, and *changed (may be NULL) tells what happened:
- * 1 a new version was stored (*version), 0 the rules are the same as the
- * active ones once parsed, nothing was stored or audited and *version is
- * the active version.  Same means every value a check acts on is equal: a
- * comment, the order of keys in a mapping, quoting or spacing is not a
- * change; a limit, window, time zone or the order of a list of limits is.
- * An unknown flag is EINVAL.  *changed is 0 on any error.
- */
 RLS_EXTERN int rls_rules_apply_v2(rls_db *db, const char *yaml, size_t len,
                                   const char *name, const char *comment,
                                   unsigned int flags, int64_t *version, int *changed);
@@ -529,22 +517,11 @@ RLS_EXTERN int rls_rules_describe(rls_db *db, int64_t version, rls_rows **tiers,
 RLS_EXTERN int rls_rules_dry_run_at(rls_db *db, const char *yaml, size_t len,
                                     const char *name, int64_t now_ms, rls_rows **over);
 
-/* (RLSTORE_0.8) */
-/*
- * Validates a rule file as rls_rules_apply would, without a database (for
- * `rlctl lint`, or a deploy script's check before it applies): RLS_OK if
- * the rules are valid, RLS_ECONFIG if not, RLS_ENOMEM, or RLS_EINVAL
- * (yaml NULL with len > 0).  *errors (may be NULL) receives one row per
- * error, in file order: line and column (1-based; 0 when the error has no
- * place, e.g. an empty file), path (where in the rules, e.g.
- * "actions.signup.limits[0]"; NULL when none), message (e.g. "unknown
- * field 'limt' (did you mean 'limit'?)") and text, the whole error as
- * tools print it: "NAME:LINE:COL: PATH: MESSAGE" (name NULL or "": "rules").
- * At most 64 errors are listed; a file with more gets a last row without
- * a place, "N more errors not listed".  No rows when valid.  Free with
- * rls_rows_free(); NULL on ENOMEM and EINVAL.  Thread-safe; loads time
- * zones from the system as an apply does.
- */
+/* (RLSTORE_0.8) Validates yaml as an apply would, without a database:
+ * RLS_OK, ECONFIG, ENOMEM or EINVAL.  *errors (may be NULL): every error
+ * in file order (at most 64, then "N more errors not listed"): line,
+ * column (0: no place), path (NULL: none), message, text ("NAME:LINE:COL:
+ * PATH: MESSAGE"; name NULL: "rules"); rls_rules_apply(3). */
 RLS_EXTERN int rls_rules_validate(const char *yaml, size_t len, const char *name,
                                   rls_rows **errors);
 
