@@ -332,14 +332,78 @@ static int unknown_sub(rlctl_ctx *ctx, const char *name, const char *sub, const 
                       subs);
 }
 
+/* help --json: the command table itself, for completions and wrappers. */
+static void json_opts(const rlctl_opt *o)
+{
+    json_arr_begin();
+    for (int i = 0; i < nopts(o); i++) {
+        json_obj_begin();
+        json_key("name");
+        json_str(o[i].name);
+        json_key("arg");
+        json_str(o[i].arg);
+        json_key("help");
+        json_str(o[i].help);
+        json_obj_end();
+    }
+    json_arr_end();
+}
+
+static void json_cmd(const rlctl_cmd *c)
+{
+    json_obj_begin();
+    json_key("name");
+    json_str(c->name);
+    json_key("sub");
+    json_str(c->sub);
+    json_key("args");
+    json_opt_str(c->args);
+    json_key("summary");
+    json_str(c->summary);
+    json_key("options");
+    json_opts(c->opts);
+    json_obj_end();
+}
+
+static int help_json(const char *name, const char *sub)
+{
+    json_obj_begin();
+    json_key("commands");
+    json_arr_begin();
+    for (int i = 0; i < NCOMMANDS; i++)
+        if (!name || (strcmp(commands[i].name, name) == 0 &&
+                      (!sub || (commands[i].sub && strcmp(commands[i].sub, sub) == 0))))
+            json_cmd(&commands[i]);
+    json_arr_end();
+    json_key("global_options");
+    json_opts(global_opts);
+    json_key("exit_codes");
+    json_arr_begin();
+#define RLCTL__EXIT_JSON(name, code, text) \
+    json_obj_begin(), json_key("code"), json_int(code), json_key("name"), json_str(#name), \
+        json_key("meaning"), json_str(text), json_obj_end();
+    RLCTL_EXIT_MAP(RLCTL__EXIT_JSON)
+#undef RLCTL__EXIT_JSON
+    json_arr_end();
+    json_obj_end();
+    json_end_line();
+    return 0;
+}
+
 int cmd_help(rlctl_ctx *ctx)
 {
     int has_subs;
     if (ctx->nargs == 0) {
+        if (ctx->json)
+            return help_json(NULL, NULL);
         print_help(stdout);
         return 0;
     }
     const rlctl_cmd *c = find_cmd(ctx->args[0], ctx->nargs > 1 ? ctx->args[1] : NULL, &has_subs);
+    if (c && ctx->json)
+        return help_json(c->name, c->sub);
+    if (!c && has_subs && ctx->nargs == 1 && ctx->json)
+        return help_json(ctx->args[0], NULL);
     if (!c && has_subs && ctx->nargs == 1) {
         for (int i = 0; i < NCOMMANDS; i++)
             if (strcmp(commands[i].name, ctx->args[0]) == 0)

@@ -154,9 +154,18 @@ void json_int(int64_t v);
 void json_bool(int b);
 void json_null(void);
 void json_end_line(void);          /* newline after the top-level value     */
-/* Every row as an object, every column by its name; key-like columns
- * (key, pattern) are escaped with rls_key_escape. */
+/* Typed values (rlctl(1), JSON OUTPUT): text that may be absent (NULL or
+ * "" -> null); a time as two members, STEM_ms (epoch ms) and STEM_at
+ * (ISO-8601 UTC), both null for 0 (none, never, forever). */
+void json_opt_str(const char *s);
+void json_time(const char *stem, int64_t ms);
+/* Every row as an object, every column by its name, typed: flags as
+ * booleans, times as NAME_ms and NAME_at, empty text as null; key-like
+ * columns (key, pattern) are escaped with rls_key_escape. */
 void json_rows(const rls_rows *rows);
+/* The same, but the columns named in counts (NULL-terminated) are counts
+ * whatever their name says (stats: "allowed" checks, not a flag). */
+void json_rows_counting(const rls_rows *rows, const char *const *counts);
 /* One row as an object (the first row, or {} if none). */
 void json_row_obj(const rls_rows *rows, int row);
 
