@@ -86,7 +86,7 @@ done
 # ---- values and dynamic completions -------------------------------------------------
 db=$TMP/cwd/demo.db
 "$RLCTL" --db "$db" init examples/demo.yaml >/dev/null 2>&1 || fail "rlctl init failed"
-"$RLCTL" --db "$db" --quiet apply examples/demo.yaml --comment again >/dev/null 2>&1
+"$RLCTL" --db "$db" --quiet apply examples/demo.yaml --force --comment again >/dev/null 2>&1
 expect "--sort values" "rlctl usage --sort " used key reset
 expect "actions of --db" "rlctl --db $db check " api login mail.send signup
 expect "actions, --db=PATH" "rlctl --db=$db explain s" signup
