@@ -171,8 +171,9 @@ static int dry_run(rlctl_ctx *ctx, const char *file)
     char *yaml = NULL, *active = NULL, *diff = NULL, label[64];
     size_t len = 0, alen = 0;
     long changes = 0;
-    rls_rows *over = NULL, *vers = NULL;
+    rls_rows *over = NULL;
     int64_t active_version = 0;
+    int would = 0;
     int rc = load_rules(ctx, file, &yaml, &len);
     if (rc)
         return rc;
@@ -187,6 +188,13 @@ static int dry_run(rlctl_ctx *ctx, const char *file)
         free(fe);
         goto out;
     }
+    /* would an apply store a version (the rules differ once parsed)? */
+    lrc = rls_rules_apply_v2_at(ctx->db, yaml, len, source_name(file), NULL, RLS_APPLY_DRY_RUN,
+                                ctx->now_ms, &active_version, &would);
+    if (lrc != RLS_OK) {
+        rc = fail_lib(ctx, lrc, "cannot compare with the active rules");
+        goto out;
+    }
     lrc = rls_rules_get(ctx->db, 0, &active, &alen);
     if (lrc == RLS_ENORULES) {
         active = NULL;
@@ -195,10 +203,6 @@ static int dry_run(rlctl_ctx *ctx, const char *file)
         rc = fail_lib(ctx, lrc, "cannot read the active rules");
         goto out;
     }
-    if (active && rls_rules_versions(ctx->db, &vers) == RLS_OK)
-        for (int r = 0; r < rls_rows_count(vers); r++)
-            if (row_int(vers, r, "active"))
-                active_version = row_int(vers, r, "version");
     if (active_version)
         snprintf(label, sizeof label, "active (version %lld)", (long long)active_version);
     else
@@ -216,7 +220,7 @@ static int dry_run(rlctl_ctx *ctx, const char *file)
         json_key("dry_run");
         json_bool(1);
         json_key("changed");
-        json_bool(changes > 0);
+        json_bool(would);
         json_key("active_version");
         if (active_version)
             json_int(active_version);
@@ -233,6 +237,9 @@ static int dry_run(rlctl_ctx *ctx, const char *file)
             fputs(diff, stdout);
         else if (!ctx->quiet)
             puts("no changes to the rules");
+        if (changes && !would && !ctx->quiet)
+            puts("\nthe rules are the same once parsed: applying stores nothing (--force "
+                 "stores it)");
         if (rls_rows_count(over) > 0) {
             if (!ctx->quiet)
                 printf("%s%d key(s) over a new or changed limit now:\n", changes ? "\n" : "",
@@ -247,7 +254,6 @@ out:
     rls_free(active);
     free(diff);
     rls_rows_free(over);
-    rls_rows_free(vers);
     return rc;
 }
 

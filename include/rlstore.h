@@ -405,9 +405,10 @@ RLS_EXTERN int rls_rules_apply_if_at(rls_db *db, const char *yaml, size_t len,
 /* (RLSTORE_0.8) As rls_rules_apply_at; *changed (may be NULL; 0 on error)
  * is 1 when a version was stored, 0 when the rules are the same as the
  * active ones once parsed (comments, key order, spacing aside): nothing
- * stored or audited, *version the active one.  RLS_APPLY_FORCE stores
- * anyway; another flag is EINVAL.  rls_rules_apply(3) has the details. */
+ * stored or audited, *version the active one.  Flags: FORCE stores anyway,
+ * DRY_RUN stores nothing (*changed: would it store); rls_rules_apply(3). */
 #define RLS_APPLY_FORCE 1u
+#define RLS_APPLY_DRY_RUN 2u
 RLS_EXTERN int rls_rules_apply_v2(rls_db *db, const char *yaml, size_t len,
                                   const char *name, const char *comment,
                                   unsigned int flags, int64_t *version, int *changed);
@@ -518,10 +519,9 @@ RLS_EXTERN int rls_rules_dry_run_at(rls_db *db, const char *yaml, size_t len,
                                     const char *name, int64_t now_ms, rls_rows **over);
 
 /* (RLSTORE_0.8) Validates yaml as an apply would, without a database:
- * RLS_OK, ECONFIG, ENOMEM or EINVAL.  *errors (may be NULL): every error
- * in file order (at most 64, then "N more errors not listed"): line,
- * column (0: no place), path (NULL: none), message, text ("NAME:LINE:COL:
- * PATH: MESSAGE"; name NULL: "rules"); rls_rules_apply(3). */
+ * RLS_OK, ECONFIG, ENOMEM or EINVAL.  *errors (may be NULL): every error in
+ * file order (at most 64): line, column (0: no place), path (NULL: none),
+ * message, text ("NAME:LINE:COL: PATH: MESSAGE"); rls_rules_apply(3). */
 RLS_EXTERN int rls_rules_validate(const char *yaml, size_t len, const char *name,
                                   rls_rows **errors);
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "admin.h"
 #include "config.h"
 #include "db.h"
 
@@ -230,6 +231,36 @@ int rls__rules_store(rls_db *db, const char *yaml, size_t len, const ruleset *rs
     return rc;
 }
 
+/*
+ * RLS_APPLY_DRY_RUN: would rs be stored?  The active version (*version; 0
+ * none) is read in a read transaction and parsed as an apply would; nothing
+ * is locked for writing.  *store 1 if the rules differ or none are active.
+ */
+static int would_store(rls_db *db, const ruleset *rs, int64_t *version, int *store)
+{
+    char *yaml = NULL;
+    size_t len = 0;
+    ruleset *old = NULL;
+    int rc = rls__admin_begin_read(db);
+    if (rc)
+        return rc;
+    rc = rls__rules_active(db, version);
+    if (rc == RLS_OK)
+        rc = rls__rules_yaml(db, *version, &yaml, &len);
+    if (rc == RLS_OK || rc == RLS_ENORULES) {
+        int none = rc == RLS_ENORULES;
+        if ((rc = rls__commit(db)) == RLS_OK && !none)
+            rc = rls__rules_parse(db, yaml, len, "active rules", RLS_TIME_MIN, &old);
+        db->errmsg[0] = '\0';   /* "no rules" is an answer here, not an error */
+    } else {
+        rls__rollback(db);
+    }
+    *store = rc == RLS_OK && !rls__ruleset_same(rs, old);
+    rls__ruleset_free(old);
+    free(yaml);
+    return rc;
+}
+
 /* Contract in rlstore.h (rls_rules_apply_v2_at); expect -1 = any version. */
 static int apply(rls_db *db, const char *yaml, size_t len, const char *name,
                  const char *comment, unsigned int flags, int64_t expect, int64_t now_ms,
@@ -239,9 +270,12 @@ static int apply(rls_db *db, const char *yaml, size_t len, const char *name,
     struct store_arg a = {yaml, name, comment, "rules.apply", len, NULL, expect, now_ms, 0,
                           !(flags & RLS_APPLY_FORCE), 0};
     int rc = rls__rules_parse(db, yaml, len, name, now_ms, &rs);
-    if (rc == RLS_OK && (flags & ~(unsigned int)RLS_APPLY_FORCE))
+    if (rc == RLS_OK && (flags & ~(unsigned int)(RLS_APPLY_FORCE | RLS_APPLY_DRY_RUN)))
         rc = rls__error(db, RLS_EINVAL, "unknown flags 0x%x", flags);
-    if (rc == RLS_OK) {
+    if (rc == RLS_OK && (flags & RLS_APPLY_DRY_RUN)) {
+        rc = would_store(db, rs, &a.version, &a.stored);
+        a.stored |= rc == RLS_OK && (flags & RLS_APPLY_FORCE);
+    } else if (rc == RLS_OK) {
         a.rs = rs;
         rc = store(db, &a);
     }

@@ -57,6 +57,13 @@ tcase "back to the first file is a change too" 0 --out "applied 'rules.yaml' as 
     -- --db db apply rules.yaml --now "$T0"
 naudit db
 tassert "three audit rows for three versions" test "$REPLY" = $((audits + 3))
+tcase "dry run of a comment: the same once parsed" 0 --out-has "+# deployed by the pipeline" \
+    --out-has "the rules are the same once parsed: applying stores nothing (--force stores it)" \
+    -- --db db apply same.yaml --dry-run --now "$T0"
+tcase "dry run of a comment, json" 0 --json 'assert d["changed"] is False and d["diff"] and d["active_version"] == 4' \
+    -- --db db apply same.yaml --dry-run --json --now "$T0"
+tcase "dry run of a change, json" 0 --json 'assert d["changed"] is True' \
+    -- --db db apply changed.yaml --dry-run --json --now "$T0"
 tcase "--dry-run takes no --force" 2 --err-has "--dry-run stores nothing" -- --db db apply rules.yaml --dry-run --force
 
 # ---- every error ----

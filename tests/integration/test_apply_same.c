@@ -214,6 +214,56 @@ static void force_and_rollback(void **state)
     it_free(t);
 }
 
+/* RLS_APPLY_DRY_RUN says what an apply would do and stores nothing, also
+ * on a read-only handle. */
+static void dry_run_says_what_apply_would_do(void **state)
+{
+    (void)state;
+    itest *t = it_new(BASE);
+    int64_t v = -1, audits = naudit(t->db);
+    int changed = -1;
+    char *comment = subst(BASE, "version: 1\n", "version: 1 # c\n");
+    char *other = subst(BASE, "limit: 20,", "limit: 21,");
+    assert_int_equal(rls_rules_apply_v2_at(t->db, comment, strlen(comment), "t", NULL,
+                                           RLS_APPLY_DRY_RUN, T0, &v, &changed), RLS_OK);
+    assert_int_equal(changed, 0);
+    assert_int_equal(v, 1);
+    assert_int_equal(rls_rules_apply_v2_at(t->db, other, strlen(other), "t", NULL,
+                                           RLS_APPLY_DRY_RUN, T0, &v, &changed), RLS_OK);
+    assert_int_equal(changed, 1);
+    assert_int_equal(v, 1);
+    assert_int_equal(rls_rules_apply_v2_at(t->db, comment, strlen(comment), "t", NULL,
+                                           RLS_APPLY_DRY_RUN | RLS_APPLY_FORCE, T0, &v, &changed),
+                     RLS_OK);
+    assert_int_equal(changed, 1);
+    assert_int_equal(nversions(t->db), 1);
+    assert_int_equal(naudit(t->db), audits);
+    /* a read-only handle may ask */
+    rls_options o;
+    rls_options_init(&o);
+    o.read_only = 1;
+    rls_db *ro = NULL;
+    assert_int_equal(rls_open(&ro, t->path, &o), RLS_OK);
+    assert_int_equal(rls_rules_apply_v2_at(ro, other, strlen(other), "t", NULL,
+                                           RLS_APPLY_DRY_RUN, T0, &v, &changed), RLS_OK);
+    assert_int_equal(changed, 1);
+    assert_int_equal(rls_rules_apply_v2_at(ro, other, strlen(other), "t", NULL, 0, T0, &v,
+                                           &changed), RLS_EREADONLY);
+    assert_int_equal(changed, 0);
+    rls_close(ro);
+    /* no rules yet: it would store, version 0 */
+    itest *e = it_new(NULL);
+    assert_int_equal(rls_rules_apply_v2_at(e->db, BASE, strlen(BASE), "t", NULL,
+                                           RLS_APPLY_DRY_RUN, T0, &v, &changed), RLS_OK);
+    assert_int_equal(changed, 1);
+    assert_int_equal(v, 0);
+    assert_int_equal(nversions(e->db), 0);
+    it_free(e);
+    free(comment);
+    free(other);
+    it_free(t);
+}
+
 /* A handle that cached version 1 compares with what is active when it
  * writes, not with what it cached. */
 static void stale_handle_compares_with_the_active_rules(void **state)
@@ -337,6 +387,7 @@ int main(void)
         cmocka_unit_test(same_rules_store_nothing),
         cmocka_unit_test(every_change_stores),
         cmocka_unit_test(force_and_rollback),
+        cmocka_unit_test(dry_run_says_what_apply_would_do),
         cmocka_unit_test(stale_handle_compares_with_the_active_rules),
         cmocka_unit_test(validate_lists_every_error),
         cmocka_unit_test(validate_agrees_with_apply),
