@@ -5,15 +5,21 @@
 
 CC       ?= cc
 PKGS     := sqlite3 yaml-0.1 libpq
-# Recursive (=) so they are evaluated after `deps` may have installed them.
+# Recursive (=) so they are evaluated after `make deps` may have installed
+# them (`make deps all` in one run).
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lsqlite3 -lyaml -lpq)
+# librlstore.so and .a link no libpq (docs/ABI.md); the PostgreSQL driver
+# module does (storage/driver.h).  -ldl: dlopen, in libc since glibc 2.34
+# (an empty libdl.a then, no dependency).
+LIB_LIBS   = $(shell pkg-config --libs sqlite3 yaml-0.1 2>/dev/null || echo -lsqlite3 -lyaml) -lm -lpthread -ldl
+PG_LIBS    = $(shell pkg-config --libs libpq 2>/dev/null || echo -lpq)
 CMOCKA_LIBS = $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
 TUI_CFLAGS  = $(shell pkg-config --cflags ncursesw 2>/dev/null)
 TUI_LIBS    = $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw -ltinfo)
 
 SONAME_MAJOR := 0
-VERSION  := 0.1.0
+VERSION  := 0.2.0
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
 CSTD     := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
@@ -46,16 +52,26 @@ CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -Iinclude -Icore -Istorage $(PKG
 DEPFILE    = $(patsubst $(BUILD)/%,$(BUILD)/dep/%.d,$@)
 DEPFLAGS   = -MMD -MP -MF $(DEPFILE)
 LIBFLAGS   = -fPIC -fvisibility=hidden -DRLS_BUILDING
-LDLIBS_ALL = $(PKG_LIBS) -lm -lpthread $(LDLIBS)
+LDLIBS_ALL = $(PKG_LIBS) -lm -lpthread -ldl $(LDLIBS)
 
 CORE_SRCS    := $(sort $(wildcard core/*.c))
-STORAGE_SRCS := $(sort $(wildcard storage/*.c storage/sqlite/*.c storage/pg/*.c))
+STORAGE_SRCS := $(sort $(wildcard storage/*.c storage/sqlite/*.c))
 # The shared-memory table of `durability: memory` (issue #19; not yet wired).
 STORAGE_SRCS += $(sort $(wildcard storage/shm/*.c))
 SCHEMA_SQL   := $(sort $(wildcard schema/*.sql))
 SCHEMA_PG    := $(sort $(wildcard schema/pg/*.sql))
-LIB_OBJS     := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRCS) $(STORAGE_SRCS)) $(BUILD)/obj/schema_embed.o \
-                $(BUILD)/obj/schema_pg_embed.o
+LIB_OBJS     := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRCS) $(STORAGE_SRCS)) $(BUILD)/obj/schema_embed.o
+# The PostgreSQL backend: not in the library but a driver module of its
+# own, $(BUILD)/rlstore/rlstore-pg.so (installed as
+# $(LIBDIR)/rlstore/rlstore-pg.so), loaded by storage/driver.c on first use
+# of a postgresql:// URI.  PG_OBJS are its objects; pg_host.c (the calls
+# into the library through the table the library passes, driver.h) is the
+# module's alone.  The test binaries link PG_OBJS and driver.c compiled
+# with RLS_PG_BUILTIN (PG_TEST_OBJS): the backend linked in, no dlopen.
+PG_SRCS      := $(filter-out storage/pg/pg_host.c,$(sort $(wildcard storage/pg/*.c)))
+PG_OBJS      := $(patsubst %.c,$(BUILD)/obj/%.o,$(PG_SRCS)) $(BUILD)/obj/schema_pg_embed.o
+PG_DRIVER    := $(BUILD)/rlstore/rlstore-pg.so
+PG_TEST_OBJS := $(BUILD)/obj/storage/driver_builtin.o $(PG_OBJS)
 
 # The suites of one module each mirror the tree: tests/core/test_<module>.c
 # tests core/<module>.c, tests/storage/test_<module>.c storage/<module>.c.
@@ -119,13 +135,27 @@ TOOLS        := $(if $(CLI_SRCS),$(BUILD)/rlctl) $(if $(TUI_SRCS),$(BUILD)/rltop
 EXAMPLES     := $(BUILD)/examples/quickstart $(BUILD)/examples/simulate \
                 $(BUILD)/examples/signup $(BUILD)/examples/http429
 
+# zsh and fish completions of rlctl, generated from its command table as
+# `rlctl --help` prints it (completions/gen.sh), so they follow every new
+# command and option; the bash one is written by hand and checked against
+# the same help (tests/install/test_completion.sh).
+COMPLETIONS := $(if $(CLI_SRCS),$(BUILD)/completions/_rlctl $(BUILD)/completions/rlctl.fish)
+
 .PHONY: all deps test test-bins test-pg check-deps bench bench-compare demo clean sanitize valgrind check stress fuzz
-.PHONY: install uninstall lint bench-shm
-all: deps $(BUILD)/librlstore.so $(BUILD)/librlstore.a $(TOOLS) $(EXAMPLES)
+.PHONY: install uninstall lint bench-shm package-test
+all: $(BUILD)/librlstore.so $(BUILD)/librlstore.a $(PG_DRIVER) $(TOOLS) $(EXAMPLES) $(COMPLETIONS)
+
+$(BUILD)/completions/_rlctl: completions/gen.sh $(BUILD)/rlctl
+	@mkdir -p $(dir $@)
+	sh completions/gen.sh zsh $(BUILD)/rlctl > $@.tmp && mv $@.tmp $@
+$(BUILD)/completions/rlctl.fish: completions/gen.sh $(BUILD)/rlctl
+	@mkdir -p $(dir $@)
+	sh completions/gen.sh fish $(BUILD)/rlctl > $@.tmp && mv $@.tmp $@
 
 # ---- dependencies ----------------------------------------------------------
-# Installs what is missing when run as root on Debian/Ubuntu, otherwise prints
-# the exact install line and stops.
+# Only on request (`make deps`; the README's `make deps && make test`): as
+# root on Debian/Ubuntu, installs what is missing with apt-get, otherwise
+# prints the exact install line and fails.  `make` itself never installs.
 deps:
 	@sh tests/deps.sh
 
@@ -142,7 +172,7 @@ lint:
 	@sh tests/lint.sh
 
 # ---- library ---------------------------------------------------------------
-$(BUILD)/obj/%.o: %.c $(BUILD)/dep/obj/%.o.d | deps
+$(BUILD)/obj/%.o: %.c $(BUILD)/dep/obj/%.o.d
 	@mkdir -p $(dir $@) $(dir $(DEPFILE))
 	$(CC) $(CFLAGS_ALL) $(LIBFLAGS) $(DEPFLAGS) -c $< -o $@
 
@@ -163,14 +193,34 @@ $(BUILD)/obj/schema_pg_embed.o: $(BUILD)/schema_pg_embed.c
 	$(CC) $(CFLAGS_ALL) $(LIBFLAGS) -c $< -o $@
 
 $(BUILD)/librlstore.so: $(LIB_OBJS) librlstore.map
-	$(CC) -shared $(SANFLAGS) -Wl,-soname,librlstore.so.$(SONAME_MAJOR) \
-	    -Wl,--version-script=librlstore.map -o $(BUILD)/librlstore.so.$(VERSION) $(LIB_OBJS) $(LDLIBS_ALL) $(LDFLAGS)
+	$(CC) -shared $(SANFLAGS) -Wl,-soname,librlstore.so.$(SONAME_MAJOR) -Wl,-z,defs \
+	    -Wl,--version-script=librlstore.map -o $(BUILD)/librlstore.so.$(VERSION) $(LIB_OBJS) $(LIB_LIBS) $(LDLIBS) $(LDFLAGS)
 	ln -sf librlstore.so.$(VERSION) $(BUILD)/librlstore.so.$(SONAME_MAJOR)
 	ln -sf librlstore.so.$(VERSION) $@
 
 $(BUILD)/librlstore.a: $(LIB_OBJS)
 	rm -f $@
 	ar rcs $@ $(LIB_OBJS)
+
+# ---- the PostgreSQL driver module (storage/driver.h) --------------------------
+# The library looks for it in $$RLSTORE_PG_DRIVER, then in rlstore/ beside
+# the librlstore.so it was loaded from, last in PG_DRIVER_DIR as it was
+# when driver.o was compiled (storage/driver.c).  `make install` does not
+# recompile for another PREFIX (the place beside the library finds the
+# module wherever both are installed); a build for a package passes its
+# PREFIX and LIBDIR to the build too (debian/rules).
+PG_DRIVER_DIR = $(LIBDIR)/rlstore
+$(BUILD)/obj/storage/driver.o: CFLAGS_ALL += -DRLS_PG_DRIVER_DIR='"$(PG_DRIVER_DIR)"'
+
+$(BUILD)/obj/storage/driver_builtin.o: storage/driver.c $(BUILD)/dep/obj/storage/driver_builtin.o.d
+	@mkdir -p $(dir $@) $(dir $(DEPFILE))
+	$(CC) $(CFLAGS_ALL) $(LIBFLAGS) -DRLS_PG_BUILTIN $(DEPFLAGS) -c $< -o $@
+
+# No SONAME: a module found by its path, never linked against.
+$(PG_DRIVER): $(PG_OBJS) $(BUILD)/obj/storage/pg/pg_host.o storage/pg/driver.map
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(SANFLAGS) -Wl,-z,defs -Wl,--version-script=storage/pg/driver.map -o $@ \
+	    $(PG_OBJS) $(BUILD)/obj/storage/pg/pg_host.o $(PG_LIBS) -lm $(LDLIBS) $(LDFLAGS)
 
 # ---- tools and examples (public API only, linked to the shared library) -----
 # One template for both tools, called once per tool below: $(1) the tool,
@@ -188,7 +238,7 @@ $(1)_OBJS := $$(patsubst %.c,$$(BUILD)/obj/$(1)/%.o,$$($(1)_SRCS))
 $(1)_LINK  = $$(CC) $$(OPT) $$(SANFLAGS) $$(CFLAGS) $$($(1)_OBJS) -o $$@ -L$$(BUILD) -lrlstore
 TOOL_OBJS += $$($(1)_OBJS)
 
-$$(BUILD)/obj/$(1)/%.o: %.c $$(BUILD)/dep/obj/$(1)/%.o.d | deps
+$$(BUILD)/obj/$(1)/%.o: %.c $$(BUILD)/dep/obj/$(1)/%.o.d
 	@mkdir -p $$(dir $$@) $$(dir $$(DEPFILE))
 	$$(CC) $$(CSTD) $$(WARN) $$(OPT) $$(SANFLAGS) -Iinclude -I$(2) -Icommon $(3) $$(CFLAGS) $$(DEPFLAGS) -c $$< -o $$@
 
@@ -214,9 +264,9 @@ $(BUILD)/examples/%: examples/%.c $(BUILD)/dep/examples/%.d $(BUILD)/librlstore.
 # (e.g. -Wl,--wrap=malloc for allocation-failure loops) names them in a
 # file next to it: tests/<dir>/<name>.ldflags.  The headers a suite
 # includes come from its .d file (DEPFLAGS).
-$(BUILD)/tests/%: tests/%.c $(BUILD)/dep/tests/%.d $(BUILD)/librlstore.a
+$(BUILD)/tests/%: tests/%.c $(BUILD)/dep/tests/%.d $(BUILD)/librlstore.a $(PG_TEST_OBJS)
 	@mkdir -p $(dir $@) $(dir $(DEPFILE))
-	$(CC) $(CFLAGS_ALL) -Itests -Itests/integration $(DEPFLAGS) $< -o $@ $(BUILD)/librlstore.a \
+	$(CC) $(CFLAGS_ALL) -Itests -Itests/integration $(DEPFLAGS) $< -o $@ $(PG_TEST_OBJS) $(BUILD)/librlstore.a \
 	    $(shell cat tests/$*.ldflags 2>/dev/null) $(CMOCKA_LIBS) $(LDLIBS_ALL) $(LDFLAGS)
 
 # What the suites run: `make -j2 test-bins` builds it in parallel first.
@@ -233,7 +283,7 @@ FUZZ_SMOKE   := $(if $(filter 1,$(SAN)),,$(FUZZ_TESTS))
 test: test-bins
 	@BUILD=$(BUILD) PG_KNOBS="$(PG_KNOBS)" bash tests/run_suites.sh $(if $(filter 0,$(PG)),,--pg $(PG_BINS) $(PG_SCRIPTS) --sqlite) \
 	    $(TEST_BINS) $(CLI_TESTS) $(TUI_TESTS) $(DOC_TESTS) $(REL_TESTS) $(FUZZ_SMOKE) \
-	    $(EXAMPLE_TESTS) $(INSTALL_TESTS) $(BENCH_TESTS) $(META_TESTS)
+	    $(EXAMPLE_TESTS) $(INSTALL_TESTS) $(BENCH_TESTS) $(META_TESTS) $(NODE_TESTS)
 
 # The PostgreSQL pass alone.
 test-pg: all $(PG_BINS) $(if $(PG_SCRIPTS),$(BUILD)/rlctl $(BUILD)/rltop)
@@ -325,10 +375,11 @@ demo: all
 # DESTDIR (a staging root for packages: files go to $(DESTDIR)$(PREFIX)/...,
 # while rlstore.pc names $(PREFIX)).  Installs the header, the shared library
 # (real name librlstore.so.$(VERSION), SONAME link librlstore.so.$(SONAME_MAJOR),
-# development link librlstore.so), the static library, rlstore.pc, rlctl,
+# development link librlstore.so), the PostgreSQL driver module
+# ($(LIBDIR)/rlstore/rlstore-pg.so), the static library, rlstore.pc, rlctl,
 # rltop (when it is built), the manual pages of sections 1, 3 and 5 (plus a
 # ".so" stub per function named in a section-3 page, so `man rls_peek_at`
-# works) and the bash completion of rlctl.  The tools are relinked for
+# works) and the bash, zsh and fish completions of rlctl.  The tools are relinked for
 # installation without the build tree's $$ORIGIN rpath.  Uninstall removes the
 # same files (directories are left: they may be shared).
 PREFIX       ?= /usr/local
@@ -339,6 +390,8 @@ DATADIR      ?= $(PREFIX)/share
 MANDIR       ?= $(DATADIR)/man
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 BASHCOMPDIR  ?= $(DATADIR)/bash-completion/completions
+ZSHCOMPDIR   ?= $(DATADIR)/zsh/vendor-completions
+FISHCOMPDIR  ?= $(DATADIR)/fish/vendor_completions.d
 INSTALL      ?= install
 
 INSTALL_TOOLS := $(if $(CLI_SRCS),$(BUILD)/install/rlctl) $(if $(TUI_SRCS),$(BUILD)/install/rltop)
@@ -356,15 +409,18 @@ MAN3_ALIASES = for p in $(filter %.3,$(INSTALL_MAN)); do \
 	done
 
 # $(BUILD)/install/rlctl and rltop: see TOOL_RULES.
-install: $(BUILD)/librlstore.so $(BUILD)/librlstore.a $(INSTALL_TOOLS) rlstore.pc.in
+install: $(BUILD)/librlstore.so $(BUILD)/librlstore.a $(PG_DRIVER) $(INSTALL_TOOLS) $(COMPLETIONS) rlstore.pc.in
 	$(INSTALL) -d $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR) \
+	    $(DESTDIR)$(PG_DRIVER_DIR) \
 	    $(DESTDIR)$(BINDIR) $(DESTDIR)$(BASHCOMPDIR) \
+	    $(if $(COMPLETIONS),$(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)) \
 	    $(addprefix $(DESTDIR)$(MANDIR)/man,$(sort $(subst .,,$(suffix $(INSTALL_MAN)))))
 	$(INSTALL) -m 0644 include/rlstore.h $(DESTDIR)$(INCLUDEDIR)/rlstore.h
 	$(INSTALL) -m 0644 $(BUILD)/librlstore.so.$(VERSION) $(DESTDIR)$(LIBDIR)/librlstore.so.$(VERSION)
 	ln -sf librlstore.so.$(VERSION) $(DESTDIR)$(LIBDIR)/librlstore.so.$(SONAME_MAJOR)
 	ln -sf librlstore.so.$(SONAME_MAJOR) $(DESTDIR)$(LIBDIR)/librlstore.so
 	$(INSTALL) -m 0644 $(BUILD)/librlstore.a $(DESTDIR)$(LIBDIR)/librlstore.a
+	$(INSTALL) -m 0644 $(PG_DRIVER) $(DESTDIR)$(PG_DRIVER_DIR)/rlstore-pg.so
 	sed -e 's|@prefix@|$(PREFIX)|' -e 's|@libdir@|$(call pc_rel,$(LIBDIR))|' \
 	    -e 's|@includedir@|$(call pc_rel,$(INCLUDEDIR))|' -e 's|@version@|$(VERSION)|' \
 	    rlstore.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/rlstore.pc
@@ -377,6 +433,8 @@ install: $(BUILD)/librlstore.so $(BUILD)/librlstore.a $(INSTALL_TOOLS) rlstore.p
 	    chmod 0644 "$(DESTDIR)$(MANDIR)/man3/$$name.3"; \
 	done
 	$(INSTALL) -m 0644 completions/rlctl.bash $(DESTDIR)$(BASHCOMPDIR)/rlctl
+	$(if $(COMPLETIONS),$(INSTALL) -m 0644 $(BUILD)/completions/_rlctl $(DESTDIR)$(ZSHCOMPDIR)/_rlctl)
+	$(if $(COMPLETIONS),$(INSTALL) -m 0644 $(BUILD)/completions/rlctl.fish $(DESTDIR)$(FISHCOMPDIR)/rlctl.fish)
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null 2>&1; then \
 	    echo ldconfig; ldconfig; fi
 
@@ -385,16 +443,50 @@ uninstall:
 	    $(DESTDIR)$(LIBDIR)/librlstore.so.$(VERSION) \
 	    $(DESTDIR)$(LIBDIR)/librlstore.so.$(SONAME_MAJOR) \
 	    $(DESTDIR)$(LIBDIR)/librlstore.so $(DESTDIR)$(LIBDIR)/librlstore.a \
+	    $(DESTDIR)$(PG_DRIVER_DIR)/rlstore-pg.so \
 	    $(DESTDIR)$(PKGCONFIGDIR)/rlstore.pc \
 	    $(DESTDIR)$(BINDIR)/rlctl $(DESTDIR)$(BINDIR)/rltop \
-	    $(DESTDIR)$(BASHCOMPDIR)/rlctl \
+	    $(DESTDIR)$(BASHCOMPDIR)/rlctl $(DESTDIR)$(ZSHCOMPDIR)/_rlctl \
+	    $(DESTDIR)$(FISHCOMPDIR)/rlctl.fish \
 	    $(foreach p,$(MAN_PAGES),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(p)))/$(notdir $(p)))
 	@$(MAN3_ALIASES) | while read -r page name; do \
 	    rm -f "$(DESTDIR)$(MANDIR)/man3/$$name.3"; \
 	done
 
+# ---- Debian packages (debian/) ------------------------------------------------
+# `make package-test`: tests/install/test_package.sh --install builds the
+# packages from a copy of the tree (dpkg-buildpackage -us -uc -b, about
+# 45 s), runs lintian, checks their contents and dependencies, runs them
+# unpacked, then (as root) installs them for real, runs the installed
+# programs and purges them.  `make test` runs the same suite without the
+# real installation.
+package-test:
+	@BUILD=$(BUILD) sh tests/install/test_package.sh --install
+
 clean:
 	rm -rf build build-san
+
+# ---- Node.js binding (bindings/node, issue #21) ----------------------------
+# The N-API addon bindings/node/src/*.c, compiled straight against node's own
+# headers (found beside the node binary, as node-gyp does; NODE_INCLUDE=dir
+# elsewhere) and linked to librlstore.so with an rpath to this build: no
+# node-gyp, no download.  Without node or its headers it is not built and
+# tests/node/test_node.sh skips with one line.  `npm install` of the package
+# builds the same sources with bindings/node/build.js.
+NODE         ?= node
+NODE_INCLUDE ?= $(shell $(NODE) -p "require('path').resolve(process.execPath, '../../include/node')" 2>/dev/null)
+NODE_SRCS    := $(sort $(wildcard bindings/node/src/*.c))
+NODE_ADDON   := $(if $(wildcard $(NODE_INCLUDE)/node_api.h),$(BUILD)/node/rlstore.node)
+NODE_TESTS   := $(sort $(wildcard tests/node/test_*.sh))
+# (also in the PostgreSQL pass, where it runs bindings/node/test/pg.test.js)
+PG_SCRIPTS   += $(NODE_TESTS)
+$(BUILD)/node/rlstore.node: $(NODE_SRCS) bindings/node/src/nd.h include/rlstore.h $(BUILD)/librlstore.so
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -fPIC -shared -Iinclude -isystem $(NODE_INCLUDE) $(CFLAGS) \
+	    $(NODE_SRCS) -o $@ -L$(BUILD) -lrlstore -lpthread -Wl,-rpath,'$$ORIGIN/..' $(LDFLAGS)
+.PHONY: node
+node: $(NODE_ADDON)
+test-bins: $(NODE_ADDON)
 
 # ---- header dependencies (DEPFLAGS) -----------------------------------------
 # The .d files of everything compiled above; a missing one (nothing built
@@ -403,4 +495,5 @@ clean:
 # or the file was removed) is built again, so its headers are known.
 $(BUILD)/dep/%.d: ;
 .PRECIOUS: $(BUILD)/dep/%.d
--include $(patsubst $(BUILD)/%,$(BUILD)/dep/%.d,$(LIB_OBJS) $(TOOL_OBJS) $(TEST_BINS) $(EXAMPLES))
+-include $(patsubst $(BUILD)/%,$(BUILD)/dep/%.d,$(LIB_OBJS) $(PG_OBJS) $(BUILD)/obj/storage/pg/pg_host.o \
+    $(BUILD)/obj/storage/driver_builtin.o $(TOOL_OBJS) $(TEST_BINS) $(EXAMPLES))

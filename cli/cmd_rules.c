@@ -262,9 +262,12 @@ int cmd_rules(rlctl_ctx *ctx)
             fail_code(ctx, rc, "ENOMEM", "out of memory");
         tab_free(t);
 
+        /* WINDOW as written on a terminal ("1w", a calendar week, is not
+         * "7d"); CALENDAR and ZONE say which windows follow the calendar
+         * of which zone. */
         static const char *const lh[] = {"ACTION", "TIER", "LIMIT", "ALGORITHM", ">CAPACITY",
-                                         ">BURST", "WINDOW", "MODE"};
-        out_table *lt = tab_new(8, lh);
+                                         ">BURST", "WINDOW", "MODE", "CALENDAR", "ZONE"};
+        out_table *lt = tab_new(10, lh);
         for (int r = 0; r < rls_rows_count(lim); r++) {
             const char *tier = row_text(lim, r, "tier");
             tab_row(lt);
@@ -274,8 +277,13 @@ int cmd_rules(rlctl_ctx *ctx)
             tab_set_esc(lt, 3, row_text(lim, r, "algorithm"));
             tab_setf(lt, 4, "%lld", (long long)row_int(lim, r, "limit"));
             tab_setf(lt, 5, "%lld", (long long)row_int(lim, r, "burst"));
-            tab_set(lt, 6, fmt_dur_cell(ctx, row_int(lim, r, "window_ms"), buf, sizeof buf));
+            if (ctx->tty && row_int(lim, r, "calendar"))
+                tab_set_esc(lt, 6, row_text(lim, r, "window"));
+            else
+                tab_set(lt, 6, fmt_dur_cell(ctx, row_int(lim, r, "window_ms"), buf, sizeof buf));
             tab_set_esc(lt, 7, row_text(lim, r, "mode"));
+            tab_set(lt, 8, row_int(lim, r, "calendar") ? "yes" : "no");
+            tab_set_esc(lt, 9, row_text(lim, r, "timezone"));
         }
         putchar('\n');
         tab_print(lt, ctx->tty);

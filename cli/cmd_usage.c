@@ -64,7 +64,7 @@ static const col_spec limit_cols[] = {
     {"algorithm", "ALGORITHM", COL_TEXT},
     {"limit", ">CAPACITY", COL_INT},
     {"burst", ">BURST", COL_INT},
-    {"window_ms", ">WINDOW", COL_DUR},
+    {"window_ms", ">WINDOW", COL_WINDOW},       /* on a terminal 1w, not 7d */
     {"overridden", "OVERRIDDEN", COL_BOOL},
     {"mode", "MODE", COL_TEXT},
     {"used", ">USED", COL_INT},
@@ -73,6 +73,10 @@ static const col_spec limit_cols[] = {
     {"retry_after_ms", ">RETRY", COL_DUR},
     {"allowed", "NEXT", COL_BOOL},
     {"last_ms", "LAST", COL_TIME},
+    /* appended, so that scripts reading the columns by position still do */
+    {"calendar", "CALENDAR", COL_BOOL},
+    {"window_now_ms", ">LENGTH", COL_DUR},      /* this window's: 25 h on a DST day */
+    {"timezone", "ZONE", COL_TEXT},
 };
 
 static const col_spec audit_cols[] = {

@@ -577,6 +577,15 @@ static void set_cell(const rlctl_ctx *ctx, out_table *t, int tc, const rls_rows 
     case COL_EXPIRES:
         tab_set(t, tc, fmt_time(v, "never", buf, sizeof buf));
         break;
+    case COL_WINDOW: {
+        int cal = rls_rows_find(rows, "calendar"), wt = rls_rows_find(rows, "window");
+        if (ctx->tty && cal >= 0 && wt >= 0 && rls_rows_int(rows, r, cal)) {
+            tab_set_esc(t, tc, rls_rows_text(rows, r, wt));
+            break;
+        }
+        tab_set(t, tc, fmt_dur_cell(ctx, v, buf, sizeof buf));
+        break;
+    }
     case COL_DUR:
         tab_set(t, tc, fmt_dur_cell(ctx, v, buf, sizeof buf));
         break;

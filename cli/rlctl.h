@@ -220,9 +220,11 @@ typedef struct col_spec {
 } col_spec;
 /* TIME: timestamp ("-" for 0); UNTIL: "forever" for 0; EXPIRES: "never"
  * for 0; DUR: duration in ms; PPM: millionths shown as a percentage;
- * ACTION: "" (every action) shown as "*".  Empty text is shown as "-". */
+ * ACTION: "" (every action) shown as "*"; WINDOW: a window's ms like DUR,
+ * but on a terminal a calendar window (the row's "calendar") as written,
+ * "1w" rather than "7d".  Empty text is shown as "-". */
 enum { COL_TEXT, COL_INT, COL_TIME, COL_UNTIL, COL_EXPIRES, COL_DUR, COL_BOOL, COL_PPM,
-       COL_ACTION };
+       COL_ACTION, COL_WINDOW };
 void print_rows(rlctl_ctx *ctx, const rls_rows *rows, const col_spec *cols, int ncols);
 /* Prints rows as a table without JSON (for commands composing JSON). */
 void print_rows_table(const rlctl_ctx *ctx, const rls_rows *rows, const col_spec *cols,

@@ -153,7 +153,7 @@ _rlctl()
         case $prev in
         --db | --counters | --from-counters) _rlctl_files ;;
         --group) COMPREPLY=($(compgen -g -- "$cur")) ;;
-        --sort) COMPREPLY=($(compgen -W 'used key reset' -- "$cur")) ;;
+        --sort) COMPREPLY=($(compgen -W 'used key reset denied' -- "$cur")) ;;
         --action) COMPREPLY=($(compgen -W "$(_rlctl_query actions)" -- "$cur")) ;;
         esac
         return 0

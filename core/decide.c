@@ -176,8 +176,18 @@ static int less_fraction(const algo_meta *a, const algo_meta *b)
     return l < r;
 }
 
+int64_t rls__decide_window_ms(const rule_limit *d, int64_t t)
+{
+    if (d->window.calendar == DUR_FIXED || d->anchor == ANCHOR_FIRST_HIT ||
+        (d->algorithm != ALGO_FIXED_WINDOW && d->algorithm != ALGO_SLIDING_WINDOW))
+        return d->window.ms;
+    int64_t prev, start, end;
+    rls__window_at(&d->window, d->tz, t, &prev, &start, &end);
+    return end - start;
+}
+
 static void fill_result(rls_result *res, const decide_item *it, int allowed,
-                        int reason, int64_t skew)
+                        int reason, int64_t t, int64_t skew)
 {
     memset(res, 0, sizeof *res);
     res->allowed = allowed;
@@ -187,7 +197,7 @@ static void fill_result(rls_result *res, const decide_item *it, int allowed,
     res->reset_ms = shift(it->meta.reset_ms, skew);
     res->retry_after_ms = allowed ? 0 : shift(it->meta.retry_after_ms, skew);
     res->delay_ms = allowed ? shift(it->meta.delay_ms, skew) : 0;
-    res->window_ms = it->rl->def->window.ms;
+    res->window_ms = rls__decide_window_ms(it->rl->def, t);
     snprintf(res->rule, sizeof res->rule, "%s", it->rl->def->name);
 }
 
@@ -285,10 +295,10 @@ int rls__decide_check(decide_item *items, int n, int behaviour, int64_t now,
         fill_result(res, &items[deciding], 1,
                     shadow_hit && behaviour != TIER_UNLIMITED
                         ? RLS_REASON_SHADOW : RLS_REASON_OK,
-                    t - now);
+                    t, t - now);
     } else {
         fill_result(res, &items[deciding], 0,
-                    never ? RLS_REASON_COST_EXCEEDS : RLS_REASON_LIMIT, t - now);
+                    never ? RLS_REASON_COST_EXCEEDS : RLS_REASON_LIMIT, t, t - now);
         /* The penalty of the deciding limit, else of another enforcing
          * limit that denied; never for a request that can never pass. */
         for (int i = -1; !never && out->penalty < 0 && i < n; i++) {

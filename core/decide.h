@@ -86,4 +86,13 @@ int64_t rls__decide_overage(int64_t c, int pct);
 /* Fills *res for a storage failure under the policy (allowed 0/1). */
 void rls__decide_degraded(rls_result *res, int allow);
 
+/*
+ * The window of limit d as callers see it at t (rls_result.window_ms, the
+ * RateLimit-Policy header's w, explain): a window aligned to the calendar
+ * (1d, 1w, 1mo of fixed_window or sliding_window, anchor aligned) has its
+ * true length in the rule's zone, 23 or 25 hours on a DST day and 28 to 31
+ * days for a month; any other window its nominal length.
+ */
+int64_t rls__decide_window_ms(const rule_limit *d, int64_t t);
+
 #endif

@@ -41,9 +41,9 @@ extern "C" {
 /* ---- versions ---------------------------------------------------------
  * Same major version = ABI compatible (see docs/ABI.md). */
 #define RLS_VERSION_MAJOR 0
-#define RLS_VERSION_MINOR 1
+#define RLS_VERSION_MINOR 2
 #define RLS_VERSION_PATCH 0
-#define RLS_VERSION_STRING "0.1.0"
+#define RLS_VERSION_STRING "0.2.0"
 #define RLS_VERSION_HEX \
     ((RLS_VERSION_MAJOR << 16) | (RLS_VERSION_MINOR << 8) | RLS_VERSION_PATCH)
 
@@ -234,7 +234,9 @@ typedef struct rls_result {
     int64_t retry_after_ms;  /* 0 if admitted; ms until the same request would
                                 be admitted; -1 never                           */
     int64_t delay_ms;        /* shaping delay (leaky_bucket), else 0           */
-    int64_t window_ms;       /* the deciding limit's window length             */
+    int64_t window_ms;       /* the deciding limit's window length; for a
+                                calendar window (1d, 1w, 1mo) the current
+                                one's in its zone: 23 or 25 h on a DST day */
     char rule[RLS_NAME_MAX + 1];  /* deciding limit's name; "" if none         */
     int64_t reserved_[8];    /* room for future fields; ignore                 */
 } rls_result;
@@ -502,8 +504,9 @@ RLS_EXTERN int rls_rules_rollback_at(rls_db *db, int64_t version, const char *co
  * limit, burst (as used: the limit when not given), window (as written,
  * e.g. "1d"), window_ms, timezone, anchor ("aligned", "first_hit"), mode
  * ("enforce", "shadow"), block_for (e.g. "1m,10m,1h"; "" none), overage,
- * count_denied, durability ("normal", "full", "memory").  Either pointer
- * may be NULL.
+ * count_denied, durability ("normal", "full", "memory"), calendar (1: the
+ * window follows its zone's calendar: 1d, 1w, 1mo).  Either pointer may be
+ * NULL.
  */
 RLS_EXTERN int rls_rules_describe(rls_db *db, int64_t version, rls_rows **tiers,
                                   rls_rows **limits);
@@ -561,7 +564,8 @@ typedef struct rls_usage_query {
 /*
  * One row per (action, key) with its most pressing limit, as a check would
  * see it at now_ms (nothing is charged): action, key, tier, rule, used,
- * limit, remaining, fraction_ppm (used / limit in millionths), reset_ms,
+ * limit, remaining, fraction_ppm (used / limit in millionths; 0 for a key
+ * of an unlimited tier, never under pressure), reset_ms,
  * blocked (1/0), block_until_ms, state ("ok", "near" (>= 80 %), "limited",
  * "blocked", "shadow"), denied (denials counted for the key; written at
  * most once a second per process).
@@ -631,7 +635,9 @@ RLS_EXTERN int rls_usage_count_at(rls_db *db, const rls_usage_query *q, int64_t 
  * ("normal", "unlimited", "blocked"), blocked, block_until_ms, block_reason,
  * block_rule, allowed, reason, retry_after_ms.  *limits has one row per
  * limit: name, algorithm, limit, burst, window_ms, overridden, mode,
- * used, remaining, reset_ms, retry_after_ms, allowed, last_ms.
+ * used, remaining, reset_ms, retry_after_ms, allowed, last_ms, window (as
+ * written), calendar, timezone, window_now_ms (the length of the window
+ * holding now_ms: a calendar day's 23 or 25 hours when the clocks change).
  * Either pointer may be NULL if not wanted.
  */
 RLS_EXTERN int rls_explain_at(rls_db *db, const char *action, const char *key,

@@ -328,6 +328,7 @@ static int put_limit(rls_rows *r, const rule_action *a, const char *tier, const 
                    rls__rows_put_str(r, row, "window", win) ||
                    rls__rows_put_int(r, row, "window_ms", l->window.ms) ||
                    rls__rows_put_str(r, row, "timezone", rls__tz_name(l->tz)) ||
+                   rls__rows_put_int(r, row, "calendar", l->window.calendar != DUR_FIXED) ||
                    rls__rows_put_str(r, row, "anchor",
                                 l->anchor == ANCHOR_FIRST_HIT ? "first_hit" : "aligned") ||
                    rls__rows_put_str(r, row, "mode", l->mode == MODE_SHADOW ? "shadow" : "enforce") ||
@@ -350,7 +351,7 @@ static int describe(const ruleset *rs, rls_rows **tiers, rls_rows **limits)
         {"burst", RLS_COL_INT},     {"window", RLS_COL_TEXT},    {"window_ms", RLS_COL_INT},
         {"timezone", RLS_COL_TEXT}, {"anchor", RLS_COL_TEXT},    {"mode", RLS_COL_TEXT},
         {"block_for", RLS_COL_TEXT}, {"overage", RLS_COL_INT},   {"count_denied", RLS_COL_INT},
-        {"durability", RLS_COL_TEXT},
+        {"durability", RLS_COL_TEXT}, {"calendar", RLS_COL_INT},
     };
     if (tiers) {
         rls_rows *t = rls__rows_new(tcols, 4);

@@ -79,14 +79,28 @@ static rls_rows *explain_info(rls_db *db, const key_ctx *ctx, const rls_result *
     return r;
 }
 
-static rls_rows *explain_limits(const key_ctx *ctx)
+/* A limit's window as written ("1w", "7d"), whether it follows the
+ * calendar of its zone, the zone, and its length at now (a DST day's 23 or
+ * 25 hours: rls__decide_window_ms). */
+static int put_window(rls_rows *r, int row, const rule_limit *d, int64_t now)
+{
+    char win[32];
+    rls__duration_format(&d->window, win, sizeof win);
+    return rls__rows_put_str(r, row, "window", win) ||
+           rls__rows_put_int(r, row, "calendar", d->window.calendar != DUR_FIXED) ||
+           rls__rows_put_str(r, row, "timezone", rls__tz_name(d->tz)) ||
+           rls__rows_put_int(r, row, "window_now_ms", rls__decide_window_ms(d, now));
+}
+
+static rls_rows *explain_limits(const key_ctx *ctx, int64_t now)
 {
     static const rows_col cols[] = {
         {"name", RLS_COL_TEXT},      {"algorithm", RLS_COL_TEXT},    {"limit", RLS_COL_INT},
         {"burst", RLS_COL_INT},      {"window_ms", RLS_COL_INT},     {"overridden", RLS_COL_INT},
         {"mode", RLS_COL_TEXT},      {"used", RLS_COL_INT},          {"remaining", RLS_COL_INT},
         {"reset_ms", RLS_COL_INT},   {"retry_after_ms", RLS_COL_INT}, {"allowed", RLS_COL_INT},
-        {"last_ms", RLS_COL_INT},
+        {"last_ms", RLS_COL_INT},    {"window", RLS_COL_TEXT},       {"calendar", RLS_COL_INT},
+        {"timezone", RLS_COL_TEXT},  {"window_now_ms", RLS_COL_INT},
     };
     rls_rows *r = rls__rows_new(cols, (int)(sizeof cols / sizeof cols[0]));
     for (int i = 0; r && i < ctx->n; i++) {
@@ -104,7 +118,8 @@ static rls_rows *explain_limits(const key_ctx *ctx)
             rls__rows_put_int(r, row, "reset_ms", m->reset_ms) ||
             rls__rows_put_int(r, row, "retry_after_ms", m->allowed ? 0 : m->retry_after_ms) ||
             rls__rows_put_int(r, row, "allowed", m->allowed) ||
-            rls__rows_put_int(r, row, "last_ms", ctx->st[i].present ? ctx->st[i].last_ms : 0)) {
+            rls__rows_put_int(r, row, "last_ms", ctx->st[i].present ? ctx->st[i].last_ms : 0) ||
+            put_window(r, row, rl->def, now)) {
             rls_rows_free(r);
             return NULL;
         }
@@ -137,7 +152,7 @@ int rls_explain_at(rls_db *db, const char *action, const char *key, int64_t now_
         snprintf(reason, sizeof reason, "%s", rc == RLS_OK ? ctx->block.reason : "");
         if (rc == RLS_OK && info && !(*info = explain_info(db, ctx, &res, reason)))
             rc = rls__error(db, RLS_ENOMEM, "out of memory");
-        if (rc == RLS_OK && limits && !(*limits = explain_limits(ctx)))
+        if (rc == RLS_OK && limits && !(*limits = explain_limits(ctx, now_ms)))
             rc = rls__error(db, RLS_ENOMEM, "out of memory");
         rls__keyctx_release(ctx);
         if (rc == RLS_OK)

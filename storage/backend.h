@@ -160,5 +160,8 @@ typedef struct rls_backend {
 
 extern const rls_backend rls__sqlite_backend;
 extern const rls_backend rls__pg_backend;
+/* What rls_open asks for a postgresql:// URI: loads the PostgreSQL driver
+ * module on first use (driver.h). */
+extern const rls_backend rls__pg_loader;
 
 #endif

@@ -15,8 +15,9 @@
 #include <unistd.h>
 #include "db.h"
 
-/* The backends rls_open asks, in order: the first that claims the path. */
-static const rls_backend *const backends[] = {&rls__pg_backend, &rls__sqlite_backend};
+/* The backends rls_open asks, in order: the first that claims the path.
+ * PostgreSQL's is a driver module loaded on first use (driver.c). */
+static const rls_backend *const backends[] = {&rls__pg_loader, &rls__sqlite_backend};
 
 /*
  * Fork detection without a system call per check: every child increments

@@ -293,7 +293,9 @@ static int fill_row(usage_ctx *u, usage_src *s, usage_row *r)
     /* units in use, past the capacity too (core/pressure.c) */
     int has = ctx->deciding >= 0 && ctx->deciding < ctx->n;
     r->used = rls__pressure_used(&res, has ? &ctx->items[ctx->deciding].meta : NULL);
-    r->ppm = rls__pressure_ppm(r->used, res.limit);
+    /* an unlimited key is never under pressure: it sorts with the idle ones,
+     * however far past the limit it is counted */
+    r->ppm = ctx->behaviour == TIER_UNLIMITED ? 0 : rls__pressure_ppm(r->used, res.limit);
     r->reset_ms = res.reset_ms;
     r->blocked = ctx->block.active || ctx->behaviour == TIER_BLOCKED;
     r->block_until = ctx->block.active ? ctx->block.until_ms : 0;

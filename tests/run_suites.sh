@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs every test binary given, prints each suite's outcome and ends with one
-# line "N passed, N failed" summing the individual tests of every suite.
-# cmocka suites report "[  PASSED  ] N test(s)." and "[  FAILED  ] N test(s)";
-# skipped tests ("[  SKIPPED ] N test(s)") are shown but counted neither as
-# passed nor as failed.  A suite that crashes or prints no summary counts as
+# line "N passed, N failed, N skipped" summing the individual tests of every
+# suite.  cmocka suites report "[  PASSED  ] N test(s)." and "[  FAILED  ] N
+# test(s)"; skipped tests ("[  SKIPPED ] N test(s)") are counted apart,
+# neither as passed nor as failed, so that a run that skipped half its tests
+# says so in its last line.  A suite that crashes or prints no summary counts as
 # one failed test, as does one that neither passes nor skips a test.
 # VALGRIND=1 runs each under memcheck (a report fails the suite).  Each
 # line ends with the suite's wall-clock seconds, to see where time goes.
@@ -28,7 +29,7 @@
 # first, where its slowest suites do not end the run alone).
 here=$(cd "$(dirname "$0")" && pwd)
 unset RLSTORE_TEST_PG   # the suites before "--pg" run on SQLite
-passed=0; failed=0; bad=""; prefix=""; pgdir=""; pgbase=""; pg_tried=""; skip_rest=0
+passed=0; failed=0; skipped_all=0; bad=""; prefix=""; pgdir=""; pgbase=""; pg_tried=""; skip_rest=0
 
 max=${TEST_JOBS:-}
 if [ -z "$max" ]; then
@@ -136,7 +137,7 @@ reap() {
     s=$(sed -n 's/^\[  SKIPPED \] \([0-9][0-9]*\) test.*/\1/p' "$out" | awk '{s+=$1} END {print s+0}')
     if [ "$rc" != 0 ] && [ "$f" = 0 ]; then f=1; fi
     if [ "$p" = 0 ] && [ "$f" = 0 ] && [ "$s" = 0 ]; then f=1; fi
-    passed=$((passed + p)); failed=$((failed + f))
+    passed=$((passed + p)); failed=$((failed + f)); skipped_all=$((skipped_all + s))
     [ "$s" != 0 ] && skipped=", $s skipped"
     if [ "$f" != 0 ]; then
         bad="$bad $name"
@@ -166,5 +167,5 @@ for t in "$@"; do
 done
 while [ "$running" -gt 0 ]; do reap; done
 [ -n "$bad" ] && echo "failed suites:$bad"
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, $skipped_all skipped"
 [ "$failed" = 0 ]

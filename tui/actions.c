@@ -177,6 +177,12 @@ unsigned key_filter(app *a)
     return RT_REDRAW;
 }
 
+/* htop filters with F4 and with a backslash */
+unsigned key_filter_bs(app *a)
+{
+    return key_filter(a);
+}
+
 static int lower(int c)
 {
     return c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c;

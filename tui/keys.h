@@ -35,6 +35,7 @@
     X(view_audit, '4', 0, "4", "audit view: recent changes by operators and tools")        \
     X(search, KEY_F(3), 0, "F3", "search keys as you type; F3 again: next match")         \
     X(filter, KEY_F(4), '/', "F4 /", "filter keys as you type (Esc clears the filter)")    \
+    X(filter_bs, '\\', 0, "\\", "filter keys, as htop's backslash (the same as F4)")       \
     X(action, 'a', 0, "a", "filter keys by action (menu)")                                 \
     X(sort, 's', 0, "s", "sort keys by use, denials, key or soonest reset (cycles)")       \
     X(sort_menu, KEY_F(6), 0, "F6", "choose the sort column (menu)")                        \

@@ -255,6 +255,8 @@ static void load_rules(model *m)
                 copy_name(l->algorithm, sizeof l->algorithm, col_text(limits, i, "algorithm"));
                 copy_name(l->window, sizeof l->window, col_text(limits, i, "window"));
                 copy_name(l->mode, sizeof l->mode, col_text(limits, i, "mode"));
+                copy_name(l->timezone, sizeof l->timezone, col_text(limits, i, "timezone"));
+                l->calendar = (int)col_int(limits, i, "calendar");
                 l->value = col_int(limits, i, "limit");
                 l->burst = col_int(limits, i, "burst");
                 add_action(m, l->action);
@@ -600,6 +602,10 @@ void model_detail(app *a, const char *action, const char *key)
             l->limit = col_int(lim, i, "limit");
             l->burst = col_int(lim, i, "burst");
             l->window_ms = col_int(lim, i, "window_ms");
+            copy_name(l->window, sizeof l->window, col_text(lim, i, "window"));
+            copy_name(l->timezone, sizeof l->timezone, col_text(lim, i, "timezone"));
+            l->calendar = (int)col_int(lim, i, "calendar");
+            l->window_now_ms = col_int(lim, i, "window_now_ms");
             l->used = col_int(lim, i, "used");
             l->remaining = col_int(lim, i, "remaining");
             l->reset_ms = col_int(lim, i, "reset_ms");

@@ -88,8 +88,10 @@ typedef struct version_row {
 
 typedef struct limit_row {
     char name[NAME_LEN], algorithm[32], mode[16];
+    char window[24], timezone[64];  /* as written ("1w" is not "7d"), its zone */
     int64_t limit, burst, window_ms, used, remaining, reset_ms, retry_after_ms, last_ms;
-    int overridden, allowed;
+    int64_t window_now_ms;          /* this window's length: 23 h on a DST day */
+    int overridden, allowed, calendar;
 } limit_row;
 
 typedef struct override_row {
@@ -119,8 +121,9 @@ typedef struct detail {
  * or one the edit menu offers (a `limit:` written in the YAML). */
 typedef struct rule_limit {
     char action[NAME_LEN], tier[NAME_LEN], name[NAME_LEN];
-    char algorithm[24], window[24], mode[16];
+    char algorithm[24], window[24], mode[16], timezone[64];
     int64_t value, burst;
+    int calendar;               /* the window follows the zone's calendar */
     int line;                   /* written limits: the line of the value */
 } rule_limit;
 

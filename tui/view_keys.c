@@ -85,6 +85,32 @@ static layout plan(const app *a, int cols)
 
 /* Draws the columns in order: key action tier used bar rem denied reset
  * state.  Returns the column where the state starts. */
+
+/* One line per limit whose window follows a calendar: which period of
+ * which zone, and how long this one is (a DST day is 23 or 25 hours, a
+ * month 28 to 31 days). */
+static int draw_calendars(WINDOW *w, int y, int rows, int cols, const detail *d)
+{
+    static const char *const kinds[][2] = {
+        {"1d", "the calendar day from midnight"},
+        {"1w", "the ISO week from Monday 00:00"},
+        {"1mo", "the calendar month from the 1st"},
+    };
+    for (int i = 0; i < d->nlimits && y < rows; i++) {
+        const limit_row *l = &d->limits[i];
+        const char *what = "a calendar period";
+        char len[32];
+        if (!l->calendar)
+            continue;
+        for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+            if (strcmp(l->window, kinds[k][0]) == 0)
+                what = kinds[k][1];
+        fmt_left(l->window_now_ms, len, sizeof len);
+        draw_textf(w, y++, 3, cols - 3, "%s: %s is %s in %s; this one lasts %s", l->name,
+                   l->window, what, l->timezone, len);
+    }
+    return y;
+}
 static int row_cells(app *a, WINDOW *w, int y, const layout *l, const char *const cell[9],
                      int bar_color, int64_t ppm, int title)
 {
@@ -222,7 +248,7 @@ void view_detail(app *a, WINDOW *w)
     /* limits */
     if (y < rows) {
         draw_attr(w, C_DIM, 1);
-        snprintf(line, sizeof line, " %-12s %-14s %8s %6s %6s %8s %8s %7s %7s %s", "LIMIT",
+        snprintf(line, sizeof line, " %-12s %-14s %8s %6s %-7s %8s %8s %7s %7s %s", "LIMIT",
                  "ALGORITHM", "CAPACITY", "BURST", "WINDOW", "USED", "LEFT", "RESET", "RETRY",
                  "MODE");
         draw_text(w, y++, 0, cols, line, 0, 0);
@@ -231,8 +257,11 @@ void view_detail(app *a, WINDOW *w)
     for (int i = 0; i < d->nlimits && y < rows; i++) {
         const limit_row *l = &d->limits[i];
         char win[32];
-        fmt_left(l->window_ms, win, sizeof win);
-        snprintf(line, sizeof line, " %-12.12s %-14.14s %8lld %6lld %6s %8lld %8lld %7s %7s %s%s",
+        if (l->calendar)   /* "1w cal": the zone's calendar week, not "7d" */
+            snprintf(win, sizeof win, "%s cal", l->window);
+        else
+            fmt_left(l->window_ms, win, sizeof win);
+        snprintf(line, sizeof line, " %-12.12s %-14.14s %8lld %6lld %-7.7s %8lld %8lld %7s %7s %s%s",
                  l->name, l->algorithm, (long long)l->limit, (long long)l->burst, win,
                  (long long)l->used, (long long)l->remaining, fmt_left(l->reset_ms, b2, sizeof b2),
                  l->allowed ? "-" : fmt_left(l->retry_after_ms, b3, sizeof b3), l->mode,
@@ -242,6 +271,7 @@ void view_detail(app *a, WINDOW *w)
         draw_text(w, y++, 0, cols, line, 0, 0);
         draw_attr(w, c, 0);
     }
+    y = draw_calendars(w, y, rows, cols, d);
     for (int i = 0; i < d->noverrides && y < rows; i++) {
         const override_row *o = &d->overrides[i];
         char until[40];

@@ -93,12 +93,12 @@ void view_rules(app *a, WINDOW *w)
     }
     if (y < rows) {
         draw_attr(w, C_DIM, 1);
-        draw_textf(w, y++, 1, cols - 1, "%-12s %-10s %-10s %-14s %10s %6s", "ACTION", "TIER",
-                   "LIMIT", "ALGORITHM", "CAPACITY", "WINDOW");
+        draw_textf(w, y++, 1, cols - 1, "%-12s %-10s %-10s %-14s %10s %-7s %-16s", "ACTION",
+                   "TIER", "LIMIT", "ALGORITHM", "CAPACITY", "WINDOW", "ZONE");
         draw_attr(w, C_DIM, 0);
     }
     /* two columns of limits when the terminal is wide */
-    int per = cols >= 150 ? 2 : 1, colw = cols / per, left = rows - y;
+    int per = cols >= 2 * 96 ? 2 : 1, colw = cols / per, left = rows - y;   /* a row: 93 */
     for (int i = 0; i < m->nrlimits && left > 0; i++) {
         const rule_limit *r = &m->rlimits[i];
         int cx = (i / left) * colw;
@@ -109,9 +109,12 @@ void view_rules(app *a, WINDOW *w)
             draw_attr(w, C_DIM, 0);
             break;
         }
+        /* "1w cal": a calendar week of the zone, not the 7 days of "7d" */
+        char win[32];
+        snprintf(win, sizeof win, "%s%s", r->window, r->calendar ? " cal" : "");
         draw_textf(w, y + i % left, cx + 1, colw - 2, "%-12.12s %-10.10s %-10.10s %-14.14s %10lld "
-                   "%6.6s%s", r->action, r->tier[0] ? r->tier : "(default)", r->name,
-                   r->algorithm, (long long)r->value, r->window,
+                   "%-7.7s %-16.16s%s", r->action, r->tier[0] ? r->tier : "(default)", r->name,
+                   r->algorithm, (long long)r->value, win, r->timezone,
                    strcmp(r->mode, "shadow") == 0 ? " shadow" : "");
     }
 }

@@ -93,6 +93,8 @@ int rls__sqlite_error(rls_db *db, int src, const char *what);
 int rls__wal_setup(rls_db *db);               /* hook and limits, at connect */
 void rls__wal_after_commit(rls_db *db);       /* checkpoint if the WAL is long */
 void rls__wal_close(rls_db *db);              /* closes the side file */
+int rls__wal_serialised(rls_db *db);          /* 1: checkpoints go through
+                                                 "<db>-ckpt"'s lock */
 /*
  * Under the write lock (SQLite): the files the connection writes are still
  * the ones at their paths, and its -wal is the one the shared index

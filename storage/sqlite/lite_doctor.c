@@ -172,12 +172,20 @@ static void rules_side_check(rls_rows *r, const char *path, int *bad)
 static int version_rows(rls_db *db, rls_rows *r, int *bad, int *done)
 {
     char detail[600];
+    /* SQLite before 3.51.3 can corrupt the WAL when two checkpoints race;
+     * rlstore's own checkpoints take turns under "<db>-ckpt" (wal.c), so
+     * the race is only a risk when that lock cannot be had. */
     int old = sqlite3_libversion_number() < SQLITE_SAFE_VERSION;
+    int exposed = old && !rls__wal_serialised(db);
     snprintf(detail, sizeof detail, "SQLite %s%s", sqlite3_libversion(),
-             old ? " has the rare WAL-reset race between concurrent checkpoints "
-                   "(fixed in 3.51.3); prefer a newer SQLite"
-                 : "");
-    *bad |= rls__doctor_add(r, "sqlite_version", old ? "warn" : "ok", detail);
+             !old ? ""
+             : exposed ? " has the rare WAL-reset race between concurrent checkpoints "
+                         "(fixed in 3.51.3), and the checkpoint lock file '-ckpt' beside "
+                         "the database cannot be opened: prefer a newer SQLite"
+                       : " predates the fix of the WAL-reset race (3.51.3); rlstore's "
+                         "checkpoints take turns under the '-ckpt' lock file, which avoids "
+                         "it (other programs must not checkpoint this database)");
+    *bad |= rls__doctor_add(r, "sqlite_version", exposed ? "warn" : "ok", detail);
 
     /* the files under the handle are the database's (filecheck.c) */
     if (rls__files_verify(db, 0) == RLS_OK) {

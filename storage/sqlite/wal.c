@@ -153,6 +153,14 @@ static int ckpt_open(rls_db *db)
     return side_open(db, "main", &db->lite->ckpt_fd);
 }
 
+/* Whether this handle's checkpoints are serialised with every other
+ * rlstore handle's (doctor: the WAL-reset race of old SQLite needs two
+ * checkpoints at once, which the lock rules out). */
+int rls__wal_serialised(rls_db *db)
+{
+    return db->lite && ckpt_open(db);
+}
+
 /*
  * The side file holds the WAL size (frames) at the last checkpoint of any
  * handle and the salts of the WAL header then, which SQLite changes each time

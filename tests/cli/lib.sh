@@ -275,8 +275,11 @@ other_user() {
     AS=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
     local bin=$W/.bin lib
     lib=$(dirname "$RLCTL")/librlstore.so.0
+    # (and the PostgreSQL driver module, found beside the library)
+    drv=$(dirname "$RLCTL")/rlstore/rlstore-pg.so
     if [ ! -d "$bin" ]; then
         mkdir -m 755 "$bin" && cp "$RLCTL" "$bin/rlctl" && cp -L "$lib" "$bin/" &&
+            { [ ! -f "$drv" ] || { mkdir -m 755 "$bin/rlstore" && cp "$drv" "$bin/rlstore/"; }; } &&
             chmod 755 "$W" "$bin/rlctl" && chmod 644 "$bin/librlstore.so.0" || {
             OTHER_SKIP="cannot copy rlctl and $lib into $bin"
             return 1

@@ -54,6 +54,13 @@ sqlite_only "SQLite's own checks and a damaged file"
 tcase "doctor healthy: SQLite checks" 0 --out-has "$(printf 'journal_mode\tok')" --out-has "quick_check" -- --db db doctor
 tcase "doctor json: SQLite checks" 0 --json 'c = {r["check"]: r for r in d["checks"]}; assert c["journal_mode"]["status"] == "ok" and c["quick_check"]["status"] == "ok" and "sqlite_version" in c' \
     -- --db db doctor --json
+tcase "doctor: an old SQLite's WAL-reset race is avoided by the checkpoint lock" 0 \
+    --json 'c = {r["check"]: r for r in d["checks"]}; v = c["sqlite_version"]; assert v["status"] == "ok" and ("take turns" in v["detail"] or "predates" not in v["detail"]), v' \
+    -- --db db doctor --json
+skipping || { cp db nockpt.db; rm -f nockpt.db-ckpt; mkdir nockpt.db-ckpt; }
+tcase "doctor: without the checkpoint lock an old SQLite is a warning" 0 \
+    --json 'c = {r["check"]: r for r in d["checks"]}; v = c["sqlite_version"]; import re; m = re.match(r"SQLite (\d+)\.(\d+)\.(\d+)", v["detail"]); old = tuple(map(int, m.groups())) < (3, 51, 3); assert v["status"] == ("warn" if old else "ok") and (not old or "cannot be opened" in v["detail"]), v' \
+    -- --db nockpt.db doctor --json
 tcase "doctor full: integrity check" 0 --json 'assert any(r["check"] == "integrity_check" and r["status"] == "ok" for r in d["checks"])' \
     -- --db db doctor --full --json
 skipping || cp g.db bad.db

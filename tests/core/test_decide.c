@@ -653,6 +653,46 @@ static void test_invalid_limits_refused(void **state)
                                   &res, &out), -1);
 }
 
+/* A calendar window reports its true length at the decision's instant
+ * (rls_result.window_ms, hence RateLimit-Policy's w): Europe/Berlin's
+ * 2026-03-29 is 23 hours, 2026-10-25 25 hours, its week of 2026-10-19 7
+ * days and one hour, February 2026 28 days; a fixed 7d, a first_hit
+ * anchor and a token bucket keep their nominal length. */
+static void test_calendar_window_length(void **state)
+{
+    rls_tz *tz = NULL;
+    const char *why = NULL;
+    (void)state;
+    if (rls__tz_load("Europe/Berlin", &tz, &why) != 0) {
+        print_message("no zone data: %s\n", why ? why : "?");
+        skip();
+    }
+    static const struct { int cal; int64_t ms; int alg; int anchor; int64_t at, want; } c[] = {
+        {DUR_DAY, 86400000, ALGO_FIXED_WINDOW, ANCHOR_ALIGNED, 1774778400000LL, 23 * HOUR},
+        {DUR_DAY, 86400000, ALGO_SLIDING_WINDOW, ANCHOR_ALIGNED, 1792922400000LL, 25 * HOUR},
+        {DUR_DAY, 86400000, ALGO_FIXED_WINDOW, ANCHOR_ALIGNED, 1792400000000LL, 24 * HOUR},
+        {DUR_WEEK, 7 * 86400000LL, ALGO_FIXED_WINDOW, ANCHOR_ALIGNED, 1792922400000LL, 169 * HOUR},
+        {DUR_MONTH, 30 * 86400000LL, ALGO_FIXED_WINDOW, ANCHOR_ALIGNED, 1771000000000LL, 28 * 24 * HOUR},
+        {DUR_FIXED, 7 * 86400000LL, ALGO_FIXED_WINDOW, ANCHOR_ALIGNED, 1792922400000LL, 168 * HOUR},
+        {DUR_DAY, 86400000, ALGO_FIXED_WINDOW, ANCHOR_FIRST_HIT, 1792922400000LL, 24 * HOUR},
+        {DUR_DAY, 86400000, ALGO_TOKEN_BUCKET, ANCHOR_ALIGNED, 1792922400000LL, 24 * HOUR},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        fx f = {0};
+        rls_result res;
+        decide_out out;
+        rule_limit *d = add(&f, "w", c[i].alg, 5, c[i].ms);
+        d->window.calendar = c[i].cal;
+        d->anchor = c[i].anchor;
+        d->tz = tz;
+        assert_int_equal(rls__decide_window_ms(d, c[i].at), c[i].want);
+        assert_int_equal(check(&f, TIER_NORMAL, c[i].at, 1, &res, &out), 0);
+        assert_true(res.allowed);
+        assert_int_equal(res.window_ms, c[i].want);
+    }
+    rls__tz_free(tz);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -673,6 +713,7 @@ int main(void)
         cmocka_unit_test(test_refund),
         cmocka_unit_test(test_refund_given),
         cmocka_unit_test(test_invalid_limits_refused),
+        cmocka_unit_test(test_calendar_window_length),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

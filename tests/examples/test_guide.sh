@@ -224,6 +224,26 @@ else
     fail "no zone data in /usr/share/zoneinfo (Debian: apt-get install tzdata)"
 fi
 
+# ---- the README's build line -----------------------------------------------------------
+# The block after '<!-- readme-test: build -->', run from a copy of the
+# tree's layout in a scratch directory: the program it builds must run from
+# anywhere, without LD_LIBRARY_PATH (the README's rpath).
+sed -n '/^<!-- readme-test: build -->$/,/^```$/p' README.md | sed -e '1,2d' -e '$d' >"$TMP/readme.sh"
+if grep -q '^cc ' "$TMP/readme.sh"; then
+    mkdir -p "$TMP/rm/include" "$TMP/rm/examples" "$TMP/rm/elsewhere"
+    cp include/rlstore.h "$TMP/rm/include/" && cp examples/quickstart.c "$TMP/rm/examples/"
+    ln -s "$BUILD_ABS" "$TMP/rm/build"
+    sed -i "s|/tmp/quickstart.db|$TMP/rm/q.db|" "$TMP/readme.sh"
+    if (cd "$TMP/rm" && unset LD_LIBRARY_PATH && sh -e "$TMP/readme.sh") >"$TMP/readme.log" 2>&1 &&
+        (cd "$TMP/rm/elsewhere" && unset LD_LIBRARY_PATH && ../quickstart "$TMP/rm/q2.db") >>"$TMP/readme.log" 2>&1; then
+        pass
+    else
+        fail "the README's build line: $(tail -n 3 "$TMP/readme.log" | tr '\n' '|')"
+    fi
+else
+    fail "README.md: no cc line after '<!-- readme-test: build -->'"
+fi
+
 # ---- links -----------------------------------------------------------------------------
 for md in docs/GUIDE.md docs/ABI.md README.md examples/prometheus/README.md bindings/python/README.md; do
     [ -f "$md" ] || { fail "$md does not exist"; continue; }

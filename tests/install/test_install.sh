@@ -8,8 +8,10 @@
 #   2. a separate program compiles against the staged tree with
 #      PKG_CONFIG_PATH/PKG_CONFIG_SYSROOT_DIR and `pkg-config --cflags --libs
 #      rlstore`, and runs (LD_LIBRARY_PATH to the staged lib); the same with
-#      `pkg-config --static` against librlstore.a;
-#   3. the installed rlctl has no build-tree rpath and works;
+#      `pkg-config --static` against librlstore.a, and fully static
+#      (cc -static with exactly `pkg-config --static --cflags --libs`);
+#   3. the installed rlctl has no build-tree rpath and works, and finds
+#      the installed PostgreSQL driver module beside the library;
 #   4. make uninstall removes every file install wrote;
 #   5. the default PREFIX (/usr/local) and a multiarch LIBDIR.
 #
@@ -44,9 +46,12 @@ expect f "$usr/lib/librlstore.so.$VERSION"
 expect l "$usr/lib/librlstore.so.$MAJOR"
 expect l "$usr/lib/librlstore.so"
 expect f "$usr/lib/librlstore.a"
+expect f "$usr/lib/rlstore/rlstore-pg.so"
 expect f "$usr/lib/pkgconfig/rlstore.pc"
 expect f "$usr/bin/rlctl"
 expect f "$usr/share/bash-completion/completions/rlctl"
+expect f "$usr/share/zsh/vendor-completions/_rlctl"
+expect f "$usr/share/fish/vendor_completions.d/rlctl.fish"
 
 [ "$(readlink "$usr/lib/librlstore.so.$MAJOR")" = "librlstore.so.$VERSION" ] &&
     [ "$(readlink "$usr/lib/librlstore.so")" = "librlstore.so.$MAJOR" ] && pass ||
@@ -63,7 +68,9 @@ cmp -s include/rlstore.h "$usr/include/rlstore.h" && pass ||
 # modes: libraries, header, data 0644; programs 0755
 modes_ok=1
 for f in "$usr/include/rlstore.h" "$usr/lib/librlstore.so.$VERSION" "$usr/lib/librlstore.a" \
-         "$usr/lib/pkgconfig/rlstore.pc" "$usr/share/bash-completion/completions/rlctl"; do
+         "$usr/lib/rlstore/rlstore-pg.so" \
+         "$usr/lib/pkgconfig/rlstore.pc" "$usr/share/bash-completion/completions/rlctl" \
+         "$usr/share/zsh/vendor-completions/_rlctl" "$usr/share/fish/vendor_completions.d/rlctl.fish"; do
     m=$(stat -c %a "$f" 2>/dev/null)
     [ "$m" = 644 ] || { fail "mode of ${f#"$stage"} is $m, expected 644"; modes_ok=0; }
 done
@@ -222,6 +229,30 @@ if $CC -std=c99 -Wall -Wextra -Werror $SAN $(pkg-config --cflags rlstore) "$TMP/
 else
     fail "cannot link librlstore.a with \`pkg-config --static --libs rlstore\`: $(head -n 3 "$TMP/cc.log" | tr '\n' ' ')"
 fi
+# Fully static (cc -static): exactly the flags `pkg-config --static
+# --libs rlstore` gives, no libpq among them (docs/ABI.md); the program
+# has no dynamic section and runs on SQLite.  Not with the sanitizers
+# (no static ASan runtime).
+sall=$(pkg-config --static --cflags --libs rlstore 2>&1)
+case " $sall " in
+*" -lpq "*) fail "pkg-config --static --libs rlstore names libpq: $sall" ;;
+*) pass ;;
+esac
+if [ -n "$SAN" ]; then
+    skip "a fully static program" "sanitizers have no static runtime"
+# shellcheck disable=SC2086
+elif $CC -std=c99 -static "$TMP/consumer/consumer.c" -o "$TMP/consumer/consumer_full" $sall >"$TMP/cc.log" 2>&1; then
+    if readelf -d "$TMP/consumer/consumer_full" 2>/dev/null | grep -q NEEDED; then
+        fail "cc -static gave a program that needs shared libraries"
+    elif "$TMP/consumer/consumer_full" "$TMP/consumer/full.db" >"$TMP/run.log" 2>&1 &&
+        grep -q "librlstore $VERSION: 2 of 3 admitted" "$TMP/run.log"; then
+        pass
+    else
+        fail "the fully static program failed: $(head -c 300 "$TMP/run.log")"
+    fi
+else
+    fail "cc -static with \`pkg-config --static --cflags --libs rlstore\` failed: $(grep -v 'warning:' "$TMP/cc.log" | head -n 3 | tr '\n' ' ')"
+fi
 unset PKG_CONFIG_PATH PKG_CONFIG_SYSROOT_DIR
 
 # ---- 3. the installed tools ---------------------------------------------------
@@ -241,6 +272,13 @@ done
 out=$(LD_LIBRARY_PATH="$usr/lib" "$usr/bin/rlctl" --db "$TMP/t.db" init examples/demo.yaml 2>&1) &&
     LD_LIBRARY_PATH="$usr/lib" "$usr/bin/rlctl" --db "$TMP/t.db" --quiet check signup 192.0.2.9 &&
     pass || fail "installed rlctl cannot init and check: $out"
+# The installed library finds the installed driver module beside itself:
+# a postgresql:// URI of a closed port gives libpq's error, not the
+# driver's.
+LD_LIBRARY_PATH="$usr/lib" "$usr/bin/rlctl" --db postgresql://rlstore@127.0.0.1:1/none \
+    check signup 192.0.2.9 >/dev/null 2>"$TMP/pg.err"
+! grep -q driver "$TMP/pg.err" && grep -Eqi 'connect|refused' "$TMP/pg.err" && pass ||
+    fail "installed rlctl on a postgresql:// URI: $(head -c 300 "$TMP/pg.err")"
 bash -c ". '$usr/share/bash-completion/completions/rlctl' && complete -p rlctl" >"$TMP/c.log" 2>&1 &&
     grep -q '_rlctl' "$TMP/c.log" && pass ||
     fail "the installed completion does not register for rlctl: $(cat "$TMP/c.log")"

@@ -46,7 +46,7 @@ run() {  # OUT ARGS...: the runner's output in OUT, its status in $rc
 
 # 1. counts of passing, skipping and failing suites; exit status
 run "$tmp/o1" TEST_JOBS=3 bash "$runner" "$tmp/pass3" "$tmp/mixed" "$tmp/skips"
-if [ "$rc" != 0 ] && [ "$(tail -n 1 "$tmp/o1")" = "5 passed, 1 failed" ] &&
+if [ "$rc" != 0 ] && [ "$(tail -n 1 "$tmp/o1")" = "5 passed, 1 failed, 6 skipped" ] &&
     grep -q "^ok   .*pass3 (3 passed) [0-9]*s$" "$tmp/o1" &&
     grep -q "^ok   .*skips (0 passed, 2 skipped) [0-9]*s$" "$tmp/o1" &&
     grep -q "^FAIL .*mixed (2 passed, 1 failed, 4 skipped, exit 1)" "$tmp/o1" &&
@@ -59,7 +59,7 @@ fi
 
 # 2. a crash, no summary, or a non-zero exit with no failure: one failure each
 run "$tmp/o2" TEST_JOBS=2 bash "$runner" "$tmp/crash" "$tmp/silent" "$tmp/exit1" "$tmp/pass3"
-if [ "$rc" != 0 ] && [ "$(tail -n 1 "$tmp/o2")" = "9 passed, 3 failed" ] &&
+if [ "$rc" != 0 ] && [ "$(tail -n 1 "$tmp/o2")" = "9 passed, 3 failed, 0 skipped" ] &&
     grep -q "^FAIL .*crash (5 passed, 1 failed, exit 139)" "$tmp/o2" &&
     grep -q "^    crash output$" "$tmp/o2" &&
     grep -q "^FAIL .*silent (0 passed, 1 failed, exit 0)" "$tmp/o2" &&
@@ -71,7 +71,7 @@ fi
 
 # 3. all passing: status 0
 run "$tmp/o3" bash "$runner" "$tmp/pass3" "$tmp/pass3"
-if [ "$rc" = 0 ] && [ "$(tail -n 1 "$tmp/o3")" = "6 passed, 0 failed" ]; then
+if [ "$rc" = 0 ] && [ "$(tail -n 1 "$tmp/o3")" = "6 passed, 0 failed, 0 skipped" ]; then
     ok "all passing: 0 failed and exit status 0"
 else
     bad "two passing suites (exit $rc)" "$tmp/o3"
@@ -80,7 +80,7 @@ fi
 # 4. side by side: ping and pong wait for each other
 rm -f "$tmp"/*.here
 run "$tmp/o4" TEST_JOBS=2 bash "$runner" "$tmp/ping" "$tmp/pong"
-if [ "$rc" = 0 ] && [ "$(tail -n 1 "$tmp/o4")" = "2 passed, 0 failed" ]; then
+if [ "$rc" = 0 ] && [ "$(tail -n 1 "$tmp/o4")" = "2 passed, 0 failed, 0 skipped" ]; then
     ok "TEST_JOBS=2 runs two suites at once"
 else
     bad "ping and pong side by side (exit $rc)" "$tmp/o4"
@@ -91,7 +91,7 @@ rm -f "$tmp"/*.here
 suite ping_quick 'touch "$(dirname "$0")/ping.here"
 [ -e "$(dirname "$0")/pong.here" ] && echo "[  FAILED  ] 1 test(s)" || echo "[  PASSED  ] 1 test(s)."'
 run "$tmp/o5" TEST_JOBS=1 bash "$runner" "$tmp/ping_quick" "$tmp/pong"
-if [ "$rc" = 0 ] && [ "$(tail -n 1 "$tmp/o5")" = "2 passed, 0 failed" ]; then
+if [ "$rc" = 0 ] && [ "$(tail -n 1 "$tmp/o5")" = "2 passed, 0 failed, 0 skipped" ]; then
     ok "TEST_JOBS=1 runs one suite after the other"
 else
     bad "ping_quick then pong one at a time (exit $rc)" "$tmp/o5"
@@ -109,7 +109,7 @@ fi
 mkdir "$tmp/nobin"
 run "$tmp/o7" RLSTORE_PG_BINDIR="$tmp/nobin" bash "$runner" --pg "$tmp/pass3" "$tmp/env" \
     --sqlite "$tmp/env" --pg "$tmp/pass3"
-if [ "$rc" = 0 ] && [ "$(tail -n 1 "$tmp/o7")" = "1 passed, 0 failed" ] &&
+if [ "$rc" = 0 ] && [ "$(tail -n 1 "$tmp/o7")" = "1 passed, 0 failed, 0 skipped" ] &&
     [ "$(grep -c '^skip PostgreSQL suites not run: ' "$tmp/o7")" = 1 ] &&
     ! grep -q "pg:" "$tmp/o7" && grep -q "^ok   .*env (1 passed)" "$tmp/o7"; then
     ok "without PostgreSQL the --pg parts are skipped in one line, --sqlite runs"
@@ -152,7 +152,7 @@ if sh tests/pg/server.sh check >/dev/null 2>&1; then
         ! echo "$uris" | grep -q stale &&
         [ "$(grep -c '^FAIL pg:' "$tmp/o8")" = 2 ] &&
         grep -q '^    uri=none knob=none$' "$tmp/o8" &&
-        [ "$(tail -n 1 "$tmp/o8")" = "3 passed, 3 failed" ]; then
+        [ "$(tail -n 1 "$tmp/o8")" = "3 passed, 3 failed, 0 skipped" ]; then
         ok "each PostgreSQL suite gets its own database and PG_KNOBS, SQLite ones neither"
     else
         bad "databases of the --pg part (exit $rc)" "$tmp/o8"

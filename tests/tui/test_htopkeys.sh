@@ -39,6 +39,10 @@ assert len(t) == 1 and t[0].split()[4:6] == ["7", "4"] and t[0].rstrip().endswit
 check "library: the usage row of the unlimited key says ok" python3 -c '
 import json; d = json.load(open("usage.json"))
 assert [r["state"] for r in d] == ["ok"] and d[0]["used"] == 7, d'
+"$RLCTL" --db "$DB" --json usage --action login >usage.json
+check "library: the unlimited key past its limit sorts after a key using 1 of 5" python3 -c '
+import json; d = [r["key"] for r in json.load(open("usage.json"))]
+assert "alice" in d and "staff1" in d and d.index("alice") < d.index("staff1"), d'
 
 start_pane 100 30
 check "tmux pane started" wait_for 'PROMPT$' 5
@@ -77,7 +81,7 @@ expect "F3 opens the search bar in the status line" "Search: "
 txt l
 expect "search as typed: first match (mallory)" " 2/4"
 key F3
-expect "F3 again: next match (alice)" " 4/4"
+expect "F3 again: next match (alice)" " 3/4"
 key F3
 expect "F3 again: wraps to the first match" " 2/4"
 txt zz
@@ -108,6 +112,15 @@ txt /
 expect "/ is the filter bar too" "Filter keys: "
 key Escape
 expect_gone "Esc closes it" "Filter keys: "
+txt '\'
+expect "a backslash is the filter bar too, as in htop" "Filter keys: "
+txt "staff"
+key Enter
+expect "the backslash's filter narrows the list" "filter: staff"
+txt '\'
+expect "the backslash again: the bar shows the filter" "Filter keys: staff"
+key Escape
+expect "Esc clears it" "alice"
 
 # ---- sorting: > < F6 I ----
 txt ">"
@@ -137,7 +150,7 @@ expect_row1() {
 expect_row1 "sort by use: a blocked key first" 192.0.2.9
 txt I
 expect "I inverts the order" "sort:use inverted"
-expect_row1 "inverted: the last row (alice) comes first" alice
+expect_row1 "inverted: the last row (staff1, unlimited: never under pressure) comes first" staff1
 txt I
 expect_gone "I again: as listed" "inverted"
 expect_row1 "as listed: the blocked key first again" 192.0.2.9

@@ -41,7 +41,7 @@ from ._ffi import LibraryNotFound
 
 __all__ = ["Limiter", "Result", "Reservation", "Error", "LibraryNotFound",
            "library_version", "now_ms", "RESERVE_TTL_DEFAULT_MS"]
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 RESERVE_TTL_DEFAULT_MS = 60000
 DURABILITY = {"normal": 0, "full": 1}

@@ -18,8 +18,16 @@ NAME_MAX = 63
 c_int64_p = ctypes.POINTER(ctypes.c_int64)
 
 
+LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p)
+
+
 class Options(ctypes.Structure):
-    """struct rls_options.  Always filled by rls_options_init() first."""
+    """struct rls_options.  Always filled by rls_options_init() first.
+
+    ctypes binds the default version of rls_options_init, which fills the
+    layout of the library it finds (include/rlstore.h of that build): the
+    fields below are this header's, and _room absorbs what a newer library
+    appends, so that its init never writes past the struct."""
 
     _fields_ = [
         ("size", ctypes.c_size_t),
@@ -34,6 +42,14 @@ class Options(ctypes.Structure):
         ("counters_path", ctypes.c_char_p),
         ("rules_read_only", ctypes.c_int),
         ("file_group", ctypes.c_char_p),
+        # RLSTORE_0.7
+        ("thread_safe", ctypes.c_int),
+        ("shm_dir", ctypes.c_char_p),
+        ("shm_slots", ctypes.c_uint),
+        ("no_upgrade", ctypes.c_int),
+        ("log_fn", LOG_FN),
+        ("log_ctx", ctypes.c_void_p),
+        ("_room", ctypes.c_char * 512),
     ]
 
 

@@ -1,0 +1,1 @@
+export { middleware, clientAddress, MiddlewareOptions, TrustProxy } from './index';
