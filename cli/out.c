@@ -445,6 +445,7 @@ static const struct {
     int kind;
 } json_cols[] = {
     {"active", JK_BOOL},      {"allowed", JK_BOOL},       {"blocked", JK_BOOL},
+    {"calendar", JK_BOOL},
     {"count_denied", JK_BOOL}, {"is_default", JK_BOOL},   {"overridden", JK_BOOL},
     {"unlimited", JK_BOOL},   {"created_ms", JK_TIME},    {"ts_ms", JK_TIME},
     {"until_ms", JK_TIME},    {"expires_ms", JK_TIME},    {"block_until_ms", JK_TIME},
