@@ -388,8 +388,7 @@ RLS_EXTERN int rls_key_escape(const char *key, char *buf, size_t size);
  * yaml need not be NUL-terminated.  name is used in error messages (may be
  * NULL).  comment may be NULL.  On success *version (may be NULL) gets the
  * new version number.  On ECONFIG, rls_errmsg() names line and column of
- * the first error; nothing is stored.  Rules the same as the active ones
- * once parsed store nothing (*version: the active one): rls_rules_apply_v2.
+ * the first error; nothing is stored.  The same rules again: nothing (_v2).
  */
 RLS_EXTERN int rls_rules_apply(rls_db *db, const char *yaml, size_t len,
                                const char *name, const char *comment,
@@ -404,20 +403,17 @@ RLS_EXTERN int rls_rules_apply_if_at(rls_db *db, const char *yaml, size_t len,
                                      const char *name, const char *comment,
                                      int64_t expect, int64_t now_ms, int64_t *version);
 
-/* (RLSTORE_0.8) As rls_rules_apply_at; *changed (may be NULL; 0 on error)
- * is 1 when a version was stored, 0 when the rules are the same as the
- * active ones once parsed (comments, key order, spacing aside): nothing
- * stored or audited, *version the active one.  Flags: FORCE stores anyway,
- * DRY_RUN stores nothing (*changed: would it store); rls_rules_apply(3). */
+/* (RLSTORE_0.8) *changed: 1 stored, 0 the same rules once parsed (nothing
+ * stored, *version the active one); FORCE stores anyway, DRY_RUN nothing
+ * (*changed: would it store).  rls_rules_apply(3). */
 #define RLS_APPLY_FORCE 1u
 #define RLS_APPLY_DRY_RUN 2u
-RLS_EXTERN int rls_rules_apply_v2(rls_db *db, const char *yaml, size_t len,
-                                  const char *name, const char *comment,
-                                  unsigned int flags, int64_t *version, int *changed);
+RLS_EXTERN int rls_rules_apply_v2(rls_db *db, const char *yaml, size_t len, const char *name,
+                                  const char *comment, unsigned int flags, int64_t *version,
+                                  int *changed);
 RLS_EXTERN int rls_rules_apply_v2_at(rls_db *db, const char *yaml, size_t len,
-                                     const char *name, const char *comment,
-                                     unsigned int flags, int64_t now_ms,
-                                     int64_t *version, int *changed);
+                                     const char *name, const char *comment, unsigned int flags,
+                                     int64_t now_ms, int64_t *version, int *changed);
 
 /* ---- per-key policy ---------------------------------------------------
  * Minimal setters used by tools and tests; each is audited.
@@ -521,10 +517,8 @@ RLS_EXTERN int rls_rules_describe(rls_db *db, int64_t version, rls_rows **tiers,
 RLS_EXTERN int rls_rules_dry_run_at(rls_db *db, const char *yaml, size_t len,
                                     const char *name, int64_t now_ms, rls_rows **over);
 
-/* (RLSTORE_0.8) Validates yaml as an apply would, without a database:
- * RLS_OK, ECONFIG, ENOMEM or EINVAL.  *errors (may be NULL): every error in
- * file order (at most 64): line, column (0: no place), path (NULL: none),
- * message, text ("NAME:LINE:COL: PATH: MESSAGE"); rls_rules_apply(3). */
+/* (RLSTORE_0.8) Validates yaml as an apply would, without a database; every
+ * error (line, column, path, message, text) in *errors: rls_rules_apply(3). */
 RLS_EXTERN int rls_rules_validate(const char *yaml, size_t len, const char *name,
                                   rls_rows **errors);
 
