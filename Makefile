@@ -119,7 +119,7 @@ PG_BINS      := $(filter %/test_usage_scale,$(PG_INTEG)) \
                 $(addprefix $(BUILD)/tests/reliability/,$(PG_RELIABILITY)) \
                 $(filter-out %/test_usage_scale,$(PG_INTEG))
 # tests/pg/test_pgbouncer.sh runs in this pass only: it needs the server.
-PG_SCRIPTS   := $(filter-out %/test_man.sh,$(CLI_TESTS)) $(filter %/test_rltop.sh %/test_longkeys.sh %/test_htopkeys.sh,$(TUI_TESTS)) \
+PG_SCRIPTS   := $(filter-out %/test_man.sh,$(CLI_TESTS)) $(filter %/test_rltop.sh %/test_longkeys.sh %/test_htopkeys.sh %/test_events.sh,$(TUI_TESTS)) \
                 $(sort $(wildcard tests/pg/test_*.sh))
 
 BENCH_SRCS   := $(sort $(wildcard bench/*.c))
@@ -283,7 +283,7 @@ FUZZ_SMOKE   := $(if $(filter 1,$(SAN)),,$(FUZZ_TESTS))
 test: test-bins
 	@BUILD=$(BUILD) PG_KNOBS="$(PG_KNOBS)" bash tests/run_suites.sh $(if $(filter 0,$(PG)),,--pg $(PG_BINS) $(PG_SCRIPTS) --sqlite) \
 	    $(TEST_BINS) $(CLI_TESTS) $(TUI_TESTS) $(DOC_TESTS) $(REL_TESTS) $(FUZZ_SMOKE) \
-	    $(EXAMPLE_TESTS) $(INSTALL_TESTS) $(BENCH_TESTS) $(META_TESTS) $(NODE_TESTS)
+	    $(EXAMPLE_TESTS) $(INSTALL_TESTS) $(BENCH_TESTS) $(META_TESTS) $(NODE_TESTS) $(AUTH_TESTS)
 
 # The PostgreSQL pass alone.
 test-pg: all $(PG_BINS) $(if $(PG_SCRIPTS),$(BUILD)/rlctl $(BUILD)/rltop)
@@ -365,6 +365,45 @@ bench-compare:
 	@BUILD=$(BUILD) SAN=$(SAN) sh bench/compare.sh $(if $(BASE),--base $(BASE)) \
 	    $(if $(ROUNDS),--rounds $(ROUNDS)) $(if $(QUICK),--quick) $(if $(SMOKE),--smoke) \
 	    $(if $(filter 1,$(PG)),--pg) $(if $(COMPARE_DIR),--out $(COMPARE_DIR))
+
+# ---- rlstore-auth (issue #21) ----------------------------------------------
+# The forward-auth service for nginx auth_request, Traefik ForwardAuth and
+# Caddy forward_auth (auth/, rlstore-auth(8)): a tool like rlctl (rlstore.h
+# and common/ only, TOOL_RULES) over libmicrohttpd.  A machine without
+# libmicrohttpd builds everything else and says so in one line; its suite
+# (tests/auth) then skips.  `make bench` also runs bench/auth/run.sh: the
+# proxied request through nginx + auth_request + rlstore-auth against nginx
+# limit_req (figures in docs/PERFORMANCE.md); `make bench-auth` alone.
+AUTH_SRCS    := $(sort $(wildcard auth/*.c))
+AUTH_TESTS   := $(filter-out %/test_pg.sh,$(sort $(wildcard tests/auth/test_*.sh)))
+# rlstore-auth on PostgreSQL: the PostgreSQL pass only
+PG_SCRIPTS   += $(wildcard tests/auth/test_pg.sh)
+MHD_FOUND    := $(shell pkg-config --exists libmicrohttpd 2>/dev/null && echo 1)
+ifeq ($(MHD_FOUND)$(if $(AUTH_SRCS),1),11)
+MHD_CFLAGS   := $(shell pkg-config --cflags libmicrohttpd)
+MHD_LIBS     := $(shell pkg-config --libs libmicrohttpd)
+$(eval $(call TOOL_RULES,rlstore-auth,auth,$$(MHD_CFLAGS),$$(MHD_LIBS) -lpthread))
+all: $(BUILD)/rlstore-auth
+else ifneq ($(AUTH_SRCS),)
+$(info rlstore-auth: not built: libmicrohttpd is missing (apt-get install libmicrohttpd-dev))
+endif
+# `make install-auth`: the program (relinked without the build tree's
+# rpath) and rlstore-auth(8); dist/systemd/rlstore-auth.service is copied
+# by hand (its comment says how).  Not part of `make install`, which works
+# without libmicrohttpd.
+.PHONY: bench-auth install-auth uninstall-auth
+install-auth: $(BUILD)/install/rlstore-auth
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man8
+	$(INSTALL) -m 0755 $(BUILD)/install/rlstore-auth $(DESTDIR)$(BINDIR)/rlstore-auth
+	$(INSTALL) -m 0644 docs/man/rlstore-auth.8 $(DESTDIR)$(MANDIR)/man8/rlstore-auth.8
+uninstall-auth:
+	rm -f $(DESTDIR)$(BINDIR)/rlstore-auth $(DESTDIR)$(MANDIR)/man8/rlstore-auth.8
+$(BUILD)/bench/authload: bench/auth/authload.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(WARN) -O2 -g $(CFLAGS) $< -o $@ -lpthread -lm $(LDFLAGS)
+bench-auth: all $(BUILD)/bench/authload
+	@BUILD=$(BUILD) sh bench/auth/run.sh $(if $(QUICK),--quick)
+bench: bench-auth
 
 # ---- demo ------------------------------------------------------------------
 demo: all

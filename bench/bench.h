@@ -219,6 +219,11 @@ int bench_warm_part(struct rls_db *db, long keys, long first, long step, int vcl
                     size_t errsize);
 int bench_check(const bench_cfg *cfg, const check_spec *sp, long ops, bench_lat *out,
                 double *prep_secs, char *err, size_t errsize);
+/* threads.c: one thread-safe handle, 1 and 8 threads, durability normal
+ * and full (the "threads" group). */
+void threads_register(const bench_cfg *c);
+void bench_threads(const bench_cfg *cfg);
+
 /* batch.c: rls_check_many of two items (batch_2), every batch admitted. */
 int bench_batch2(const bench_cfg *cfg, long ops, bench_lat *out, char *err, size_t errsize);
 /* The same, also measuring the CPU time of the timed loop (cpu may be

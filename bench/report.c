@@ -16,7 +16,7 @@
 #include <rlstore.h>
 #include "bench.h"
 
-#define RES_MAX 48
+#define RES_MAX 64
 
 static bench_result results[RES_MAX];
 static int nresults;
@@ -134,6 +134,11 @@ static const ratio_spec RATIOS[] = {
     {"two_limits", "floor", M_RATE, NULL, T_NONE, 0, "throughput vs floor"},
     {"two_limits", "redis", M_RATE, NULL, T_NONE, 0, "throughput vs Redis"},
     {"batch_2", "fixed_window_10k", M_RATE, NULL, T_GE, 0.9, "batches vs single checks"},
+    /* issue #19: group commit on one thread-safe handle (threads.c) */
+    {"threads_8", "threads_1", M_RATE, NULL, T_GE, 3, "8 threads vs 1, durability normal"},
+    {"threads_8", NULL, M_P999, NULL, T_NONE, 0, "p99.9 (us), 8 threads"},
+    {"threads_8_full", "threads_1_full", M_RATE, NULL, T_GE, 5, "8 threads vs 1, durability full"},
+    {"threads_8_full", NULL, M_P999, NULL, T_NONE, 0, "p99.9 (us), 8 threads, full"},
     {"algo_fixed_window", "floor", M_RATE, NULL, T_NONE, 0, "throughput vs floor"},
     {"algo_sliding_window", "floor", M_RATE, NULL, T_NONE, 0, "throughput vs floor"},
     {"algo_sliding_log", "floor", M_RATE, NULL, T_NONE, 0, "throughput vs floor"},

@@ -42,7 +42,7 @@
 #include "bench.h"
 #include "memory.h"
 
-static const char *const GROUPS[] = {"core", "denied", "durability", "multi", "big", "memory",
+static const char *const GROUPS[] = {"core", "denied", "durability", "multi", "big", "memory", "threads",
                                      "redis", "postgresql", "pg", NULL};
 
 static char scratch[PATH_MAX];  /* our own scratch directory, "" if --dir */
@@ -170,6 +170,7 @@ static void register_all(const bench_cfg *c)
     snprintf(name, sizeof name, "database size per state, %s keys%s", big, reduced);
     res_add("size_per_state", "big", name);
     mem_register(c);
+    threads_register(c);
     res_add("redis", "redis", "Redis Lua fixed window, 1 client");
     res_add("postgresql", "postgresql", "PostgreSQL UPSERT (pgbench), 1 client");
     res_add("pg_floor_1", "pg", "pg floor: pgbench UPSERT, 1 client");
@@ -296,7 +297,7 @@ static void usage(void)
             "usage: rlbench [--quick | --smoke] [--ops N] [--keys N] [--big-keys N]\n"
             "               [--pg-clients N] [--json FILE] [--dir DIR] [--no-peers]\n"
             "               [--only GROUP,...]\n"
-            "groups: core denied durability multi big memory redis postgresql pg\n");
+            "groups: core denied durability multi big memory threads redis postgresql pg\n");
 }
 
 static long arg_long(const char *s, long lo, long hi)
@@ -417,6 +418,7 @@ int main(int argc, char **argv)
     } steps[] = {{"core", run_core, 0},    {"denied", run_denied, 0},
                  {"durability", run_durability, 0}, {"multi", run_multi, 0},
                  {"big", bench_big, 0},    {"memory", bench_memory, 0},
+                 {"threads", bench_threads, 0},
                  {"redis", bench_redis, 1},
                  {"postgresql", bench_postgres, 1}, {"pg", bench_pg, 0}};
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {

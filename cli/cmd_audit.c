@@ -21,7 +21,10 @@ int cmd_audit(rlctl_ctx *ctx)
 {
     rls_rows *rows = NULL;
     int64_t limit;
-    int rc = opt_int(ctx, "limit", 50, 1, 100000, &limit);
+    int handled, rc = prune_args(ctx, 1, &handled);   /* audit prune (cmd_events.c) */
+    if (handled)
+        return rc;
+    rc = opt_int(ctx, "limit", 50, 1, 100000, &limit);
     if (rc || (rc = db_open(ctx, 0)))
         return rc;
     if ((rc = rls_audit_list(ctx->db, opt_get(ctx, "key"), (int)limit, &rows)) != RLS_OK)

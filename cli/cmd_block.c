@@ -63,6 +63,10 @@ int cmd_unblock(rlctl_ctx *ctx)
 {
     char sc[200];
     const char *action = opt_get(ctx, "action");
+    if (opt_flag(ctx, "all"))
+        return cmd_unblock_all(ctx);   /* cmd_bulk.c */
+    if (ctx->nargs != 1)
+        return fail_usage(ctx, "'unblock' needs KEY (or --all); see 'rlctl unblock --help'");
     int rc = db_open(ctx, 0);
     if (rc)
         return rc;

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include "rlctl.h"
 
 static const col_spec report_cols[] = {
@@ -83,7 +84,11 @@ int cmd_copy_from(rlctl_ctx *ctx)
     if (!name || !dst_name) {
         rc = fail_code(ctx, RLCTL_EXIT_STORAGE, "ENOMEM", "out of memory");
     } else if ((rc = open_source(ctx, path, counters, name, &src)) == 0) {
+        struct progress pr = {0, 0};
+        if (!ctx->quiet && isatty(STDERR_FILENO))   /* a terminal: progress (progress.c) */
+            rls_set_progress(ctx->db, progress_rows, &pr);
         int lrc = rls_copy_at(ctx->db, src, what, ctx->now_ms, &rep);
+        progress_end(&pr);
         if (lrc != RLS_OK) {
             rc = fail_lib(ctx, lrc, "cannot copy from '%s'", name);
         } else if (ctx->json) {

@@ -57,8 +57,15 @@ int cmd_hold(rlctl_ctx *ctx)
         end.tv_sec++;
         end.tv_nsec -= 1000000000L;
     }
+    struct follow_state fs;
+    memset(&fs, 0, sizeof fs);
     while (!stop) {
         struct timespec nap = {0, 100000000L};   /* a signal ends it early */
+        if (opt_flag(ctx, "syslog")) {
+            struct timespec wall;
+            clock_gettime(CLOCK_REALTIME, &wall);
+            follow_events(ctx, &fs, (int64_t)wall.tv_sec * 1000 + wall.tv_nsec / 1000000);
+        }
         if (set) {
             clock_gettime(CLOCK_MONOTONIC, &now);
             if (now.tv_sec > end.tv_sec ||

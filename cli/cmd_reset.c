@@ -7,6 +7,11 @@
 
 int cmd_reset(rlctl_ctx *ctx)
 {
+    if (opt_get(ctx, "action"))
+        return cmd_reset_action(ctx);   /* cmd_bulk.c */
+    if (ctx->nargs != 2)
+        return fail_usage(ctx, "'reset' needs ACTION KEY (or --action ACTION); see 'rlctl "
+                          "reset --help'");
     int rc = db_open(ctx, 0);
     if (rc)
         return rc;

@@ -164,6 +164,12 @@ int db_open(rlctl_ctx *ctx, int create)
     if (ctx->file_mode)
         opt.file_mode = ctx->file_mode;
     opt.file_group = ctx->file_group;
+    /* Only init (which creates) and migrate upgrade a schema: a tool run on
+     * one host must not upgrade a database that older libraries of other
+     * hosts still use (a rolling deploy; rlctl migrate, once). */
+    opt.no_upgrade = !create;
+    if (ctx->cmd && opt_flag(ctx, "syslog") && strcmp(ctx->cmd->name, "hold") != 0)
+        opt.log_fn = rlctl_syslog_line;   /* penalty events, one line each (syslog.c) */
     path_esc = db_name(ctx->db_path);
     if (!path_esc)
         return fail_code(ctx, RLCTL_EXIT_STORAGE, "ENOMEM", "out of memory");
@@ -200,6 +206,11 @@ int db_open(rlctl_ctx *ctx, int create)
     }
     if (rc == RLS_OK) {
         free(path_esc);
+        /* --reason of a command that takes no reason of its own: the
+         * library audits its changes with it */
+        const char *why = ctx->cmd ? opt_get(ctx, "reason") : NULL;
+        if (why && (rc = rls_admin_reason(ctx->db, why)) != RLS_OK)
+            return fail_lib(ctx, rc, "invalid --reason");
         return 0;
     }
     ctx->db = NULL;

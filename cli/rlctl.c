@@ -54,6 +54,7 @@ static const rlctl_opt set_limit_opts[] = {
 static const rlctl_opt check_opts[] = {
     {"cost", "N", "units the request consumes (default 1)"},
     {"peek", NULL, "only tell whether it would pass: charge nothing"},
+    {"syslog", NULL, "log each penalty block it imposes to syslog, one line per ban"},
     {NULL, NULL, NULL},
 };
 static const rlctl_opt refund_opts[] = {
@@ -63,6 +64,7 @@ static const rlctl_opt refund_opts[] = {
 static const rlctl_opt reserve_opts[] = {
     {"cost", "N", "units to reserve (default 1)"},
     {"ttl", "DUR", "refund automatically unless committed within DUR (default 1m)"},
+    {"syslog", NULL, "log each penalty block it imposes to syslog, one line per ban"},
     {NULL, NULL, NULL},
 };
 static const rlctl_opt usage_opts[] = {
@@ -84,19 +86,51 @@ static const rlctl_opt block_opts[] = {
 };
 static const rlctl_opt unblock_opts[] = {
     {"action", "ACTION", "the action of the block (default: the all-actions block)"},
+    {"all", NULL, "remove every block (of --action only, if given): one audited change"},
+    {"reason", "TEXT", "reason recorded in the audit log"},
     {NULL, NULL, NULL},
 };
 static const rlctl_opt tier_set_opts[] = {
     {"action", "ACTION", "only for this action (default: every action)"},
     {"for", "DUR", "expire after DUR (default: never)"},
+    {"reason", "TEXT", "reason recorded in the audit log"},
     {NULL, NULL, NULL},
 };
 static const rlctl_opt tier_unset_opts[] = {
     {"action", "ACTION", "the action of the assignment (default: the every-action one)"},
+    {"reason", "TEXT", "reason recorded in the audit log"},
     {NULL, NULL, NULL},
 };
 static const rlctl_opt for_opts[] = {
     {"for", "DUR", "expire after DUR (default: never)"},
+    {"reason", "TEXT", "reason recorded in the audit log"},
+    {NULL, NULL, NULL},
+};
+static const rlctl_opt reason_opts[] = {
+    {"reason", "TEXT", "reason recorded in the audit log"},
+    {NULL, NULL, NULL},
+};
+static const rlctl_opt reset_opts[] = {
+    {"action", "ACTION", "without ACTION KEY: reset every key of ACTION (one audited change)"},
+    {"reason", "TEXT", "reason recorded in the audit log"},
+    {NULL, NULL, NULL},
+};
+static const rlctl_opt events_opts[] = {
+    {"key", "KEY", "only events of this key (as stored: see 'rlctl blocks')"},
+    {"action", "ACTION", "only events of this action"},
+    {"event", "block|escalate|expire", "only events of this kind"},
+    {"since", "TIME|DUR", "only events from TIME, or from DUR ago (e.g. 1h)"},
+    {"limit", "N", "at most N rows, newest first (default 100)"},
+    {"older-than", "DUR", "prune: delete the events older than DUR, e.g. 7d (required)"},
+    {"reason", "TEXT", "prune: reason recorded in the audit log"},
+    {NULL, NULL, NULL},
+};
+static const rlctl_opt metrics_opts[] = {
+    {"output", "FILE", "write FILE atomically (temporary file, fsync, rename), not stdout"},
+    {NULL, NULL, NULL},
+};
+static const rlctl_opt migrate_opts[] = {
+    {"dry-run", NULL, "only say from which schema version to which, and what it would do"},
     {NULL, NULL, NULL},
 };
 static const rlctl_opt override_list_opts[] = {
@@ -107,6 +141,8 @@ static const rlctl_opt override_list_opts[] = {
 static const rlctl_opt audit_opts[] = {
     {"limit", "N", "at most N rows, newest first (default 50)"},
     {"key", "KEY", "only changes of this key"},
+    {"older-than", "DUR", "prune: delete the rows older than DUR, e.g. 400d (required)"},
+    {"reason", "TEXT", "prune: reason recorded in the audit log"},
     {NULL, NULL, NULL},
 };
 static const rlctl_opt gc_opts[] = {
@@ -134,6 +170,7 @@ static const rlctl_opt copy_opts[] = {
 
 static const rlctl_opt hold_opts[] = {
     {"for", "DUR", "stop after DUR (default: at SIGINT or SIGTERM)"},
+    {"syslog", NULL, "log every penalty event of every process to syslog, one line each"},
     {NULL, NULL, NULL},
 };
 
@@ -168,7 +205,8 @@ static const rlctl_cmd commands[] = {
      "show everything that decides checks of ACTION for KEY, and its recent audit"},
     {"block", NULL, "KEY", 1, 1, block_opts, cmd_block, 0,
      "deny every request of KEY until the block ends"},
-    {"unblock", NULL, "KEY", 1, 1, unblock_opts, cmd_unblock, 0, "remove a block (manual or penalty)"},
+    {"unblock", NULL, "[KEY]", 0, 1, unblock_opts, cmd_unblock, 0,
+     "remove a block (manual or penalty), or with --all every block"},
     {"blocks", NULL, "", 0, 0, NULL, cmd_blocks, 1, "list the active blocks"},
     {"tier", "set", "KEY TIER", 2, 2, tier_set_opts, cmd_tier_set, 0,
      "assign KEY (exact, CIDR or prefix glob such as user:*) to TIER"},
@@ -177,13 +215,16 @@ static const rlctl_cmd commands[] = {
     {"tier", "list", "", 0, 0, NULL, cmd_tier_list, 1, "list the tier assignments in force"},
     {"override", "set", "ACTION KEY LIMITNAME LIMIT", 4, 4, for_opts, cmd_override_set, 0,
      "replace the capacity of one limit of ACTION for KEY"},
-    {"override", "unset", "ACTION KEY LIMITNAME", 3, 3, NULL, cmd_override_unset, 0,
+    {"override", "unset", "ACTION KEY LIMITNAME", 3, 3, reason_opts, cmd_override_unset, 0,
      "remove an override"},
     {"override", "list", "", 0, 0, override_list_opts, cmd_override_list, 1,
      "list the overrides in force"},
-    {"reset", NULL, "ACTION KEY", 2, 2, NULL, cmd_reset, 0,
-     "forget the counters of ACTION for KEY: the key starts fresh"},
-    {"audit", NULL, "", 0, 0, audit_opts, cmd_audit, 1, "show the audit log of admin changes"},
+    {"reset", NULL, "[ACTION KEY]", 0, 2, reset_opts, cmd_reset, 0,
+     "forget the counters of ACTION for KEY (or of every key: --action): it starts fresh"},
+    {"audit", NULL, "[prune]", 0, 1, audit_opts, cmd_audit, 1,
+     "show the audit log of admin changes; prune: delete rows older than --older-than (audited)"},
+    {"events", NULL, "[prune]", 0, 1, events_opts, cmd_events, 1,
+     "list penalty blocks imposed, escalated and ended, newest first; prune: delete old ones"},
     {"gc", NULL, "", 0, 0, gc_opts, cmd_gc, 0,
      "run one step of garbage collection of expired state"},
     {"stats", NULL, "", 0, 0, stats_opts, cmd_stats, 1,
@@ -192,6 +233,10 @@ static const rlctl_cmd commands[] = {
      "check the health of the database"},
     {"copy-from", NULL, "SRC", 1, 1, copy_opts, cmd_copy_from, 0,
      "copy rules, operator entries and counters of the database SRC (without a selector: all)"},
+    {"metrics", NULL, "", 0, 0, metrics_opts, cmd_metrics, 1,
+     "print (or write atomically) the node_exporter textfile of the database's metrics"},
+    {"migrate", NULL, "", 0, 0, migrate_opts, cmd_migrate, 0,
+     "upgrade the database's schema to this library's, once, on purpose"},
     {"hold", NULL, "", 0, 0, hold_opts, cmd_hold, 0,
      "keep the database open until interrupted: split deployments check faster"},
     {"help", NULL, "[COMMAND]", 0, 2, NULL, cmd_help, 1, "show the help of rlctl or of a command"},
@@ -201,6 +246,7 @@ static const rlctl_cmd commands[] = {
 static const char *const env_help[][2] = {
     {"RLSTORE_DB", "database file when --db is not given"},
     {"RLSTORE_COUNTERS", "counters database when --counters is not given"},
+    {"RLSTORE_SYSLOG", "syslog socket of --syslog (default /dev/log)"},
 };
 
 /* ---- help ------------------------------------------------------------- */

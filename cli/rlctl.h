@@ -201,11 +201,39 @@ int load_rules(rlctl_ctx *ctx, const char *file, char **yaml, size_t *len);
     XX(explain) XX(block) XX(unblock) XX(blocks) XX(tier_set)                \
     XX(tier_unset) XX(tier_list) XX(override_set) XX(override_unset)         \
     XX(override_list) XX(reset) XX(audit) XX(gc) XX(stats) XX(doctor)        \
-    XX(copy_from) XX(hold) XX(help)
+    XX(copy_from) XX(hold) XX(help)                                          \
+    XX(events) XX(metrics) XX(migrate)
 
 #define RLCTL__CMD_DECL(name) int cmd_##name(rlctl_ctx *ctx);
 RLCTL_COMMAND_FNS(RLCTL__CMD_DECL)
 #undef RLCTL__CMD_DECL
+
+/* cmd_bulk.c: unblock --all and reset --action (called by cmd_unblock and
+ * cmd_reset when those options are given). */
+int cmd_unblock_all(rlctl_ctx *ctx);
+int cmd_reset_action(rlctl_ctx *ctx);
+/* cmd_events.c: `audit prune` and `events prune` (cmd_audit and cmd_events
+ * with the argument prune); 0 from prune_args when ctx has no prune, else
+ * the exit status of the prune or of its usage error. */
+int prune_args(rlctl_ctx *ctx, int audit, int *handled);
+/* syslog.c: rls_options.log_fn of --syslog (one datagram to /dev/log or
+ * $RLSTORE_SYSLOG per line). */
+void rlctl_syslog_line(void *ctx, int level, const char *line);
+/* progress.c: a long call's progress on a terminal (stderr), for
+ * rls_set_progress; progress_end ends its line. */
+struct progress {
+    int64_t rows;
+    int shown;
+};
+void progress_rows(void *ctx, int64_t rows);
+void progress_end(struct progress *p);
+/* follow.c: hold --syslog's follower of the events table, called in hold's
+ * loop with the wall clock (it acts at most once a second). */
+struct follow_state {
+    int started;
+    int64_t last_id, read_ms, gc_ms;
+};
+void follow_events(rlctl_ctx *ctx, struct follow_state *st, int64_t now);
 
 /* Shared by check and reserve: prints a check result with the action's
  * limit states; returns 0 or an exit status on output failure. */

@@ -15,7 +15,7 @@
 # cannot drift apart.  Self-contained: needs no helper of bash-completion.
 
 _rlctl_global_opts='--db --counters --now --json --quiet --help --version'
-_rlctl_commands='init apply lint export rules versions rollback set-limit check refund reserve commit cancel usage explain block unblock blocks tier override reset audit gc stats doctor copy-from hold help'
+_rlctl_commands='init apply lint export rules versions rollback set-limit check refund reserve commit cancel usage explain block unblock blocks tier override reset audit events gc stats doctor copy-from metrics migrate hold help'
 
 # _rlctl_subs COMMAND: its subcommands, if it has any.
 _rlctl_subs()
@@ -34,23 +34,28 @@ _rlctl_opts()
     apply) echo '--dry-run --check --force --comment' ;;
     rollback) echo '--comment' ;;
     set-limit) echo '--tier --burst --if-version --comment' ;;
-    check) echo '--cost --peek' ;;
+    check) echo '--cost --peek --syslog' ;;
     refund) echo '--cost' ;;
-    reserve) echo '--cost --ttl' ;;
+    reserve) echo '--cost --ttl --syslog' ;;
     usage) echo '--action --key --top --sort' ;;
     explain) echo '--audit' ;;
     block) echo '--action --for --reason' ;;
-    unblock) echo '--action' ;;
-    'tier set') echo '--action --for' ;;
-    'tier unset') echo '--action' ;;
-    'override set') echo '--for' ;;
+    unblock) echo '--action --all --reason' ;;
+    'tier set') echo '--action --for --reason' ;;
+    'tier unset') echo '--action --reason' ;;
+    'override set') echo '--for --reason' ;;
+    'override unset') echo '--reason' ;;
+    reset) echo '--action --reason' ;;
     'override list') echo '--action --key' ;;
-    audit) echo '--limit --key' ;;
+    audit) echo '--limit --key --older-than --reason' ;;
+    events) echo '--key --action --event --since --limit --older-than --reason' ;;
+    metrics) echo '--output' ;;
+    migrate) echo '--dry-run' ;;
     gc) echo '--rows' ;;
     stats) echo '--seconds --prometheus' ;;
     doctor) echo '--full' ;;
     copy-from) echo '--rules --policy --counters --from-counters --dry-run' ;;
-    hold) echo '--for' ;;
+    hold) echo '--for --syslog' ;;
     esac
 }
 
@@ -79,7 +84,8 @@ _rlctl_takes_value()
     case $1 in
     --db | --counters | --now | --comment | --cost | --ttl | --action | --key | --top | \
         --sort | --audit | --for | --reason | --limit | --rows | --seconds | --mode | \
-        --group | --from-counters | --tier | --if-version) return 0 ;;
+        --group | --from-counters | --tier | --if-version | --older-than | --event | \
+        --since | --output) return 0 ;;
     esac
     return 1
 }

@@ -16,9 +16,19 @@
  *   - Keys and actions are NUL-terminated byte strings.  A key is 1 to
  *     max_key_len bytes (default 256) and may contain any byte but NUL.
  *   - The library never prints, never exits and never aborts.
- *   - A handle is used by one thread at a time.  A handle inherited across
- *     fork() is detected and reopened transparently in the child; the child
- *     never touches the parent's connection.
+ *   - A handle is used by one thread at a time, unless it was opened with
+ *     rls_options.thread_safe = 1: then any number of threads may call
+ *     every function on it at once (rls_close excepted: call it when no
+ *     other thread uses the handle).  Checks, peeks and reservations that
+ *     arrive while a transaction is open join the next one (group commit:
+ *     one COMMIT, one fsync, each check decided on its own in arrival
+ *     order and durable before its call returns); other calls take turns.
+ *     On such a handle rls_errmsg() is per thread: the detail of this
+ *     thread's last call on it.
+ *   - A handle inherited across fork() is detected and reopened
+ *     transparently in the child; the child never touches the parent's
+ *     connection.  Fork while no other thread is inside a call on the
+ *     handle (SQLite's and libpq's own locks may be held in the child).
  */
 #ifndef RLSTORE_H
 #define RLSTORE_H
@@ -80,7 +90,8 @@ RLS_EXTERN const char *rls_version_string(void);
     XX(EMISUSE, "library misused: handle not usable")                       \
     XX(EUNSAFE, "database contains objects rlstore did not create")           \
     XX(ECONFLICT, "the rules changed since the version the change was based on") \
-    XX(EROLE, "database file has another role (one file, rules or counters) or pair")
+    XX(EROLE, "database file has another role (one file, rules or counters) or pair") \
+    XX(EOLDSCHEMA, "database schema is older than this library and no_upgrade is set")
 
 typedef enum rls_errno {
 #define RLS__ERR_ENUM(name, text) RLS_##name,
@@ -154,9 +165,15 @@ typedef struct rls_options {
                                creator's.  Unknown or not allowed: EINVAL    */
     /* appended in RLSTORE_0.7 (issues #19 and #20): */
     int thread_safe;        /* 1: one handle serves any number of threads at
-                               once; checks arriving while a transaction is
-                               open join the next one (group commit).
-                               Default 0: one thread at a time           */
+                               once: every call takes the handle in turn,
+                               and checks, peeks and reservations arriving
+                               while a transaction is open join the next
+                               one (group commit: one COMMIT and one fsync
+                               for all of them, each decided on its own,
+                               in arrival order; a failed COMMIT fails each
+                               with its failure policy).  rls_errmsg() is
+                               then per thread.  Default 0: one thread at
+                               a time; 0 or 1, else EINVAL              */
     const char *shm_dir;    /* folder of the shared-memory table of
                                `durability: memory` limits; NULL (default):
                                /dev/shm.  Copied by rls_open()               */
@@ -164,7 +181,7 @@ typedef struct rls_options {
                                it (default 65536); an existing table keeps
                                its size                                      */
     int no_upgrade;         /* 1: never migrate the schema on open; an older
-                               schema fails instead (default 0)             */
+                               one fails with RLS_EOLDSCHEMA (default 0)    */
     void (*log_fn)(void *log_ctx, int level, const char *line);
                             /* NULL (default), or called with one line per
                                event an operator should see (a penalty
@@ -200,6 +217,9 @@ RLS_EXTERN void rls_close(rls_db *db);
  * Detail of the last error on db, e.g. "action 'x' is not defined".
  * Static "out of memory" or "" if none.  Valid until the next call on db.
  * With db == NULL: the detail of the last failed rls_open() in this thread.
+ * On a thread-safe handle: the detail of this thread's last call on db
+ * (a thread keeps it for its last four thread-safe handles), valid until
+ * this thread's next call on db.
  */
 RLS_EXTERN const char *rls_errmsg(rls_db *db);
 
@@ -558,8 +578,8 @@ typedef struct rls_usage_query {
 /*
  * One row per (action, key) with its most pressing limit, as a check would
  * see it at now_ms (nothing is charged): action, key, tier, rule, used,
- * limit, remaining, fraction_ppm (used / limit in millionths; 0 for a key
- * of an unlimited tier, never under pressure), reset_ms,
+ * limit, remaining, fraction_ppm (used / limit in millionths; a key of an
+ * unlimited tier sorts with the idle ones whatever its fraction), reset_ms,
  * blocked (1/0), block_until_ms, state ("ok", "near" (>= 80 %), "limited",
  * "blocked", "shadow"), denied (denials counted for the key; written at
  * most once a second per process).
@@ -794,6 +814,27 @@ RLS_EXTERN int rls_rules_set_limit_at(rls_db *db, const char *action, const char
                                       int64_t if_version, int64_t now_ms,
                                       int64_t *new_version);
 
+/* ---- RLSTORE_0.9: rls_events(3), rls_metrics(3), rls_migrate(3) ------
+ * Penalty events newest first, filtered (NULL: any); limit 1..100000. */
+RLS_EXTERN int rls_events_list_at(rls_db *db, const char *action, const char *key,
+                                  const char *event, int64_t since_ms, int limit,
+                                  rls_rows **out);
+/* Delete events / audit rows older than before_ms (the latter audited). */
+RLS_EXTERN int rls_events_prune_at(rls_db *db, int64_t before_ms, int64_t now_ms,
+                                   int64_t *deleted);
+RLS_EXTERN int rls_audit_prune_at(rls_db *db, int64_t before_ms, int64_t now_ms,
+                                  int64_t *deleted);
+/* Reason audited with db's later changes that have none (NULL clears). */
+RLS_EXTERN int rls_admin_reason(rls_db *db, const char *reason);
+RLS_EXTERN int rls_block_unset_all_at(rls_db *db, const char *action, int64_t now_ms,
+                                      int64_t *count);
+RLS_EXTERN int rls_reset_action_at(rls_db *db, const char *action, int64_t now_ms,
+                                   int64_t *count);
+RLS_EXTERN int rls_metrics_at(rls_db *db, int64_t now_ms, rls_rows **out);
+RLS_EXTERN int rls_migrate(const char *path, const rls_options *opt, int dry_run,
+                           int64_t *from, int64_t *to);
+/* fn(ctx, rows) after each page of rows a long call (rls_copy_at) reads. */
+RLS_EXTERN int rls_set_progress(rls_db *db, void (*fn)(void *ctx, int64_t rows), void *ctx);
 #ifdef __cplusplus
 }
 #endif

@@ -40,7 +40,39 @@
     XX(RES_EXPIRED_PEEK, "SELECT cost, created_ms, lids FROM rls_reservations" \
        " WHERE key = ?1 AND action = ?2 AND expires_ms <= ?3 LIMIT 16")        \
     /* the actions a key as stored has a block for (unblock of every action) */ \
-    XX(BLOCK_KEY_ACTIONS, "SELECT action FROM rls_blocks WHERE key = ?1")
+    XX(BLOCK_KEY_ACTIONS, "SELECT action FROM rls_blocks WHERE key = ?1")      \
+    /* ---- events and metrics (events.c, metrics.c; schema/005) ---- */     \
+    XX(EV_ADD, "INSERT INTO rls_events(ts_ms, event, action, key, rule, level, until_ms)" \
+       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")                                \
+    /* penalty blocks that ended in (?2, ?1] without an 'expire' event      \
+     * (?3: NULL, or only this key and action ?4) */                         \
+    XX(EV_ENDED, "SELECT b.action, b.key, b.rule, b.level, b.until_ms FROM rls_blocks b" \
+       " WHERE b.kind = 1 AND b.until_ms <> 0 AND b.until_ms <= ?1 AND b.until_ms > ?2" \
+       " AND (?3 IS NULL OR (b.key = CAST(?3 AS BLOB) AND b.action = ?4))"   \
+       " AND NOT EXISTS (SELECT 1 FROM rls_events e WHERE e.key = b.key"      \
+       " AND e.action = b.action AND e.event = 'expire' AND e.until_ms = b.until_ms)" \
+       " ORDER BY b.until_ms LIMIT 256")                                      \
+    XX(EV_LIST, "SELECT id, ts_ms, event, action, CAST(key AS TEXT), rule, level, until_ms" \
+       " FROM rls_events WHERE (?1 IS NULL OR action = ?1)"                   \
+       " AND (?2 IS NULL OR key = CAST(?2 AS BLOB)) AND (?3 IS NULL OR event = ?3)" \
+       " AND ts_ms >= ?4 ORDER BY ts_ms DESC, id DESC LIMIT ?5")              \
+    XX(EV_PRUNE, "DELETE FROM rls_events WHERE ts_ms < ?1")                   \
+    XX(AUDIT_PRUNE, "DELETE FROM rls_audit WHERE ts_ms < ?1")                 \
+    XX(CTR_ADD, "INSERT INTO rls_counters(action, name, label, n) VALUES (?1, ?2, ?3, ?4)" \
+       " ON CONFLICT(action, name, label) DO UPDATE SET n = rls_counters.n + excluded.n") \
+    XX(CTR_LIST, "SELECT action, name, label, n FROM rls_counters ORDER BY action, name, label") \
+    XX(BLOCKS_ACTIVE, "SELECT action, CASE kind WHEN 0 THEN 'manual' ELSE 'penalty' END, count(*)" \
+       " FROM rls_blocks WHERE until_ms = 0 OR until_ms > ?1 GROUP BY action, kind ORDER BY action, kind") \
+    XX(KEYS_TRACKED, "SELECT action, keys FROM rls_key_counts ORDER BY action") \
+    /* bulk changes (admin_bulk.c): the manual blocks (split: rules file)   \
+     * and the penalties (split: counters file; one file: the same rows) */ \
+    XX(BULK_BLOCKS_COUNT, "SELECT count(*) FROM rls_blocks WHERE (?1 IS NULL OR action = ?1)" \
+       " AND (until_ms = 0 OR until_ms > ?2)")                                \
+    XX(BULK_BLOCKS_DEL, "DELETE FROM rls_blocks WHERE ?1 IS NULL OR action = ?1") \
+    XX(BULK_PEN_COUNT, "SELECT count(*) FROM rls_blocks WHERE (?1 IS NULL OR action = ?1)" \
+       " AND (until_ms = 0 OR until_ms > ?2)")                                \
+    XX(BULK_PEN_DEL, "DELETE FROM rls_blocks WHERE ?1 IS NULL OR action = ?1") \
+    XX(STATE_DEL_LID, "DELETE FROM rls_state WHERE lid = ?1")
 
 enum rls_admin_stmt_id {
 #define RLS__ASTMT_ENUM(name, sql) ASTMT_##name,

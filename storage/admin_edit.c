@@ -73,6 +73,7 @@ static int edit_text(rls_db *db, const char *yaml, size_t len, const char *actio
 
 int rls_rules_limit_list(rls_db *db, int64_t version, rls_rows **out)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     static const rows_col cols[] = {
         {"action", RLS_COL_TEXT}, {"tier", RLS_COL_TEXT},  {"name", RLS_COL_TEXT},
         {"field", RLS_COL_TEXT},  {"value", RLS_COL_INT},  {"line", RLS_COL_INT},
@@ -120,6 +121,7 @@ int rls_rules_limit_edit(rls_db *db, int64_t version, const char *action, const 
                          const char *limit_name, const char *field, int64_t value, char **yaml,
                          size_t *len, int *line)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     char *text = NULL, *out = NULL;
     size_t tlen = 0, olen = 0;
     int64_t got;
@@ -154,6 +156,7 @@ int rls_rules_set_limit_at(rls_db *db, const char *action, const char *tier,
                            const char *name, const char *comment, int64_t if_version,
                            int64_t now_ms, int64_t *new_version)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     char *text = NULL, *out = NULL, auto_comment[300];
     size_t tlen = 0, olen = 0;
     int64_t got = 0;

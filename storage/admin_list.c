@@ -64,6 +64,7 @@ static const char *kind_name(int kind)
 
 int rls_tier_list_at(rls_db *db, int64_t now_ms, rls_rows **out)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     static const rows_col cols[] = {
         {"pattern", RLS_COL_TEXT}, {"kind", RLS_COL_INT},        {"action", RLS_COL_TEXT},
         {"tier", RLS_COL_TEXT},    {"expires_ms", RLS_COL_INT},  {"created_ms", RLS_COL_INT},
@@ -193,6 +194,7 @@ static void bind_override(rls_stmt *st, const void *arg)
 int rls_override_list_at(rls_db *db, const char *action, const char *key, int64_t now_ms,
                          rls_rows **out)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     static const rows_col cols[] = {
         {"key", RLS_COL_TEXT}, {"action", RLS_COL_TEXT},     {"limit_name", RLS_COL_TEXT},
         {"limit", RLS_COL_INT}, {"expires_ms", RLS_COL_INT}, {"created_ms", RLS_COL_INT},
@@ -210,6 +212,7 @@ int rls_override_list_at(rls_db *db, const char *action, const char *key, int64_
 
 int rls_block_list_at(rls_db *db, int64_t now_ms, rls_rows **out)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     static const rows_col cols[] = {
         {"key", RLS_COL_TEXT},     {"action", RLS_COL_TEXT}, {"until_ms", RLS_COL_INT},
         {"kind", RLS_COL_TEXT},    {"level", RLS_COL_INT},   {"rule", RLS_COL_TEXT},
@@ -335,6 +338,7 @@ static int audit_of_key(rls_db *db, const char *key, int limit, const rows_col *
 
 int rls_audit_list(rls_db *db, const char *key, int limit, rls_rows **out)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     static const rows_col cols[] = {
         {"id", RLS_COL_INT},       {"ts_ms", RLS_COL_INT},  {"os_user", RLS_COL_TEXT},
         {"tool", RLS_COL_TEXT},    {"op", RLS_COL_TEXT},    {"action", RLS_COL_TEXT},
@@ -362,6 +366,7 @@ static void bind_stats(rls_stmt *st, const void *arg)
 
 int rls_stats_at(rls_db *db, int seconds, int64_t now_ms, rls_rows **recent, rls_rows **totals)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     static const rows_col rcols[] = {
         {"action", RLS_COL_TEXT}, {"sec", RLS_COL_INT}, {"allowed", RLS_COL_INT},
         {"denied", RLS_COL_INT},
@@ -472,6 +477,7 @@ static int reset_fn(rls_db *db, void *p)
  */
 int rls_reset_at(rls_db *db, const char *action, const char *key, int64_t now_ms)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     key_ctx *ctx;
     int64_t *lids = NULL;
     int rc = rls__keyctx_args(db, action, key, 1, now_ms), nlids = 0, n = 0;

@@ -14,6 +14,7 @@
 
 int rls_rules_versions(rls_db *db, rls_rows **out)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     static const rows_col cols[] = {
         {"version", RLS_COL_INT}, {"created_ms", RLS_COL_INT}, {"os_user", RLS_COL_TEXT},
         {"tool", RLS_COL_TEXT},   {"source", RLS_COL_TEXT},    {"comment", RLS_COL_TEXT},
@@ -92,6 +93,7 @@ int rls__rules_yaml(rls_db *db, int64_t version, char **yaml, size_t *len)
 
 int rls_rules_get(rls_db *db, int64_t version, char **yaml, size_t *len)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     if (!yaml)
         return db ? rls__error(db, RLS_EINVAL, "yaml is NULL") : RLS_EINVAL;
     *yaml = NULL;
@@ -114,6 +116,7 @@ int rls_rules_get(rls_db *db, int64_t version, char **yaml, size_t *len)
 int rls_rules_rollback_at(rls_db *db, int64_t version, const char *comment, int64_t now_ms,
                           int64_t *new_version)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     char *yaml = NULL, source[64];
     size_t len = 0;
     ruleset *rs = NULL;
@@ -252,6 +255,7 @@ static int scan_limit(rls_db *db, const char *action, const char *tier, const ru
 int rls_rules_dry_run_at(rls_db *db, const char *yaml, size_t len, const char *name,
                          int64_t now_ms, rls_rows **over)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     static const rows_col cols[] = {
         {"action", RLS_COL_TEXT}, {"tier", RLS_COL_TEXT},     {"key", RLS_COL_TEXT},
         {"limit", RLS_COL_TEXT},  {"used", RLS_COL_INT},      {"old_limit", RLS_COL_INT},
@@ -400,6 +404,7 @@ static int describe(const ruleset *rs, rls_rows **tiers, rls_rows **limits)
 
 int rls_rules_describe(rls_db *db, int64_t version, rls_rows **tiers, rls_rows **limits)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     char *yaml = NULL;
     size_t len = 0;
     ruleset *rs = NULL;

@@ -82,8 +82,11 @@ static int head_cmp(int sort, const usage_row *x, const usage_row *y)
     } else {
         if (x->blocked != y->blocked)
             return y->blocked - x->blocked;
-        if (!x->blocked && x->ppm != y->ppm)
-            return x->ppm > y->ppm ? -1 : 1;
+        /* an unlimited key is never under pressure: it sorts with the
+         * idle ones, however far past its limit it is counted */
+        int64_t xp = x->unlimited ? 0 : x->ppm, yp = y->unlimited ? 0 : y->ppm;
+        if (!x->blocked && xp != yp)
+            return xp > yp ? -1 : 1;
     }
     return by_key(x, y);
 }
@@ -436,17 +439,20 @@ static int usage_page(rls_db *db, const rls_usage_query *q, const rls_usage_anch
 
 int rls_usage_at(rls_db *db, const rls_usage_query *q, int64_t now_ms, rls_rows **out)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     return usage_page(db, q, NULL, now_ms, out);
 }
 
 int rls_usage_near_at(rls_db *db, const rls_usage_query *q, const rls_usage_anchor *anchor,
                       int64_t now_ms, rls_rows **out)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     return usage_page(db, q, anchor, now_ms, out);
 }
 
 int rls_usage_count_at(rls_db *db, const rls_usage_query *q, int64_t now_ms, int64_t *count)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     usage_ctx u;
     if (!count)
         return db ? rls__error(db, RLS_EINVAL, "count is NULL") : RLS_EINVAL;

@@ -130,6 +130,7 @@ static rls_rows *explain_limits(const key_ctx *ctx, int64_t now)
 int rls_explain_at(rls_db *db, const char *action, const char *key, int64_t now_ms,
                    rls_rows **info, rls_rows **limits)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     key_ctx *ctx;
     rls_result res;
     char reason[256];

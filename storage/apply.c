@@ -266,6 +266,7 @@ static int apply(rls_db *db, const char *yaml, size_t len, const char *name,
                  const char *comment, unsigned int flags, int64_t expect, int64_t now_ms,
                  int64_t *version, int *changed)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     ruleset *rs = NULL;
     struct store_arg a = {yaml, name, comment, "rules.apply", len, NULL, expect, now_ms, 0,
                           !(flags & RLS_APPLY_FORCE), 0};
@@ -310,6 +311,7 @@ int rls_rules_apply_at(rls_db *db, const char *yaml, size_t len, const char *nam
 int rls_rules_apply_if_at(rls_db *db, const char *yaml, size_t len, const char *name,
                           const char *comment, int64_t expect, int64_t now_ms, int64_t *version)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     if (expect < 0)
         return db ? rls__error(db, RLS_EINVAL, "expected version %lld is invalid",
                                (long long)expect) : RLS_EINVAL;
@@ -319,5 +321,6 @@ int rls_rules_apply_if_at(rls_db *db, const char *yaml, size_t len, const char *
 int rls_rules_apply(rls_db *db, const char *yaml, size_t len, const char *name,
                     const char *comment, int64_t *version)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     return rls_rules_apply_at(db, yaml, len, name, comment, rls__now_or_invalid(), version);
 }

@@ -269,6 +269,7 @@ static void batch_free(struct batch *b)
 int rls_check_many_at(rls_db *db, const rls_item *items, size_t n, int64_t now_ms,
                       rls_result *results)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     struct batch b = {items, n, now_ms, results, NULL, 0, 0};
     int rc;
     if (n == 0)
@@ -302,6 +303,7 @@ int rls_check_many_at(rls_db *db, const rls_item *items, size_t n, int64_t now_m
 
 int rls_check_many(rls_db *db, const rls_item *items, size_t n, rls_result *results)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     int64_t now;
     if (rls__now(&now) != RLS_OK)
         now = -1;

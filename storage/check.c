@@ -17,6 +17,7 @@
 #include <string.h>
 #include "admin.h"
 #include "check.h"
+#include "events.h"
 
 /* The failure policy for this call: the action's, else the rules', else
  * the handle's (core/rules.c). */
@@ -190,6 +191,9 @@ static int write_penalty(rls_db *db, const struct check_call *call)
     if (!st)
         return rls__stmt_failed(db);
     rls__cache_policy_written(db);
+    int erc = rls__event_penalty(db, call);   /* events.c: its event, log line, count */
+    if (erc)
+        return erc;
     sql_bind_blob(st, 1, ctx->key, (int)ctx->keylen, SQL_STATIC);
     sql_bind_text(st, 2, ctx->act->name, -1, SQL_STATIC);
     sql_bind_int64(st, 3, call->pen.until_ms);
@@ -370,19 +374,23 @@ static void stage_cache_notes(rls_db *db, const struct check_call *call, int rc)
 static int check_pipeline(rls_db *db, struct check_call *call)
 {
     int rc;
+    int64_t t0 = rls__metrics_clock();   /* metrics.c: the check's latency */
     if (!call->res)
         return db ? rls__error(db, RLS_EINVAL, "result is NULL") : RLS_EINVAL;
     if (call->id)
         *call->id = 0;
     rc = rls__check_validate(db, call);
-    if (rc == RLS_OK && call->op != CHECK_OP_PEEK && rls__deny_lookup(db, call))
+    if (rc == RLS_OK && call->op != CHECK_OP_PEEK && rls__deny_lookup(db, call)) {
+        rls__metrics_check(db, call, RLS_OK, t0);
         return RLS_OK;   /* a denial that cannot have changed (deny.c) */
+    }
     if (rc == RLS_OK)
         rc = rls__check_plan(db, call);
     if (rc == RLS_OK)
         rc = db->be->check_tx(db, call);
     stage_result(db, call, rc);
     stage_cache_notes(db, call, rc);
+    rls__metrics_check(db, call, rc, t0);
     if (call->ctx) {
         rls__keyctx_release(call->ctx);
         free(call->ctx);
@@ -403,6 +411,8 @@ static int check_common(rls_db *db, const char *action, const char *key, int64_t
     call.ttl = ttl;
     call.id = id;
     call.res = res;
+    if (rls__group_routes(db))
+        return rls__group_check(db, &call);   /* a thread-safe handle (group.c) */
     return check_pipeline(db, &call);
 }
 

@@ -292,6 +292,7 @@ static void copy_free(copy *c)
 
 int rls_copy_at(rls_db *dst, rls_db *src, unsigned int what, int64_t now_ms, rls_rows **report)
 {
+    RLS_SERIAL_PAIR(dst, src);   /* thread-safe handles: one call at a time (group.h) */
     int rc = rls__db_usable(dst);
     copy *c;
     if (report)

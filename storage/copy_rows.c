@@ -15,6 +15,7 @@
 #include "algo.h"
 #include "keycount.h"
 #include "copy.h"
+#include "events.h"
 
 /* Steps a destination insert (deferred), reset afterwards. */
 static int dst_insert(copy *c, int id, int kind)
@@ -208,6 +209,7 @@ static int walk(copy *c, int id, const int *types, row_fn fn)
             return rls__copy_src_failed(c, rls__sql_error(c->src, src, "cannot read rows"));
         if ((rc = rls__copy_dst_run(c, CST_DST_SYNC)) != RLS_OK)
             return rc;
+        rls__progress(c->dst, n);   /* rls_set_progress (events.c) */
         if (n < COPY_PAGE)
             return RLS_OK;
     }

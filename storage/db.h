@@ -19,6 +19,7 @@
 #include "sql.h"
 #include "backend.h"
 #include "statements.h"
+#include "group.h"
 
 /* In-process stats of one action for the current second. */
 typedef struct stat_acc {
@@ -123,6 +124,8 @@ struct rls_db {
     struct rls_trust trust;
     struct rls_stats stats;
     struct rls_denystate deny;
+    struct rls_group *group;       /* a thread-safe handle's lock and queue (group.c), or NULL */
+    struct rls_events *ev;         /* events, metrics, audit reason (events.h), or NULL */
 };
 
 /* Handle-level driver calls (sql.h). */

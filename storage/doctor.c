@@ -57,6 +57,7 @@ static int rules_row(rls_db *db, rls_rows *r, int *bad)
 /* The backend's rows (backend.h, doctor), then the rules'. */
 int rls_doctor(rls_db *db, int full, rls_rows **out)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     static const rows_col cols[] = {
         {"check", RLS_COL_TEXT}, {"status", RLS_COL_TEXT}, {"detail", RLS_COL_TEXT},
     };

@@ -34,6 +34,7 @@
 #include "check.h"
 #include "keyctx.h"
 #include "admin.h"
+#include "events.h"
 
 /* The module, relative to the directory of librlstore.so, and the symbol
  * the library looks up in it. */
@@ -64,6 +65,9 @@
     VOID(keyctx_release, (key_ctx * ctx), (ctx))                                         \
     FN(int, keyctx_reload, (rls_db * db, key_ctx * ctx, int64_t now), (db, ctx, now))    \
     FN(int, prepare_text, (rls_db * db, const char *text, rls_stmt **out), (db, text, out)) \
+    VOID(schema_found, (int64_t ver, int want), (ver, want))                             \
+    FN(int, schema_upgrade_ok, (rls_db * db, const char *what, int64_t ver, int want),   \
+       (db, what, ver, want))                                                            \
     FN(int, sql_code, (int src), (src))                                                  \
     FN(int, sql_error, (rls_db * db, int src, const char *what), (db, src, what))        \
     FN(rls_stmt *, stmt, (rls_db * db, int id), (db, id))                                \

@@ -23,11 +23,17 @@ int rls__now(int64_t *now_ms)
 int rls__error(rls_db *db, int code, const char *fmt, ...)
 {
     va_list ap;
-    char *buf = db ? db->errmsg : open_errmsg;
-    size_t size = db ? sizeof db->errmsg : sizeof open_errmsg;
+    char own[sizeof open_errmsg];
+    /* a thread-safe handle whose lock this thread does not hold (a call
+     * refused before it took it): the detail is this thread's alone */
+    int apart = db && rls__group_routes(db);
+    char *buf = apart ? own : db ? db->errmsg : open_errmsg;
+    size_t size = apart ? sizeof own : db ? sizeof db->errmsg : sizeof open_errmsg;
     va_start(ap, fmt);
     vsnprintf(buf, size, fmt, ap);
     va_end(ap);
+    if (apart)
+        rls__group_errmsg_keep(db, own);
     return code;
 }
 
@@ -61,6 +67,8 @@ int rls__sql_error(rls_db *db, int src, const char *what)
 
 const char *rls_errmsg(rls_db *db)
 {
+    if (db && db->group)
+        return rls__group_errmsg(db);   /* per thread (group.c) */
     return db ? db->errmsg : open_errmsg;
 }
 

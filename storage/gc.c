@@ -20,6 +20,7 @@
 #include <string.h>
 #include "db.h"
 #include "keycount.h"
+#include "events.h"
 
 #define STATS_KEEP_MS (3600 * 1000LL)
 #define KEY_STATS_KEEP_MS (86400 * 1000LL)  /* keys under pressure, unseen for a day */
@@ -70,11 +71,11 @@ void rls__stats_uncount(rls_db *db, const char *action, int64_t now, int allowed
 
 int rls__stats_flush(rls_db *db, int64_t now, int force)
 {
-    if ((db->stats.nstats == 0 && !rls__keystat_pending(db)) ||
+    if ((db->stats.nstats == 0 && !rls__keystat_pending(db) && !rls__metrics_pending(db)) ||
         (!force && now - db->stats.stats_flushed_ms < 1000 && now >= db->stats.stats_flushed_ms))
         return RLS_OK;
     int krc = rls__keystat_flush(db);
-    if (krc)
+    if (krc || (krc = rls__metrics_flush(db)))   /* metrics.c */
         return krc;
     rls_stmt *add = rls__stmt(db, STMT_STATS_ADD);
     rls_stmt *tot = rls__stmt(db, STMT_STATS_TOTAL_ADD);
@@ -313,7 +314,8 @@ int rls__gc_step(rls_db *db, int64_t now, int max_rows, int64_t *deleted)
         /* split: rows of the rules file only where the handle may write
          * it (admin handles, rlctl gc); expired ones decide nothing */
         int rules = db->be->rules_writable(db);
-        if ((rc = exec_time(db, STMT_GC_BLOCKS, now)) ||
+        if ((rc = rls__events_sweep(db, now)) ||   /* events.c: before blocks go */
+            (rc = exec_time(db, STMT_GC_BLOCKS, now)) ||
             (db->be->rules_apart(db) && rules && (rc = exec_time(db, STMT_GC_RULES_BLOCKS, now))) ||
             (rules && (rc = exec_time(db, STMT_GC_OVERRIDES, now))) ||
             (rules && (rc = exec_time(db, STMT_GC_ASSIGN, now))) ||
@@ -343,6 +345,7 @@ static int gc_fn(rls_db *db, void *p)
 
 int rls_gc_at(rls_db *db, int max_rows, int64_t now_ms, int64_t *deleted)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     int rc = rls__db_usable(db);
     if (rc)
         return rc;

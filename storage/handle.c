@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 #include "db.h"
+#include "group_int.h"
+#include "events.h"
 
 /* The backends rls_open asks, in order: the first that claims the path.
  * PostgreSQL's is a driver module loaded on first use (driver.c). */
@@ -121,7 +123,7 @@ static int options_take(rls_options *dst, const rls_options *src)
         (dst->durability != RLS_DURABILITY_NORMAL &&
          dst->durability != RLS_DURABILITY_FULL) ||
         (dst->on_error != RLS_ON_ERROR_DENY && dst->on_error != RLS_ON_ERROR_ALLOW) ||
-        (dst->file_mode & ~0777u) != 0)
+        (dst->file_mode & ~0777u) != 0 || (dst->thread_safe != 0 && dst->thread_safe != 1))
         return RLS_EINVAL;
     return RLS_OK;
 }
@@ -191,6 +193,8 @@ int rls_open(rls_db **out, const char *path, const rls_options *opt)
         rc = db->be->init(db, path);
     if (rc == RLS_OK)
         rc = db->be->connect(db);
+    if (rc == RLS_OK && db->ident.opt.thread_safe)
+        rc = rls__group_open(db);
     if (rc != RLS_OK) {
         rls__error(NULL, rc, "%s", db->errmsg);   /* rls_errmsg(NULL) tells it */
         /* A file this call created stays: another process may have opened
@@ -221,7 +225,8 @@ void rls_close(rls_db *db)
     if (!db)
         return;
     if (db->ident.pid == getpid()) {
-        if (rls__connected(db) && !db->conn.in_tx && (rls__stats_pending(db) || rls__keystat_pending(db)))
+        if (rls__connected(db) && !db->conn.in_tx &&
+            (rls__stats_pending(db) || rls__keystat_pending(db) || rls__metrics_pending(db)))
             flush_on_close(db);
         db->be->disconnect(db);
     } else {
@@ -232,8 +237,16 @@ void rls_close(rls_db *db)
     rls__cache_free(db);
     rls__deny_close(db);
     rls__keystat_free(db);
+    rls__events_free(db);
     free(db->stats.acc);
+    rls__group_close(db);
     handle_free(db);
+}
+
+/* group.c: a thread-safe handle re-makes its locks when this changes. */
+unsigned long rls__fork_epoch(void)
+{
+    return fork_hooked ? forks_now() : (unsigned long)getpid();
 }
 
 int rls__connected(const rls_db *db)
@@ -260,6 +273,7 @@ int rls__db_usable(rls_db *db)
     rls__stmt_forget(db);
     rls__stats_forget(db);
     rls__keystat_free(db);  /* the parent flushes its own */
+    rls__events_forget(db);
     rls__cache_forget(db);
     db->ident.pid = getpid();
     db->ident.forks = forks_now();

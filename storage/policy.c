@@ -376,6 +376,7 @@ static int unblock_every(rls_db *db, const char *key, int64_t now)
 int rls_block_set_at(rls_db *db, const char *action, const char *key, int64_t until_ms,
                      const char *reason, int64_t now_ms)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     int rc = rls__db_usable(db);
     if (rc)
         return rc;
@@ -390,6 +391,7 @@ int rls_block_set_at(rls_db *db, const char *action, const char *key, int64_t un
 
 int rls_block_unset_at(rls_db *db, const char *action, const char *key, int64_t now_ms)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     int rc = rls__db_usable(db);
     if (rc)
         return rc;
@@ -514,6 +516,7 @@ static int tier_common(rls_db *db, const char *action, const char *key, const ch
 int rls_tier_assign_at(rls_db *db, const char *action, const char *key, const char *tier,
                        int64_t until_ms, int64_t now_ms)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     if (db && !tier)
         return rls__error(db, RLS_EINVAL, "tier is NULL");
     return tier_common(db, action, key, tier, until_ms, now_ms);
@@ -521,12 +524,14 @@ int rls_tier_assign_at(rls_db *db, const char *action, const char *key, const ch
 
 int rls_tier_unassign_at(rls_db *db, const char *action, const char *key, int64_t now_ms)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     return tier_common(db, action, key, NULL, 0, now_ms);
 }
 
 int rls_tier_set_at(rls_db *db, const char *key, const char *tier, int64_t until_ms,
                     int64_t now_ms)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     if (db && !tier)
         return rls__error(db, RLS_EINVAL, "tier is NULL");
     return tier_common(db, NULL, key, tier, until_ms, now_ms);
@@ -534,6 +539,7 @@ int rls_tier_set_at(rls_db *db, const char *key, const char *tier, int64_t until
 
 int rls_tier_unset_at(rls_db *db, const char *key, int64_t now_ms)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     return tier_common(db, NULL, key, NULL, 0, now_ms);
 }
 
@@ -631,6 +637,7 @@ int rls_override_set_at(rls_db *db, const char *action, const char *key,
                         const char *limit_name, int64_t limit, int64_t until_ms,
                         int64_t now_ms)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     int rc = rls__db_usable(db);
     if (rc)
         return rc;
@@ -650,6 +657,7 @@ int rls_override_set_at(rls_db *db, const char *action, const char *key,
 int rls_override_unset_at(rls_db *db, const char *action, const char *key,
                           const char *limit_name, int64_t now_ms)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     int rc = rls__db_usable(db);
     if (rc)
         return rc;

@@ -158,6 +158,7 @@ static int refund_fn(rls_db *db, void *p)
 int rls_refund_units_at(rls_db *db, const char *action, const char *key, int64_t cost,
                         int64_t now_ms, int64_t *refunded)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     int64_t given = 0;
     if (refunded)
         *refunded = 0;
@@ -174,17 +175,20 @@ int rls_refund_units_at(rls_db *db, const char *action, const char *key, int64_t
 int rls_refund_units(rls_db *db, const char *action, const char *key, int64_t cost,
                      int64_t *refunded)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     return rls_refund_units_at(db, action, key, cost, rls__now_or_invalid(), refunded);
 }
 
 int rls_refund_at(rls_db *db, const char *action, const char *key, int64_t cost,
                   int64_t now_ms)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     return rls_refund_units_at(db, action, key, cost, now_ms, NULL);
 }
 
 int rls_refund(rls_db *db, const char *action, const char *key, int64_t cost)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     return rls_refund_at(db, action, key, cost, rls__now_or_invalid());
 }
 
@@ -324,20 +328,24 @@ static int resolve_reservation(rls_db *db, int64_t id, int64_t now, int refund)
 
 int rls_commit_at(rls_db *db, int64_t id, int64_t now_ms)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     return resolve_reservation(db, id, now_ms, 0);
 }
 
 int rls_commit(rls_db *db, int64_t id)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     return resolve_reservation(db, id, rls__now_or_invalid(), 0);
 }
 
 int rls_cancel_at(rls_db *db, int64_t id, int64_t now_ms)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     return resolve_reservation(db, id, now_ms, 1);
 }
 
 int rls_cancel(rls_db *db, int64_t id)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     return resolve_reservation(db, id, rls__now_or_invalid(), 1);
 }

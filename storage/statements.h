@@ -154,7 +154,10 @@
      * counters file, and expired manual blocks in the rules file */       \
     XX(PENALTY_GET_ONE, "SELECT until_ms, kind, reason FROM rls_blocks WHERE key = ?1 AND action = ?2") \
     XX(PENALTY_DEL, "DELETE FROM rls_blocks WHERE key = ?1 AND action = ?2") \
-    XX(GC_RULES_BLOCKS, "DELETE FROM rls_blocks WHERE until_ms <> 0 AND until_ms <= ?1")
+    XX(GC_RULES_BLOCKS, "DELETE FROM rls_blocks WHERE until_ms <> 0 AND until_ms <= ?1") \
+    /* holds off checks that add or remove counters while a bulk reset     \
+     * recounts an action's keys (admin_bulk.c): SQLite's write lock does */ \
+    XX(KEYS_LOCK, "SELECT 1")
 
 enum rls_stmt_id {
 #define RLS__STMT_ENUM(name, sql) STMT_##name,

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "admin.h"
+#include "events.h"
 
 static const char *const stmt_sql[STMT__COUNT] = {
 #define RLS__STMT_SQL(name, sql) sql,
@@ -105,6 +106,7 @@ int rls__commit(rls_db *db)
     db->conn.tx_write = 0;
     rls__cache_distrust(db);
     db->be->after_commit(db);
+    rls__events_committed(db);   /* log_fn's lines (events.c) */
     return RLS_OK;
 }
 
@@ -126,6 +128,7 @@ void rls__rollback(rls_db *db)
     rls__cache_distrust(db);
     db->conn.check_tx = 0;
     db->conn.gave_back = 0;
+    rls__events_rolled_back(db);
 }
 
 int rls__write_tx(rls_db *db, rls_tx_fn fn, void *arg)
@@ -166,7 +169,9 @@ int rls__audit(rls_db *db, int64_t now, const char *op, const char *action,
         sql_bind_null(st, 6);
     bind_text_or_null(st, 7, before);
     bind_text_or_null(st, 8, after);
-    bind_text_or_null(st, 9, reason);
+    /* the handle's reason (rls_admin_reason) where the change has none */
+    bind_text_or_null(st, 9, (!reason || !*reason) && rls__admin_reason(db)
+                                 ? rls__admin_reason(db) : reason);
     int rc = sql_step(st);
     sql_reset(st);
     sql_clear_bindings(st);

@@ -36,6 +36,8 @@ typedef struct usage_row {
     char rule[RLS_NAME_MAX + 1];
     int64_t used, limit, remaining, ppm, reset_ms, block_until, denied;
     int blocked;
+    int unlimited;             /* its tier is unlimited: never under
+                                  pressure, however far past its limit */
     int pressing;              /* under pressure (see above) */
     int skip;                  /* the action refuses the key: no row */
     const char *state;

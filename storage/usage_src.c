@@ -293,9 +293,8 @@ static int fill_row(usage_ctx *u, usage_src *s, usage_row *r)
     /* units in use, past the capacity too (core/pressure.c) */
     int has = ctx->deciding >= 0 && ctx->deciding < ctx->n;
     r->used = rls__pressure_used(&res, has ? &ctx->items[ctx->deciding].meta : NULL);
-    /* an unlimited key is never under pressure: it sorts with the idle ones,
-     * however far past the limit it is counted */
-    r->ppm = ctx->behaviour == TIER_UNLIMITED ? 0 : rls__pressure_ppm(r->used, res.limit);
+    r->ppm = rls__pressure_ppm(r->used, res.limit);
+    r->unlimited = ctx->behaviour == TIER_UNLIMITED;
     r->reset_ms = res.reset_ms;
     r->blocked = ctx->block.active || ctx->behaviour == TIER_BLOCKED;
     r->block_until = ctx->block.active ? ctx->block.until_ms : 0;
@@ -305,7 +304,7 @@ static int fill_row(usage_ctx *u, usage_src *s, usage_row *r)
     if (u->sort == RLS_SORT_DENIED)
         r->pressing = r->denied > 0;
     else if (u->sort != RLS_SORT_KEY)
-        r->pressing = r->blocked || rls__pressure_hot(r->ppm);
+        r->pressing = r->blocked || (!r->unlimited && rls__pressure_hot(r->ppm));
     return RLS_OK;
 }
 

@@ -10,6 +10,15 @@
 # PgBouncer for tests/pg/test_pgbouncer.sh, python3-limits for
 # tests/reliability/test_limits_diff.sh, and debhelper, dh-python and
 # lintian for tests/install/test_package.sh (the Debian packages).
+# Checks the build dependencies.  As root on Debian/Ubuntu, installs what is
+# missing; otherwise prints the exact install line and fails.
+# The PostgreSQL server (package postgresql: initdb, pg_ctl, postgres) is
+# for the tests only, never a reason to fail: installed along with missing
+# build dependencies (not on its own, so that a machine where it cannot be
+# installed does not try at every make; .ci/run installs it).  Without it
+# `make test` skips its PostgreSQL pass and says so (tests/pg/server.sh);
+# likewise PgBouncer (package pgbouncer) for tests/pg/test_pgbouncer.sh.
+# python3-limits likewise, and libmicrohttpd-dev and nginx-light (rlstore-auth).
 pkgs=""
 opt=""
 pg_server() {
@@ -35,6 +44,19 @@ command -v node >/dev/null 2>&1 || opt="$opt nodejs"
 command -v dh >/dev/null 2>&1 || opt="$opt debhelper"
 command -v dh_python3 >/dev/null 2>&1 || opt="$opt dh-python"
 command -v lintian >/dev/null 2>&1 || opt="$opt lintian"
+# The web frameworks of tests/examples/test_python_web.sh (the Python
+# binding's WSGI/ASGI/Flask/Django glue), which skips one it cannot import
+/usr/bin/python3 -c 'import flask' 2>/dev/null || opt="$opt python3-flask"
+/usr/bin/python3 -c 'import django' 2>/dev/null || opt="$opt python3-django"
+/usr/bin/python3 -c 'import starlette, httpx, uvicorn' 2>/dev/null ||
+    opt="$opt python3-starlette python3-httpx python3-uvicorn"
+# mypy: the type check of the Python binding in the same suite
+/usr/bin/python3 -m mypy --version >/dev/null 2>&1 || opt="$opt mypy"
+# rlstore-auth (auth/) needs libmicrohttpd; without it the build skips it in
+# one line and tests/auth skips.  nginx (nginx-light) is the proxy of
+# tests/auth/test_nginx.sh and bench/auth, which skip without it
+pkg-config --exists libmicrohttpd 2>/dev/null || opt="$opt libmicrohttpd-dev"
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || opt="$opt nginx-light"
 pkg-config --version >/dev/null 2>&1 || pkgs="$pkgs pkg-config"
 need() { pkg-config --exists "$1" 2>/dev/null || pkgs="$pkgs $2"; }
 if command -v pkg-config >/dev/null 2>&1; then

@@ -4,7 +4,7 @@
 # no network, no build.  One line per finding, "lint: FILE:LINE: what";
 # exits 1 when there is any.
 #  1. Layering: core/ names no SQLite (sqlite3_, <sqlite3.h>) and no libpq
-#     (PQxxx, <libpq-fe.h>); the tools (cli/, tui/) and common/ include no
+#     (PQxxx, <libpq-fe.h>); the tools (cli/, tui/, auth/) and common/ include no
 #     header of core/ or storage/, of the other tool's folder, nor
 #     <sqlite3.h> or <libpq-fe.h>: a tool includes its own folder's headers,
 #     common/ and include/ (rlstore.h) only, common/ the last two.
@@ -55,11 +55,11 @@ fi
 
 # where_is NAME: the folders (of the library and the tools) holding NAME
 where_is() {
-    for d in core storage cli tui common include; do
+    for d in core storage cli tui auth common include; do
         [ -f "$d/$1" ] && printf '%s/ ' "$d"
     done | sed 's/ $//'
 }
-for f in $(find_ cli tui common); do
+for f in $(find_ cli tui auth common); do
     dir=${f%%/*}
     case $dir in common) allowed="common include" ;; *) allowed="$dir common include" ;; esac
     grep -n '^[[:space:]]*#[[:space:]]*include' "$f" |

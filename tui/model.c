@@ -644,6 +644,8 @@ unsigned model_sample(app *a, int force)
     sample_versions(m);
     sample_stats(m);
     sample_blocks(m);
+    if (a->view == VIEW_BLOCKS)
+        events_sample(m);   /* view_events.c */
     sample_sizes(m);
     if (a->view == VIEW_AUDIT)
         sample_audit(m);
@@ -687,6 +689,7 @@ unsigned model_sample(app *a, int force)
 
 void model_free(model *m)
 {
+    events_free(m);
     free_keys(m->rows, m->nrows);
     free_blocks(m->blocks, m->nblocks);
     free_audit(m->audit, m->naudit);

@@ -266,6 +266,9 @@ static int open_db(app *a, const char *path, const char *counters)
     /* keys up to the largest max_key_len any application may open with */
     o.max_key_len = RLS_KEY_MAX_LIMIT;
     o.counters_path = counters;
+    /* an operator's console never upgrades a schema other hosts share:
+     * that is `rlctl migrate`'s, once, on purpose */
+    o.no_upgrade = 1;
     rc = rls_open(&a->m.db, path, &o);
     if (rc == RLS_EREADONLY && counters) {
         /* split: rules this user may not change; the actions on keys then

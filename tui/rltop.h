@@ -74,6 +74,13 @@ typedef struct block_row {
     int64_t until_ms, created_ms, level;
 } block_row;
 
+/* A penalty event (view_events.c). */
+typedef struct event_row {
+    int64_t ts_ms, until_ms, level;
+    char event[16], action[NAME_LEN], rule[NAME_LEN];
+    char *key_esc;
+} event_row;
+
 typedef struct audit_row {
     int64_t id, ts_ms;
     char action[NAME_LEN];
@@ -163,6 +170,8 @@ typedef struct model {
     /* views */
     block_row *blocks;
     int nblocks;
+    event_row *events;          /* penalty events, newest first (view_events.c) */
+    int nevents;
     audit_row *audit;
     int naudit;
     version_row *versions;
@@ -281,6 +290,10 @@ const char *dialog_hint(const app *a);   /* the keys a dialog tells of */
 void view_status(app *a, WINDOW *win);
 long view_count(const app *a, int view);  /* rows of a list view */
 int view_height(const app *a, int view);  /* visible rows of a list view */
+/* view_events.c: the penalty events under the blocks view */
+void events_sample(model *m);
+void events_free(model *m);
+void view_block_events(app *a, WINDOW *win, int y0);
 int help_count(void);                     /* lines of the help screen */
 
 /* ---- draw helpers (draw.c) --------------------------------------------------- */

@@ -15,6 +15,11 @@ int view_height(const app *a, int view)
         int half = h / 2 > 3 ? h / 2 : 3;
         return n < half ? n : half;
     }
+    if (view == VIEW_BLOCKS && a->m.nevents > 0) {   /* events below (view_events.c) */
+        int n = a->m.nblocks < 1 ? 1 : a->m.nblocks;
+        int half = h / 2 > 3 ? h / 2 : 3;
+        return n < half ? n : half;
+    }
     return h;
 }
 
@@ -138,11 +143,12 @@ void view_blocks(app *a, WINDOW *w)
         wd[0] = 20;
     }
     titles(w, t, wd, 9);
-    if (m->nblocks == 0) {
+    int vh = view_height(a, VIEW_BLOCKS);
+    if (m->nblocks == 0)
         draw_text(w, 2, 1, cols - 1, "No key is blocked.", 0, 0);
-        return;
-    }
-    for (long i = a->top[VIEW_BLOCKS]; i < m->nblocks && i - a->top[VIEW_BLOCKS] + 1 < rows; i++) {
+    view_block_events(a, w, (m->nblocks == 0 ? 3 : vh + 1) + 1);
+    for (long i = a->top[VIEW_BLOCKS]; i < m->nblocks && i - a->top[VIEW_BLOCKS] < vh &&
+         i - a->top[VIEW_BLOCKS] + 1 < rows; i++) {
         const block_row *b = &m->blocks[i];
         char lvl[16], left[32], since[40];
         int64_t l = b->until_ms ? b->until_ms - now : -1;

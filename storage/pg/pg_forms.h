@@ -40,6 +40,7 @@
     XX(RES_GET, "SELECT action, key, cost, created_ms, expires_ms, lids FROM rls_reservations" \
        " WHERE id = ?1 FOR UPDATE")                                           \
     XX(META_LOCK, "SELECT 1 FROM rls_meta WHERE id = 1 FOR UPDATE")              \
+    XX(KEYS_LOCK, "LOCK TABLE rls_state, rls_key_counts IN SHARE ROW EXCLUSIVE MODE") \
     /* rule-set versions 1..n, as SQLite numbers them: an identity sequence \
      * would skip the number of every apply rolled back or killed (the     \
      * inserts are serialised by META_LOCK, apply.c) */                     \

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 #include "pg.h"
+#include "events.h"
 
 extern const char *const rls__pg_migrations[];
 extern const int rls__pg_migration_count;
@@ -216,12 +217,18 @@ static int pg_migrate(rls_db *db)
     for (int attempt = 0; attempt < 3; attempt++) {
         if ((rc = schema_version(db, &ver)) != SQL_OK)
             return pg_error(db, rc, "cannot read the schema version");
+        rls__schema_found(ver, rls__pg_migration_count);   /* rls_migrate (schema.c) */
         if (ver > rls__pg_migration_count)
             return rls__error(db, RLS_ENEWER, "the rlstore schema in this PostgreSQL database "
-                              "is version %lld, newer than this library's %d",
-                              (long long)ver, rls__pg_migration_count);
+                              "is version %lld, newer than this library's %d: it needs a "
+                              "newer librlstore, one of schema version %lld",
+                              (long long)ver, rls__pg_migration_count, (long long)ver);
         if (ver == rls__pg_migration_count)
             return RLS_OK;
+        if (ver >= 0 && (rc = rls__schema_upgrade_ok(db, "the rlstore schema in this "
+                                                     "PostgreSQL database", ver,
+                                                     rls__pg_migration_count)))
+            return rc;   /* an existing schema: not when no_upgrade is set */
         if (ver < 0) {
             rc = query_int(db, "SELECT count(*) FROM information_schema.tables"
                            " WHERE table_schema = current_schema() AND table_name LIKE 'rls\\_%'",

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "busy.h"
+#include "events.h"
 
 #define RLS_APPLICATION_ID 0x524c5354  /* "RLST" */
 #define RLS_PAGE_SIZE_NEW "1024"         /* page size of a new file (see migrate) */
@@ -180,10 +181,12 @@ int rls__file_check(rls_db *db, sqlite3 *c, const char *schema, const char *path
     if (appid != RLS_APPLICATION_ID && (appid != 0 || *nobj != 0 || *ver != 0))
         return rls__error(db, RLS_ENOTDB, "'%s' is an SQLite database of another application",
                           path);
+    rls__schema_found(*ver, rls__migration_count);   /* for rls_migrate (schema.c) */
     if (*ver > rls__migration_count)
         return rls__error(db, RLS_ENEWER,
-                          "'%s' has schema version %lld, this library knows up to %d",
-                          path, (long long)*ver, rls__migration_count);
+                          "'%s' has schema version %lld, this library knows up to %d: it "
+                          "needs a newer librlstore, one of schema version %lld",
+                          path, (long long)*ver, rls__migration_count, (long long)*ver);
     return RLS_OK;
 }
 
@@ -230,6 +233,13 @@ fail:
     return rc;
 }
 
+static int upgrade_ok(rls_db *db, const char *path, int64_t ver)
+{
+    char what[300];
+    snprintf(what, sizeof what, "'%s'", path);
+    return rls__schema_upgrade_ok(db, what, ver, rls__migration_count);
+}
+
 /*
  * Brings the schema of the handle's main database to the library's
  * version.  A database with another application id or a newer schema is
@@ -241,6 +251,8 @@ static int migrate(rls_db *db, const char *path)
     int rc = rls__file_check(db, db->lite->sql, "main", path, &ver, &nobj);
     if (rc != RLS_OK || ver == rls__migration_count)
         return rc;
+    if ((ver != 0 || nobj != 0) && (rc = upgrade_ok(db, path, ver)))
+        return rc;   /* an existing schema: not when no_upgrade is set */
     if (db->ident.opt.read_only)
         return rls__error(db, RLS_EREADONLY, "'%s' needs a schema upgrade but is opened read-only",
                           path);

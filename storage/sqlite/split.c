@@ -33,6 +33,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "lite.h"
+#include "events.h"
 
 extern const int rls__migration_count;
 
@@ -183,6 +184,11 @@ int rls__split_attach(rls_db *db)
     if ((rc = rls__file_check(db, db->lite->sql, "rules", db->ident.path, &ver, &nobj)))
         return rc;
     if (ver < rls__migration_count) {
+        char what[300];
+        snprintf(what, sizeof what, "the rules database '%s'", db->ident.path);
+        if ((ver != 0 || nobj != 0) &&
+            (rc = rls__schema_upgrade_ok(db, what, ver, rls__migration_count)))
+            return rc;
         if (!rw)
             return rls__error(db, RLS_EREADONLY, "the rules database '%s' has schema version "
                               "%lld and needs an upgrade to %d, but is opened read-only: open "

@@ -76,7 +76,16 @@
        " ORDER BY key, action, kind")                                          \
     XX(EVERY_ROWS, SPLIT_RULES, NULL)                                         \
     XX(BLOCK_KEY_ACTIONS, SPLIT_OWN, "SELECT action FROM "                    \
-       RLS__ALL_BLOCKS("key, action") " WHERE key = ?1")
+       RLS__ALL_BLOCKS("key, action") " WHERE key = ?1")                       \
+    /* events and metrics (issue #20): penalties are the counters file's */  \
+    XX(EV_ENDED, SPLIT_COUNTERS, NULL)                                        \
+    XX(BULK_BLOCKS_COUNT, SPLIT_RULES, NULL)                                  \
+    XX(BULK_BLOCKS_DEL, SPLIT_RULES, NULL)                                    \
+    XX(BULK_PEN_COUNT, SPLIT_COUNTERS, NULL)                                  \
+    XX(BULK_PEN_DEL, SPLIT_COUNTERS, NULL)                                    \
+    XX(BLOCKS_ACTIVE, SPLIT_OWN, "SELECT action, CASE kind WHEN 0 THEN 'manual' ELSE 'penalty' END," \
+       " count(*) FROM " RLS__ALL_BLOCKS("*") " WHERE until_ms = 0 OR until_ms > ?1" \
+       " GROUP BY action, kind ORDER BY action, kind")
 
 /* The copy's (only its source may be a split deployment). */
 #define RLS_COPY_SPLIT_MAP(XX)                                                \

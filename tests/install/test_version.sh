@@ -3,7 +3,7 @@
 # "Versions"): the header's RLS_VERSION_* macros, the Makefile's VERSION
 # and SONAME_MAJOR, rls_version_string() and rls_version() of the built
 # library, the tools' --version, rlstore.pc as make install writes it, the
-# Python package (pyproject.toml and rlstore.__version__), the .TH line of
+# Python package (pyproject.toml and rlstore.__version__), the Node package, the .TH line of
 # every manual page, the ABI document's version block and the upstream
 # part of debian/changelog's latest entry.  Each disagreement is one
 # failure naming the file.
@@ -25,6 +25,7 @@ same "Makefile VERSION" "$(sed -n 's/^VERSION *:= *//p' Makefile)"
 [ "$(sed -n 's/^SONAME_MAJOR *:= *//p' Makefile)" = "$major" ] && pass ||
     fail "Makefile SONAME_MAJOR differs from RLS_VERSION_MAJOR $major"
 same bindings/python/pyproject.toml "$(sed -n 's/^version *= *"\(.*\)"$/\1/p' bindings/python/pyproject.toml)"
+same bindings/node/package.json "$(sed -n 's/^  "version": "\(.*\)",$/\1/p' bindings/node/package.json)"
 same bindings/python/rlstore/__init__.py "$(sed -n 's/^__version__ *= *"\(.*\)"$/\1/p' bindings/python/rlstore/__init__.py)"
 same "docs/ABI.md version block" "$(sed -n 's/^#define RLS_VERSION_STRING "\(.*\)"$/\1/p' docs/ABI.md)"
 same "docs/man/rls_version.3 synopsis" "$(sed -n 's/^#define RLS_VERSION_STRING "\(.*\)"$/\1/p' docs/man/rls_version.3)"

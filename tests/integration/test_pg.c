@@ -143,7 +143,7 @@ static void read_only_or_no_create_makes_nothing(void **state)
     it_sql_exec(t->path, "DROP TABLE rls_schema, rls_meta, rls_rulesets, rls_limits, rls_state,"
                          " rls_assignments, rls_overrides, rls_blocks, rls_reservations,"
                          " rls_stats, rls_stats_total, rls_key_stats, rls_audit, rls_key_counts,"
-                         " rls_horizons");
+                         " rls_horizons, rls_events, rls_counters");
     rls_options o;
     rls_db *db = NULL;
     rls_options_init(&o);
@@ -156,9 +156,12 @@ static void read_only_or_no_create_makes_nothing(void **state)
                                          " WHERE table_schema = current_schema()"), 0);
     /* and a handle that may create does */
     assert_int_equal(rls_open(&t->db, t->path, NULL), RLS_OK);
-    assert_int_equal(it_sql_int(t->path, "SELECT version FROM rls_schema"), 4);
+    assert_int_equal(it_sql_int(t->path, "SELECT version FROM rls_schema"), 5);
     it_free(t);
 }
+
+/* What schema/pg/005 added, taken away again. */
+#define UNDO_V5 " DROP TABLE rls_events; DROP TABLE rls_counters;"
 
 /* What schema/pg/004 added, taken away again. */
 #define UNDO_V4 " DROP TABLE rls_horizons;"
@@ -184,10 +187,10 @@ static void a_version_1_schema_is_upgraded(void **state)
                          " DROP TRIGGER rls_assignments_written ON rls_assignments;"
                          " DROP TRIGGER rls_overrides_written ON rls_overrides;"
                          " DROP FUNCTION rls_policy_written();"
-                         " ALTER TABLE rls_meta DROP COLUMN policy_gen;" UNDO_V4 UNDO_V3
+                         " ALTER TABLE rls_meta DROP COLUMN policy_gen;" UNDO_V5 UNDO_V4 UNDO_V3
                          " UPDATE rls_schema SET version = 1");
     assert_int_equal(rls_open(&t->db, t->path, NULL), RLS_OK);
-    assert_int_equal(it_sql_int(t->path, "SELECT version FROM rls_schema"), 4);
+    assert_int_equal(it_sql_int(t->path, "SELECT version FROM rls_schema"), 5);
     assert_int_equal(it_sql_int(t->path, "SELECT policy_gen FROM rls_meta"), 0);
     assert_int_equal(it_sql_int(t->path, "SELECT count(*) FROM rls_rulesets"), 1);
     assert_int_equal(it_sql_int(t->path, "SELECT count(*) FROM rls_state"), 1);
@@ -222,9 +225,9 @@ static void a_version_2_schema_is_upgraded(void **state)
             assert_true(it_check(t, "api", "k", 1, T0, NULL));
         rls_close(t->db);
         t->db = NULL;
-        it_sql_exec(t->path, UNDO_V4 UNDO_V3 " UPDATE rls_schema SET version = 2");
+        it_sql_exec(t->path, UNDO_V5 UNDO_V4 UNDO_V3 " UPDATE rls_schema SET version = 2");
         assert_int_equal(rls_open(&t->db, t->path, NULL), RLS_OK);
-        assert_int_equal(it_sql_int(t->path, "SELECT version FROM rls_schema"), 4);
+        assert_int_equal(it_sql_int(t->path, "SELECT version FROM rls_schema"), 5);
         assert_int_equal(it_sql_int(t->path, "SELECT resv_seen::int FROM rls_meta"), held);
         assert_int_equal(it_sql_int(t->path, "SELECT count(*) FROM rls_reservations"), held);
         assert_int_equal(rls_reserve_at(t->db, "api", "k2", 1, 60000, T0 + 1, &id, &r), RLS_OK);

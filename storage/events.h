@@ -1,0 +1,97 @@
+/*
+ * events.h - what an operator should see happen (issue #20): penalty
+ * events (events.c), the counters behind `rlctl metrics` (metrics.c), the
+ * handle's audit reason, and the schema's explicit upgrade (schema.c).
+ *
+ * The handle's part (db->ev) is allocated at first use and owned by these
+ * files; everything here costs nothing to a handle that never imposes a
+ * penalty and never sets log_fn.
+ */
+#ifndef RLS_EVENTS_H
+#define RLS_EVENTS_H
+
+#include "db.h"
+
+struct check_call;
+
+/* Latency buckets of the check histogram, upper bounds in microseconds
+ * (the last is +Inf). */
+#define RLS_MET_BUCKETS 14
+#define RLS_MET_RULES 8          /* rules counted per action and flush */
+
+/* One action's counts since the last flush (metrics.c). */
+struct met_rule {
+    char rule[RLS_NAME_MAX + 1];
+    int64_t denied, shadow;
+};
+struct met_act {
+    char action[RLS_NAME_MAX + 1];
+    int64_t reason[8];           /* by enum rls_reason */
+    int64_t lat[RLS_MET_BUCKETS];
+    int64_t lat_sum_us, lat_count;
+    struct met_rule rules[RLS_MET_RULES];
+    int nrules;
+    int64_t rules_other;         /* denials past RLS_MET_RULES rules */
+};
+
+/* The handle's part (db->ev). */
+struct rls_events {
+    char **lines;                /* log_fn lines of the open transaction */
+    int nlines, caplines;
+    int *levels;                 /* their syslog levels */
+    struct met_act *acts;        /* metrics.c */
+    int nacts, capacts;
+    char *reason;                /* rls_admin_reason() */
+    void (*progress)(void *ctx, int64_t rows);   /* rls_set_progress() */
+    void *progress_ctx;
+};
+
+/* Events older than this are collected by GC (the documented retention). */
+#define RLS_EVENTS_KEEP_MS (30LL * 86400 * 1000)
+
+/* ---- events.c -------------------------------------------------------- */
+/* Inside the check's transaction, right before its penalty block is
+ * written: the previous block's expiry if it was not recorded yet, then a
+ * 'block' or 'escalate' event and the action's penalty count; the log
+ * line of log_fn is queued for the commit. */
+int rls__event_penalty(rls_db *db, const struct check_call *call);
+/* GC's sweep (gc.c, before expired blocks are deleted): 'expire' events
+ * of the penalty blocks that ended, events past the retention removed. */
+int rls__events_sweep(rls_db *db, int64_t now);
+/* The transaction committed (stmt.c): queued lines go to log_fn. */
+void rls__events_committed(rls_db *db);
+/* It rolled back: queued lines are dropped. */
+void rls__events_rolled_back(rls_db *db);
+/* A long call read `rows` more rows (copy_rows.c): rls_set_progress's fn. */
+void rls__progress(rls_db *db, int64_t rows);
+/* The audit reason set with rls_admin_reason(), or NULL. */
+const char *rls__admin_reason(const rls_db *db);
+/* Frees db->ev (rls_close); a forked child drops what the parent queued. */
+void rls__events_free(rls_db *db);
+void rls__events_forget(rls_db *db);
+
+/* ---- metrics.c ------------------------------------------------------- */
+/* The monotonic clock in ns, read at a check's start. */
+int64_t rls__metrics_clock(void);
+/* At a check's end (check.c): its reason, deciding rule and duration,
+ * counted in process (peeks and invalid calls are not counted). */
+void rls__metrics_check(rls_db *db, const struct check_call *call, int rc, int64_t t0);
+/* Anything counted and not yet written? */
+int rls__metrics_pending(const rls_db *db);
+/* Inside a write transaction, with the stats (gc.c): writes the counts. */
+int rls__metrics_flush(rls_db *db);
+/* Adds n to a counter of rls_counters now (in the caller's transaction). */
+int rls__counter_add(rls_db *db, const char *action, const char *name, const char *label,
+                     int64_t n);
+
+/* ---- schema.c -------------------------------------------------------- */
+/* A backend found schema version ver below the library's (want) in the
+ * file or database `what`, which is not new (a new one is created, not
+ * upgraded): RLS_OK to upgrade it; RLS_EOLDSCHEMA (recorded, naming both
+ * versions and `rlctl migrate`) when the handle was opened with
+ * no_upgrade.  Either way the versions are noted for rls_migrate(). */
+int rls__schema_upgrade_ok(rls_db *db, const char *what, int64_t ver, int want);
+/* The version an open found, for rls_migrate() (per thread). */
+void rls__schema_found(int64_t ver, int want);
+
+#endif

@@ -1,0 +1,45 @@
+/*
+ * group_int.h - the parts of a thread-safe handle shared by group.c (the
+ * locks, the queue, the leader) and group_tx.c (what a leader runs).
+ */
+#ifndef RLS_GROUP_INT_H
+#define RLS_GROUP_INT_H
+
+#include <pthread.h>
+#include "db.h"
+
+/* The most checks one group transaction decides: bounds the wait of a
+ * group's first member and the transaction's length. */
+#define GROUP_MAX 64
+#define RLS_GROUP_ERRMSG 512
+
+/* A check waiting in the queue, on its caller's stack. */
+struct group_member {
+    struct check_call *call;
+    int rc;                        /* out: the call's code */
+    int done;                      /* decided (under q) */
+    char errmsg[RLS_GROUP_ERRMSG]; /* out: the call's error detail */
+    pthread_cond_t cv;             /* done, or lead the next group */
+    struct group_member *next;
+};
+
+struct rls_group {
+    pthread_mutex_t lock;          /* the handle lock (recursive) */
+    void *owner;                   /* its holder's thread token, or NULL */
+    int depth;                     /* its holder's nesting */
+    pthread_mutex_t q;             /* guards the queue and leading */
+    struct group_member *head, *tail;
+    int leading;                   /* a leader is running a group */
+    size_t waiting;                /* members queued, not yet taken */
+    unsigned long epoch;           /* rls__fork_epoch() the locks were made in */
+};
+
+/* handle.c: a number that changes in a forked child (the fork count). */
+unsigned long rls__fork_epoch(void);
+
+
+/* group_tx.c: runs the n members' checks (the leader, handle lock held):
+ * each member's rc, errmsg and result filled. */
+void rls__group_run(rls_db *db, struct group_member **m, size_t n);
+
+#endif

@@ -1,0 +1,211 @@
+/*
+ * group_tx.c - what a group's leader runs (group.c), the handle lock held:
+ *
+ *   one member: the plain pipeline (check.c), the backend's own step;
+ *   several:    each member's validate -> denial cache -> plan (check.h's
+ *               stages, as check_pipeline runs them), then ONE transaction:
+ *               for each member in arrival order load, read, decide, write,
+ *               count (a member sees the charges of those before it, as
+ *               if they had committed one by one); housekeeping; COMMIT
+ *               (fsynced when a member asks for `durability: full`);
+ *               then each member's result and cache notes.
+ *
+ * Unlike a batch (batch.c) the members are independent: a denied member
+ * changes nothing for the others.  A member whose own input fails inside
+ * the transaction (an action unknown to the rules the transaction reads, a
+ * limit the engine refuses) gets its error and the group runs again
+ * without it; any other failure (BEGIN, a statement's storage error,
+ * COMMIT) fails every member with it, each answered by its own action's
+ * failure policy.  PostgreSQL's retryable failures run the group again
+ * whole, as the generic step does.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "check.h"
+#include "group_int.h"
+
+struct gtx {
+    struct group_member *m[GROUP_MAX];   /* members in the transaction */
+    size_t n;
+    int write;                           /* a member charges */
+    int full_sync;                       /* a member asks for `durability: full` */
+    int64_t now;                         /* the latest member's time (housekeeping) */
+};
+
+/* A member alone: the plain pipeline, through the public entry (the
+ * handle lock is this thread's, so it does not route to the group). */
+static int run_single(rls_db *db, struct check_call *c)
+{
+    switch (c->op) {
+    case CHECK_OP_PEEK:
+        return rls_peek_at(db, c->action, c->key, c->cost, c->now, c->res);
+    case CHECK_OP_RESERVE:
+        return rls_reserve_at(db, c->action, c->key, c->cost, c->ttl, c->now, c->id, c->res);
+    default:
+        return rls_check_at(db, c->action, c->key, c->cost, c->now, c->res);
+    }
+}
+
+static void member_free_ctx(struct check_call *c)
+{
+    if (c->ctx) {
+        rls__keyctx_release(c->ctx);
+        free(c->ctx);
+        c->ctx = NULL;
+    }
+}
+
+/* A member answered: rc, the detail, on failure the failure policy (as
+ * check.c's stage_result), after a commit the denial cache's note. */
+static void member_answer(rls_db *db, struct group_member *m, int rc)
+{
+    struct check_call *c = m->call;
+    m->rc = rc;
+    snprintf(m->errmsg, sizeof m->errmsg, "%s", rc == RLS_OK ? "" : db->errmsg);
+    if (rc != RLS_OK) {
+        if (c->id)
+            *c->id = 0;
+        rls__decide_degraded(c->res, rls__check_is_storage_failure(rc) &&
+                                         rls__check_policy_allows(db, c->action));
+    } else if (c->committed) {
+        rls__deny_note(db, c);
+    }
+    member_free_ctx(c);
+}
+
+/* Before the transaction: 1 when the member needs it, 0 when answered
+ * (invalid input, a cached denial). */
+static int member_prepare(rls_db *db, struct group_member *m)
+{
+    struct check_call *c = m->call;
+    int rc;
+    db->errmsg[0] = '\0';
+    if (c->id)
+        *c->id = 0;
+    rc = rls__check_validate(db, c);
+    if (rc == RLS_OK && c->op != CHECK_OP_PEEK && rls__deny_lookup(db, c)) {
+        member_answer(db, m, RLS_OK);
+        return 0;
+    }
+    if (rc == RLS_OK)
+        rc = rls__check_plan(db, c);
+    if (rc != RLS_OK) {
+        member_answer(db, m, rc);
+        return 0;
+    }
+    return 1;
+}
+
+/* In the transaction: one member, as check.c's step does it. */
+static int member_tx(rls_db *db, struct check_call *c)
+{
+    int rc;
+    c->states_read = c->counted = c->noted = c->committed = 0;
+    c->ctx->n = 0;
+    if ((rc = rls__keyctx_reload(db, c->ctx, c->now)) || (rc = rls__check_read(db, c)) ||
+        (rc = rls__check_decide(db, c, 0)) || (rc = rls__check_write(db, c)))
+        return rc;
+    if (c->op != CHECK_OP_PEEK)
+        rls__check_count(db, c);
+    return RLS_OK;
+}
+
+static void undo_all(rls_db *db, struct gtx *t)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        struct check_call *c = t->m[i]->call;
+        rls__check_uncount(db, c);
+        c->counted = c->noted = 0;
+        rls__keyctx_release(c->ctx);
+    }
+}
+
+/* One attempt of the group's transaction; *bad is the member whose stage
+ * failed (t->n: none, BEGIN, housekeeping or COMMIT).  Nothing of a
+ * failed attempt remains. */
+static int gtx_once(rls_db *db, struct gtx *t, size_t *bad)
+{
+    int rc;
+    *bad = t->n;
+    if ((rc = rls__begin(db, t->write)))
+        return rc;
+    rls__cache_check_begin(db, t->write);
+    rls__tx_mark_check(db, t->write);
+    for (size_t i = 0; i < t->n; i++)
+        if ((rc = member_tx(db, t->m[i]->call))) {
+            *bad = i;
+            goto fail;
+        }
+    if (t->write && (rc = rls__check_housekeeping(db, t->now)))
+        goto fail;
+    rls__cache_check_begin(db, 0);
+    if ((rc = rls__commit(db)) != RLS_OK) {
+        undo_all(db, t);
+        return rc;
+    }
+    if (t->write)
+        rls__cache_validate(db);
+    for (size_t i = 0; i < t->n; i++)
+        t->m[i]->call->committed = t->m[i]->call->op != CHECK_OP_PEEK;
+    return RLS_OK;
+fail:
+    rls__cache_check_begin(db, 0);
+    undo_all(db, t);
+    rls__rollback(db);
+    return rc;
+}
+
+/* A failure that is the member's own input's, not the storage's: the
+ * group runs again without that member. */
+static int own_failure(int rc)
+{
+    return rc == RLS_EINVAL || rc == RLS_EKEY || rc == RLS_ECOST || rc == RLS_ETIME ||
+           rc == RLS_ENOACTION || rc == RLS_ENOTFOUND || rc == RLS_ECONFIG;
+}
+
+static void gtx_run(rls_db *db, struct gtx *t)
+{
+    if (t->full_sync)
+        sql_durable(db, 1);
+    while (t->n > 0) {
+        int rc, attempt = 0;
+        size_t bad;
+        do {
+            rc = gtx_once(db, t, &bad);
+        } while (rls__tx_retry(db, rc, &attempt));
+        if (rc != RLS_OK && bad < t->n && own_failure(rc)) {
+            member_answer(db, t->m[bad], rc);
+            memmove(&t->m[bad], &t->m[bad + 1], (t->n - bad - 1) * sizeof t->m[0]);
+            t->n--;
+            continue;
+        }
+        for (size_t i = 0; i < t->n; i++)
+            member_answer(db, t->m[i], rc);
+        break;
+    }
+    if (t->full_sync)
+        rls__durable_restore(db);
+}
+
+void rls__group_run(rls_db *db, struct group_member **m, size_t n)
+{
+    struct gtx t;
+    if (n == 1) {
+        m[0]->rc = run_single(db, m[0]->call);
+        snprintf(m[0]->errmsg, sizeof m[0]->errmsg, "%s", m[0]->rc ? db->errmsg : "");
+        return;
+    }
+    memset(&t, 0, sizeof t);
+    for (size_t i = 0; i < n; i++) {
+        struct check_call *c = m[i]->call;
+        if (!member_prepare(db, m[i]))
+            continue;
+        t.m[t.n++] = m[i];
+        t.write |= c->op != CHECK_OP_PEEK;
+        t.full_sync |= c->full_sync;
+        if (c->now > t.now)
+            t.now = c->now;
+    }
+    gtx_run(db, &t);
+}
