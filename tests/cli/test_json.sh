@@ -173,6 +173,21 @@ tcase "explain, overridden" 0 --json "$(shape explain)" --json 'assert d["limits
 tcase "override unset" 0 --json "$(shape 'override unset')" -- --db db override unset login u1 burst --json --now "$T0"
 tcase "reset" 0 --json "$(shape reset)" -- --db db reset login u1 --json --now "$T0"
 
+# ---- events, bulk changes, upkeep (issue #20 items 7, 10) ----
+for i in 1 2; do rl --db db check signup 192.0.2.9 --now "$T0"; done
+tcase "events" 0 --json "$(shape events)" --json 'assert any(e["until_at"] and e["rule"] == "daily" for e in d)' \
+    -- --db db events --json --now "$T0"
+tcase "events prune" 0 --json "$(shape 'events prune, audit prune')" \
+    -- --db db events prune --older-than 1d --json --now "$T0"
+tcase "audit prune" 0 --json "$(shape 'events prune, audit prune')" \
+    --json 'assert d["before_at"] == "2026-11-20T10:00:00.000Z"' -- --db db audit prune --older-than 1d --json --now "$T0"
+tcase "unblock --all" 0 --json "$(shape 'unblock --all')" --json 'assert d["unblocked"] >= 1 and d["action"] is None' \
+    -- --db db unblock --all --json --now "$T0"
+tcase "reset --action" 0 --json "$(shape 'reset --action')" -- --db db reset --action login --json --now "$T0"
+tcase "metrics refuses --json" 2 --json "$(shape metrics)" -- --db db metrics --json
+tcase "migrate --dry-run" 0 --json "$(shape migrate)" --json 'assert d["dry_run"] is True and d["upgraded"] is False' \
+    -- --db db migrate --dry-run --json
+
 # ---- the rest ----
 tcase "audit" 0 --json "$(shape audit)" --json 'assert any(r["action"] is None for r in d) and any(r["reason"] == "abuse" for r in d)' \
     -- --db db audit --json
