@@ -454,7 +454,7 @@ install: $(BUILD)/librlstore.so $(BUILD)/librlstore.a $(PG_DRIVER) $(INSTALL_TOO
 	    $(DESTDIR)$(BINDIR) $(DESTDIR)$(BASHCOMPDIR) \
 	    $(if $(COMPLETIONS),$(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)) \
 	    $(addprefix $(DESTDIR)$(MANDIR)/man,$(sort $(subst .,,$(suffix $(INSTALL_MAN)))))
-	$(INSTALL) -m 0644 include/rlstore.h $(DESTDIR)$(INCLUDEDIR)/rlstore.h
+	$(INSTALL) -m 0644 include/rlstore.h include/rlstore_admin.h $(DESTDIR)$(INCLUDEDIR)/
 	$(INSTALL) -m 0644 $(BUILD)/librlstore.so.$(VERSION) $(DESTDIR)$(LIBDIR)/librlstore.so.$(VERSION)
 	ln -sf librlstore.so.$(VERSION) $(DESTDIR)$(LIBDIR)/librlstore.so.$(SONAME_MAJOR)
 	ln -sf librlstore.so.$(SONAME_MAJOR) $(DESTDIR)$(LIBDIR)/librlstore.so
@@ -478,7 +478,7 @@ install: $(BUILD)/librlstore.so $(BUILD)/librlstore.a $(PG_DRIVER) $(INSTALL_TOO
 	    echo ldconfig; ldconfig; fi
 
 uninstall:
-	rm -f $(DESTDIR)$(INCLUDEDIR)/rlstore.h \
+	rm -f $(DESTDIR)$(INCLUDEDIR)/rlstore.h $(DESTDIR)$(INCLUDEDIR)/rlstore_admin.h \
 	    $(DESTDIR)$(LIBDIR)/librlstore.so.$(VERSION) \
 	    $(DESTDIR)$(LIBDIR)/librlstore.so.$(SONAME_MAJOR) \
 	    $(DESTDIR)$(LIBDIR)/librlstore.so $(DESTDIR)$(LIBDIR)/librlstore.a \
@@ -519,7 +519,7 @@ NODE_ADDON   := $(if $(wildcard $(NODE_INCLUDE)/node_api.h),$(BUILD)/node/rlstor
 NODE_TESTS   := $(sort $(wildcard tests/node/test_*.sh))
 # (also in the PostgreSQL pass, where it runs bindings/node/test/pg.test.js)
 PG_SCRIPTS   += $(NODE_TESTS)
-$(BUILD)/node/rlstore.node: $(NODE_SRCS) bindings/node/src/nd.h include/rlstore.h $(BUILD)/librlstore.so
+$(BUILD)/node/rlstore.node: $(NODE_SRCS) bindings/node/src/nd.h include/rlstore.h include/rlstore_admin.h $(BUILD)/librlstore.so
 	@mkdir -p $(dir $@)
 	$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -fPIC -shared -Iinclude -isystem $(NODE_INCLUDE) $(CFLAGS) \
 	    $(NODE_SRCS) -o $@ -L$(BUILD) -lrlstore -lpthread -Wl,-rpath,'$$ORIGIN/..' $(LDFLAGS)

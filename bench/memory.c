@@ -18,6 +18,16 @@
  *                      API is internal): lock, read, write, unlock
  *   shm_table_4        the same table, 4 processes (forked after it is
  *                      opened: one MAP_SHARED mapping, as the zone's)
+ *   mem_check          rls_check through the public API on an action whose
+ *                      one limit is `durability: memory` (the table, no
+ *                      database transaction), 1 process
+ *   mem_check_4        the same, 4 processes (each its own handle), ops in
+ *                      total; afterwards every key is peeked and the
+ *                      counts must add up to the operations made (exact)
+ *   mem_durable_check  rls_check on the same limit kept durably (the
+ *                      baseline of the memory-class targets, same run)
+ *   mem_mixed          rls_check on an action with both limits, memory and
+ *                      durable (target: >= 0.9x mem_durable_check)
  *
  * Every operation is one fixed-window increment (window 1 day, limit never
  * reached, every operation admitted) on the key of the rlstore scenarios'
@@ -31,12 +41,14 @@
  * scenario is the best of 3 rounds, each on a fresh table.
  */
 #include <errno.h>
+#include <dirent.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <rlstore.h>
@@ -113,11 +125,15 @@ typedef struct mem_ctx {
     size_t map_size;     /* shm floor: the mapping                          */
     rls__shm *t;         /* shm_table                                       */
     char path[4200];     /* shm_table's file                                */
+    rls_db *db;          /* mem_*: this process's handle                    */
+    pid_t pid;           /*        the process that opened it               */
+    char shm_dir[4200];  /*        where its table lives (removed at done)  */
 } mem_ctx;
 
 typedef struct mem_impl {
     const char *id;
     int shared;          /* 1: usable by several processes                  */
+    int slow;            /* 1: a durable check: a tenth of the operations   */
     int (*setup)(mem_ctx *c, long keys, char *err, size_t errsize);  /* before fork */
     int (*op)(mem_ctx *c, const char *key, size_t len, int64_t now);
     void (*done)(mem_ctx *c);
@@ -254,10 +270,139 @@ static void table_done(mem_ctx *c)
     rls__shm_close(c->t);
 }
 
+/* ---- full checks through the public API ---------------------------------- */
+static const char MEM_RULES[] =
+    "version: 1\n"
+    "actions:\n"
+    "  mem:\n"
+    "    limits: [ { name: m, algorithm: fixed_window, limit: 1000000000, window: 1d,"
+    " durability: memory } ]\n"
+    "  dur:\n"
+    "    limits: [ { name: d, algorithm: fixed_window, limit: 1000000000, window: 1d } ]\n"
+    "  mix:\n"
+    "    limits:\n"
+    "      - { name: m, algorithm: fixed_window, limit: 1000000000, window: 1d,"
+    " durability: memory }\n"
+    "      - { name: d, algorithm: fixed_window, limit: 1000000000, window: 1d }\n";
+static char check_db[4200];   /* the database of the current scenario */
+
+static rls_db *check_open(mem_ctx *c)
+{
+    rls_options o;
+    rls_db *db = NULL;
+    rls_options_init(&o);
+    o.shm_dir = c->shm_dir;
+    o.shm_slots = (unsigned)(4 * table_cfg->keys > 4096 ? 4 * table_cfg->keys : 4096);
+    return rls_open(&db, check_db, &o) == RLS_OK ? db : NULL;
+}
+
+/* A fresh database with the rules, its table in a folder of its own under
+ * /dev/shm (else the scratch directory), both removed at done. */
+static int check_setup(mem_ctx *c, long keys, char *err, size_t errsize)
+{
+    static int seq;
+    (void)keys;
+    const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : table_cfg->dir;
+    snprintf(c->shm_dir, sizeof c->shm_dir, "%s/rlbench-mem-%ld-%d", base, (long)getpid(),
+             ++seq);
+    snprintf(check_db, sizeof check_db, "%s/memcheck-%d.db", table_cfg->dir, seq);
+    unlink(check_db);
+    if (mkdir(c->shm_dir, 0700) != 0) {
+        snprintf(err, errsize, "mkdir %s: %s", c->shm_dir, strerror(errno));
+        return -1;
+    }
+    c->db = check_open(c);
+    c->pid = getpid();
+    int rc = c->db ? rls_rules_apply(c->db, MEM_RULES, sizeof MEM_RULES - 1, "memory.yaml",
+                                     NULL, NULL)
+                   : RLS_ECANTOPEN;
+    if (rc != RLS_OK) {
+        snprintf(err, errsize, "setup: %s: %s", rls_errname(rc), rls_errmsg(c->db));
+        return -1;
+    }
+    return 0;
+}
+
+static int check_op(mem_ctx *c, const char *action, const char *key)
+{
+    rls_result r;
+    if (c->pid != getpid()) {   /* a forked process: a handle of its own */
+        c->db = check_open(c);
+        c->pid = getpid();
+    }
+    if (!c->db || rls_check(c->db, action, key, 1, &r) != RLS_OK)
+        return -1;
+    return r.allowed;
+}
+
+static int mem_check_op(mem_ctx *c, const char *key, size_t len, int64_t now)
+{
+    (void)len;
+    (void)now;
+    return check_op(c, "mem", key);
+}
+
+static int dur_check_op(mem_ctx *c, const char *key, size_t len, int64_t now)
+{
+    (void)len;
+    (void)now;
+    return check_op(c, "dur", key);
+}
+
+static int mix_check_op(mem_ctx *c, const char *key, size_t len, int64_t now)
+{
+    (void)len;
+    (void)now;
+    return check_op(c, "mix", key);
+}
+
+/* Units used on "mem" over the whole key walk: the 4-process run's
+ * exactness check. */
+static int64_t check_used(mem_ctx *c, long keys)
+{
+    char key[16];
+    int64_t sum = 0;
+    for (long i = 0; i < keys; i++) {
+        rls_result r;
+        key_of(key, sizeof key, i, keys);
+        if (rls_peek(c->db, "mem", key, 1, &r) != RLS_OK)
+            return -1;
+        sum += r.limit - r.remaining;
+    }
+    return sum;
+}
+
+static void check_done(mem_ctx *c)
+{
+    char path[4600];
+    rls_close(c->db);
+    c->db = NULL;
+    DIR *d = opendir(c->shm_dir);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "%s/%s", c->shm_dir, e->d_name);
+        unlink(path);
+    }
+    if (d)
+        closedir(d);
+    rmdir(c->shm_dir);
+    unlink(check_db);
+    snprintf(path, sizeof path, "%s-wal", check_db);
+    unlink(path);
+    snprintf(path, sizeof path, "%s-shm", check_db);
+    unlink(path);
+    snprintf(path, sizeof path, "%s-ckpt", check_db);
+    unlink(path);
+}
+
 static const mem_impl IMPLS[] = {
-    {"floor_inproc_hash", 0, inproc_setup, inproc_op, inproc_done},
-    {"floor_shm_hash", 1, zone_setup, zone_op, zone_done},
-    {"shm_table", 1, table_setup, table_op, table_done},
+    {"floor_inproc_hash", 0, 0, inproc_setup, inproc_op, inproc_done},
+    {"floor_shm_hash", 1, 0, zone_setup, zone_op, zone_done},
+    {"shm_table", 1, 0, table_setup, table_op, table_done},
+    {"mem_check", 1, 0, check_setup, mem_check_op, check_done},
+    {"mem_durable_check", 0, 1, check_setup, dur_check_op, check_done},
+    {"mem_mixed", 0, 1, check_setup, mix_check_op, check_done},
 };
 
 /* ---- measuring ------------------------------------------------------------ */
@@ -389,9 +534,17 @@ static void mem_multi(const bench_cfg *cfg, const mem_impl *im, long ops, bench_
     }
     memset(&c, 0, sizeof c);
     int rc = im->setup(&c, cfg->keys, err, sizeof err);
+    int64_t used = -2;
     if (rc == 0) {
         rc = mem_forked(im, &c, ops, cfg->keys, rep, err, sizeof err);
+        if (rc == 0 && im->op == mem_check_op)   /* both passes of every process */
+            used = check_used(&c, cfg->keys);
         im->done(&c);
+    }
+    if (rc == 0 && used != -2 && used != 2 * ops) {
+        snprintf(err, sizeof err, "not exact: %lld units used after %ld checks",
+                 (long long)used, 2 * ops);
+        rc = -1;
     }
     if (rc != 0) {
         res_status(r, RES_FAILED, "%s", err);
@@ -431,6 +584,12 @@ void mem_register(const bench_cfg *cfg)
     snprintf(name, sizeof name, "storage/shm table (lock, read, write), %d processes",
              MEM_PROCS);
     res_add("shm_table_4", "memory", name);
+    res_add("mem_check", "memory", "rls_check, durability: memory limit, 1 process");
+    snprintf(name, sizeof name, "rls_check, durability: memory limit, %d processes",
+             MEM_PROCS);
+    res_add("mem_check_4", "memory", name);
+    res_add("mem_durable_check", "memory", "rls_check, the same limit durable, 1 process");
+    res_add("mem_mixed", "memory", "rls_check, memory + durable limit, 1 process");
 }
 
 /* Nanoseconds of one now_us() (the latencies include one). */
@@ -453,7 +612,7 @@ void bench_memory(const bench_cfg *cfg)
         const mem_impl *im = &IMPLS[i];
         bench_result *r = res_find(im->id);
         bench_lat lat;
-        if (mem_single(cfg, im, ops, &lat, err, sizeof err) != 0) {
+        if (mem_single(cfg, im, im->slow ? ops / 10 : ops, &lat, err, sizeof err) != 0) {
             res_status(r, RES_FAILED, "%s", err);
         } else {
             res_set_lat(r, &lat);
@@ -469,8 +628,8 @@ void bench_memory(const bench_cfg *cfg)
         r = res_find(id);
         mem_multi(cfg, im, ops, r);
         if (r->status == RES_OK)
-            res_status(r, RES_OK, "%ld ops in total, a share each; unpinned; worst latencies",
-                       ops);
+            res_status(r, RES_OK, "%ld ops in total, a share each; unpinned; worst latencies%s",
+                       ops, im->op == mem_check_op ? "; counts exact" : "");
         report_line(r);
     }
 }

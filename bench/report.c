@@ -169,6 +169,11 @@ static const ratio_spec RATIOS[] = {
      "throughput vs durable rls_check"},
     {"shm_table_4", "shm_table", M_RATE, NULL, T_NONE, 0, "total vs 1 process"},
     {"shm_table_4", "floor_shm_hash_4", M_RATE, NULL, T_NONE, 0, "total vs shm floor, 4 procs"},
+    /* issue #19, item 1: durability: memory through rls_check (memory.c) */
+    {"mem_check", "mem_durable_check", M_RATE, NULL, T_GE, 50, "throughput vs durable rls_check"},
+    {"mem_check", "floor_shm_hash", M_RATE, NULL, T_GE, 0.5, "throughput vs shm floor"},
+    {"mem_check_4", "mem_check", M_RATE, NULL, T_GE, 1.5, "total vs 1 process (exact)"},
+    {"mem_mixed", "mem_durable_check", M_RATE, NULL, T_GE, 0.9, "mixed vs durable-only check"},
     {"fixed_window_big", "floor", M_RATE, NULL, T_NONE, 0, "throughput vs floor (10k keys)"},
     {"fixed_window_big", "fixed_window_10k", M_RATE, NULL, T_NONE, 0, "throughput vs 10k keys"},
     {"rltop_during_load", NULL, M_EXTRA, "cpu_ms_per_refresh", T_LE, 50, "rltop CPU per refresh (ms)"},

@@ -99,6 +99,18 @@ static int check_combination(cfg *c, int map, const int *at, const char *path,
                     (long long)(l->limit + l->limit * l->overage_pct / 100));
         return -1;
     }
+    /* A memory-class log lives in a fixed-size slot of the shared-memory
+     * table (storage/shm): refused here, never truncated there. */
+    if (l->algorithm == ALGO_SLIDING_LOG && l->durability == DURA_MEMORY &&
+        l->limit + l->limit * l->overage_pct / 100 > RULES_MEMORY_LOG_MAX) {
+        where = at[LF_LIMIT] >= 0 ? at[LF_LIMIT] : map;
+        rls__config_path_field(fp, sizeof fp, path, "limit");
+        rls__config_err(c, where, fp, "a `durability: memory` sliding_log keeps at most %d "
+                    "entries in the shared-memory table; got a limit (with its overage) of "
+                    "%lld (use sliding_window, or durability: normal)", RULES_MEMORY_LOG_MAX,
+                    (long long)(l->limit + l->limit * l->overage_pct / 100));
+        return -1;
+    }
     where = at[LF_BURST] >= 0 ? at[LF_BURST]
           : at[LF_LIMIT] >= 0 ? at[LF_LIMIT] : map;
     rls__config_path_field(fp, sizeof fp, path, l->burst ? "burst" : "limit");

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "admin.h"
+#include "memclass.h"
 #include "keyctx.h"
 #include "keycount.h"
 #include "keynorm.h"
@@ -459,6 +460,9 @@ static int reset_fn(rls_db *db, void *p)
         rc = rls__error(db, RLS_ENOMEM, "out of memory");
     if (rc == RLS_OK)
         rc = key_rows(db, a->ctx, a->lids, a->nlids, !db->be->rules_apart(db), &a->n);
+    int mem = 0;   /* durability: memory entries go at once (memclass.c) */
+    if (rc == RLS_OK && (rc = rls__mem_reset_key(db, a->ctx, a->now, &mem)) == RLS_OK)
+        a->n += mem;
     if (rc == RLS_OK && a->n == 0)
         rc = rls__error(db, RLS_ENOTFOUND, "key has no counters for action '%s'", a->action);
     if (rc == RLS_OK) {

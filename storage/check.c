@@ -18,6 +18,7 @@
 #include "admin.h"
 #include "check.h"
 #include "events.h"
+#include "memclass.h"
 
 /* The failure policy for this call: the action's, else the rules', else
  * the handle's (core/rules.c). */
@@ -283,6 +284,7 @@ static int check_tx_once(rls_db *db, struct check_call *call)
     rls__cache_check_begin(db, charge);  /* may trust what it knew (cache.c) */
     rls__tx_mark_check(db, charge);      /* commits no give-back (deny.c) */
     if ((rc = rls__keyctx_reload(db, call->ctx, call->now)) ||   /* plan, in the tx */
+        (charge && (rc = rls__mem_learn(db, call))) ||   /* memclass.c's fast path */
         (rc = rls__check_read(db, call)) ||
         (rc = rls__check_decide(db, call, 0)) ||
         (rc = rls__check_write(db, call)) ||
@@ -302,6 +304,15 @@ static int check_tx_once(rls_db *db, struct check_call *call)
     if (charge)
         rls__cache_validate(db);
     call->committed = charge;
+    /* A plain check's commit bumps no generation (stmt.c); a penalty block
+     * or a reservation it wrote for an action with a memory-class limit is
+     * a row other handles' fast paths must see (memclass.c).  Such rows of
+     * other actions do not concern those actions' keys. */
+    if (charge && !call->blocked &&
+        (call->penalty || (call->op == CHECK_OP_RESERVE && call->res->allowed)) &&
+        rls__mem_action_has(db->rc.rules, call->action))
+        rls__deny_bump(db);
+    rls__mem_trust(db, call);
     return RLS_OK;
 }
 
@@ -386,8 +397,13 @@ static int check_pipeline(rls_db *db, struct check_call *call)
     }
     if (rc == RLS_OK)
         rc = rls__check_plan(db, call);
-    if (rc == RLS_OK)
-        rc = db->be->check_tx(db, call);
+    /* durability: memory limits only: the shared-memory table alone
+     * (memclass.c); else the backend's step, the generic transaction when
+     * a memory-class limit is in it (PostgreSQL's one round trip knows
+     * only rows) */
+    if (rc == RLS_OK && !rls__mem_fast(db, call, &rc))
+        rc = rls__mem_action_has(db->rc.rules, call->action) ? rls__check_tx(db, call)
+                                                             : db->be->check_tx(db, call);
     stage_result(db, call, rc);
     stage_cache_notes(db, call, rc);
     rls__metrics_check(db, call, rc, t0);

@@ -126,6 +126,8 @@ struct rls_db {
     struct rls_denystate deny;
     struct rls_group *group;       /* a thread-safe handle's lock and queue (group.c), or NULL */
     struct rls_events *ev;         /* events, metrics, audit reason (events.h), or NULL */
+    struct rls_memclass *mem;      /* `durability: memory` limits (memclass.c), or NULL */
+    char *shm_dir_owned;           /* rls_open's copy of opt.shm_dir */
 };
 
 /* Handle-level driver calls (sql.h). */

@@ -16,6 +16,7 @@
 #include "db.h"
 #include "group_int.h"
 #include "events.h"
+#include "memclass.h"
 
 /* The backends rls_open asks, in order: the first that claims the path.
  * PostgreSQL's is a driver module loaded on first use (driver.c). */
@@ -138,6 +139,24 @@ static void who_am_i(rls_db *db)
         snprintf(db->ident.os_user, sizeof db->ident.os_user, "uid:%ld", (long)geteuid());
 }
 
+/* The shared-memory table's options (memclass.c): shm_dir copied, as the
+ * caller's string may not outlive the handle; shm_slots 0 is the default. */
+static int shm_options(rls_db *db)
+{
+    rls_options *o = &db->ident.opt;
+    if (o->shm_slots == 0)
+        o->shm_slots = 65536;
+    if (o->shm_slots < 2 * RLS__SHM_WAYS || o->shm_slots > RLS__SHM_SLOTS_MAX)
+        return rls__error(db, RLS_EINVAL, "rls_open: shm_slots %u is outside %d..%u",
+                          o->shm_slots, 2 * RLS__SHM_WAYS, (unsigned)RLS__SHM_SLOTS_MAX);
+    if (o->shm_dir && !*o->shm_dir)
+        return rls__error(db, RLS_EINVAL, "rls_open: shm_dir is empty");
+    if (o->shm_dir && !(o->shm_dir = strdup(o->shm_dir)))
+        return rls__error(db, RLS_ENOMEM, "out of memory");
+    db->shm_dir_owned = (char *)o->shm_dir;
+    return RLS_OK;
+}
+
 /* Checks the options no backend could honour; the backend refuses the
  * ones it cannot (init). */
 static int options_check(rls_db *db)
@@ -148,13 +167,15 @@ static int options_check(rls_db *db)
     if (db->ident.opt.rules_read_only && !counters)
         return rls__error(db, RLS_EINVAL, "rls_open: rules_read_only needs counters_path "
                           "(a split deployment)");
-    return RLS_OK;
+    return shm_options(db);
 }
 
 /* Frees what rls_open allocated; the connection is closed or abandoned. */
 static void handle_free(rls_db *db)
 {
     db->be->release(db);
+    rls__mem_close(db);
+    free(db->shm_dir_owned);
     free(db->ident.path);
     free(db);
 }
@@ -193,6 +214,8 @@ int rls_open(rls_db **out, const char *path, const rls_options *opt)
         rc = db->be->init(db, path);
     if (rc == RLS_OK)
         rc = db->be->connect(db);
+    if (rc == RLS_OK)
+        rls__mem_init(db);   /* the table opens at the first memory-class check */
     if (rc == RLS_OK && db->ident.opt.thread_safe)
         rc = rls__group_open(db);
     if (rc != RLS_OK) {
@@ -275,6 +298,7 @@ int rls__db_usable(rls_db *db)
     rls__keystat_free(db);  /* the parent flushes its own */
     rls__events_forget(db);
     rls__cache_forget(db);
+    rls__mem_after_fork(db);
     db->ident.pid = getpid();
     db->ident.forks = forks_now();
     int rc = db->be->connect(db);
@@ -299,5 +323,6 @@ int rls__rules_writable(rls_db *db)
 
 int rls__tx_retry(rls_db *db, int rc, int *attempt)
 {
-    return db && rc != RLS_OK && db->be->tx_retry(db, rc, attempt);
+    return db && rc != RLS_OK &&
+           (rls__mem_retry(db, rc, attempt) || db->be->tx_retry(db, rc, attempt));
 }

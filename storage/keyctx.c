@@ -8,6 +8,7 @@
 #include "keyctx.h"
 #include "keycount.h"
 #include "keynorm.h"
+#include "memclass.h"
 #include "penalty.h"
 
 int rls__keyctx_args(rls_db *db, const char *action, const char *key,
@@ -149,7 +150,7 @@ static int load_key(rls_db *db, key_ctx *ctx)
                           action, rls__key_kind_name(ctx->act->key_kind),
                           kl == -2 || kl > 0 ? "too long" : why);
     ctx->keylen = (size_t)kl;
-    canon_key(ctx);
+    ctx->canon_done = 0;   /* when a load needs it (the fast path never does) */
     ctx->planned = KEYCTX_KEY;
     ctx->plan_rules = db->rc.rules;
     ctx->plan_gen = db->rc.rules_gen;
@@ -193,6 +194,22 @@ static int resolve(rls_db *db, key_ctx *ctx, int64_t now)
     return RLS_OK;
 }
 
+/* States are read later, or never (a blocked key): release must find no
+ * buffers either way. */
+static void items_clear(key_ctx *ctx, int64_t now)
+{
+    memset(ctx->st, 0, sizeof ctx->st[0] * (size_t)ctx->n);
+    for (int i = 0; i < ctx->n; i++) {
+        ctx->items[i].floor_ms = 0;
+        ctx->items[i].sib = NULL;
+        ctx->items[i].nsib = 0;
+        ctx->row[i] = 0;
+        for (int j = 0; j < RULES_SIB_MAX; j++)
+            ctx->sib[i][j].st.log = NULL;
+    }
+    ctx->now = now;
+}
+
 int rls__keyctx_reload(rls_db *db, key_ctx *ctx, int64_t now)
 {
     int rc, trusted = db->trust.fast_trust;
@@ -208,6 +225,10 @@ int rls__keyctx_reload(rls_db *db, key_ctx *ctx, int64_t now)
                ctx->plan_gen == db->rc.rules_gen && db->rc.rules;
     if (!same && (rc = load_key(db, ctx)))
         return rc;
+    if (!ctx->canon_done) {
+        canon_key(ctx);
+        ctx->canon_done = 1;
+    }
     if ((rc = read_policy(db, ctx, now)))
         return rc;
     /* resolved before without policy rows, and there are none: the same */
@@ -218,18 +239,26 @@ int rls__keyctx_reload(rls_db *db, key_ctx *ctx, int64_t now)
         return rc;
     ctx->planned = trusted ? KEYCTX_RESOLVED : KEYCTX_KEY;
     ctx->plan_n = ctx->n;
-    /* States are read later, or never (a blocked key): release must find
-     * no buffers either way. */
-    memset(ctx->st, 0, sizeof ctx->st[0] * (size_t)ctx->n);
-    for (int i = 0; i < ctx->n; i++) {
-        ctx->items[i].floor_ms = 0;
-        ctx->items[i].sib = NULL;
-        ctx->items[i].nsib = 0;
-        for (int j = 0; j < RULES_SIB_MAX; j++)
-            ctx->sib[i][j].st.log = NULL;
-    }
-    ctx->now = now;
+    items_clear(ctx, now);
     return RLS_OK;
+}
+
+int rls__keyctx_resolve_trusted(rls_db *db, key_ctx *ctx, int64_t now)
+{
+    ctx->n = 0;
+    if (ctx->planned == KEYCTX_NONE || !db->rc.rules || ctx->plan_rules != db->rc.rules ||
+        ctx->plan_gen != db->rc.rules_gen)
+        return 0;
+    ctx->nexact = ctx->nov = 0;
+    ctx->pen_found = 0;
+    ctx->policy_maybe = 0;
+    memset(&ctx->block, 0, sizeof ctx->block);
+    if (resolve(db, ctx, now) != RLS_OK) {
+        db->errmsg[0] = '\0';   /* the database path says why */
+        return 0;
+    }
+    items_clear(ctx, now);
+    return 1;
 }
 
 int rls__keyctx_load(rls_db *db, key_ctx *ctx, const char *action, const char *key,
@@ -320,11 +349,18 @@ int rls__keyctx_read_states(rls_db *db, key_ctx *ctx)
     ctx->nfound = 0;
     if (!st)
         return rls__stmt_failed(db);
+    int mem = 0;
     for (int i = 0; i < ctx->n; i++) {
         algo_state *s = &ctx->st[i];
         const rule_limit *def = ctx->rl[i].def;
         ctx->items[i].rl = &ctx->rl[i];
         ctx->items[i].st = s;
+        ctx->items[i].floor_ms = 0;
+        ctx->row[i] = 0;
+        if (rls__mem_limit(def)) {
+            mem = 1;   /* the shared-memory table's, read below (memclass.c) */
+            continue;
+        }
         sql_bind_int64(st, 1, def->id);
         sql_bind_blob(st, 2, ctx->key, (int)ctx->keylen, SQL_STATIC);
         rc = sql_step(st);
@@ -357,7 +393,8 @@ int rls__keyctx_read_states(rls_db *db, key_ctx *ctx)
         if (def->nsib > 0 && (rc = read_sibs(db, ctx, st, i)))
             return rc;
     }
-    return RLS_OK;
+    /* memory-class states last: a snapshot, no lock held (memclass.c) */
+    return mem ? rls__mem_read(db, ctx) : RLS_OK;
 }
 
 int rls__keyctx_write_states(rls_db *db, key_ctx *ctx)
@@ -365,12 +402,17 @@ int rls__keyctx_write_states(rls_db *db, key_ctx *ctx)
     rls_stmt *put = rls__stmt(db, STMT_STATE_PUT), *add = rls__stmt(db, STMT_STATE_NEW);
     if (!put || !add)
         return rls__stmt_failed(db);
-    int krc = rls__keycount_before_write(db, ctx);   /* a new key is counted (keycount.c) */
+    int durable = 0, krc = rls__mem_stage(db, ctx);   /* memory-class: staged */
     if (krc)
+        return krc;
+    for (int i = 0; i < ctx->n; i++)
+        durable |= ctx->items[i].changed && !rls__mem_limit(ctx->rl[i].def);
+    /* a new key is counted (keycount.c): its rows are the durable ones */
+    if (durable && (krc = rls__keycount_before_write(db, ctx)))
         return krc;
     for (int i = 0; i < ctx->n; i++) {
         const algo_state *s = &ctx->st[i];
-        if (!ctx->items[i].changed)
+        if (!ctx->items[i].changed || rls__mem_limit(ctx->rl[i].def))
             continue;
         rls_stmt *st = ctx->row[i] ? put : add;
         sql_bind_int64(st, 1, ctx->rl[i].def->id);

@@ -28,6 +28,7 @@ typedef struct key_ctx {
      * when it differs from the normalised key, else the key as given. */
     char canon[RLS_KEY_MAX_LIMIT + 64];
     size_t canonlen;
+    int canon_done;                     /* canon and probe are set (a load's) */
     const char *probe;
     size_t probelen;
     int policy_maybe;                   /* rows of every action may apply that
@@ -97,10 +98,19 @@ void rls__keyctx_plan(rls_db *db, key_ctx *ctx, const char *action, const char *
  * policy rows are as the earlier load saw them: none). */
 int rls__keyctx_reload(rls_db *db, key_ctx *ctx, int64_t now);
 
-/* Reads the state of every resolved limit into ctx->st/items. */
+/* Without a transaction (the memory-class fast path, memclass.c): the
+ * tier and limits of the key planned under the rules cached, resolved as
+ * for a key without policy rows.  1 when done; 0 when the plan is not
+ * usable (the database path loads it). */
+int rls__keyctx_resolve_trusted(rls_db *db, key_ctx *ctx, int64_t now);
+
+/* Reads the state of every resolved limit into ctx->st/items: durable
+ * limits from the database, `durability: memory` ones from the
+ * shared-memory table (memclass.h). */
 int rls__keyctx_read_states(rls_db *db, key_ctx *ctx);
 
-/* Writes every item marked changed. */
+/* Writes every item marked changed (memory-class ones are staged until
+ * the COMMIT: memclass.h). */
 int rls__keyctx_write_states(rls_db *db, key_ctx *ctx);
 
 /* Rows of every action whose key is an IP address, for an IP action's

@@ -9,6 +9,7 @@
 #include <string.h>
 #include "admin.h"
 #include "events.h"
+#include "memclass.h"
 
 static const char *const stmt_sql[STMT__COUNT] = {
 #define RLS__STMT_SQL(name, sql) sql,
@@ -93,11 +94,20 @@ int rls__begin(rls_db *db, int write)
  * a cached denial sooner bumps the denial generation (deny.c). */
 int rls__commit(rls_db *db)
 {
-    int rc = db->be->commit(db);
+    /* durability: memory states first (memclass.h): a snapshot that moved
+     * fails the transaction, to be run again */
+    int rc = rls__mem_prepare(db);
     if (rc != RLS_OK) {
         rls__rollback(db);
         return rc;
     }
+    rc = db->be->commit(db);
+    if (rc != RLS_OK) {
+        rls__mem_undo(db);
+        rls__rollback(db);
+        return rc;
+    }
+    rls__mem_forget(db);
     if (db->conn.tx_write && (!db->conn.check_tx || db->conn.gave_back))
         rls__deny_bump(db);  /* it may admit a cached denial sooner (deny.c) */
     db->conn.check_tx = 0;
@@ -123,6 +133,7 @@ void rls__exec_rollback(rls_db *db)
 void rls__rollback(rls_db *db)
 {
     db->be->rollback(db);
+    rls__mem_forget(db);
     db->conn.in_tx = 0;
     db->conn.tx_write = 0;
     rls__cache_distrust(db);

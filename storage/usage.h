@@ -100,6 +100,24 @@ typedef struct tail_cur {
 } tail_cur;
 
 /* ---- usage_src.c ---------------------------------------------------------- */
+/* Binds a universe statement's parameters: action, the filter, now, a
+ * limit, the key bound blob (NULL: "") and no frontier. */
+void rls__usage_bind(usage_ctx *u, rls_stmt *st, const char *action, int64_t limit,
+                     const void *blob, size_t len);
+/* Runs st and takes its keys (and, want_cand, whether each is a candidate). */
+int rls__usage_read_keys(usage_ctx *u, rls_stmt *st, char ***keys, unsigned char **cand,
+                         int *n, int want_cand);
+/* Adds key to s's universe (*cap its room); sorts it and removes repeats. */
+int rls__usage_uni_add(usage_ctx *u, usage_src *s, const char *key, int *cap);
+void rls__usage_uni_sort(usage_src *s);
+
+/* ---- usage_mem.c: durability: memory keys ----------------------------------
+ * An action with a memory-class limit (rls__usage_mem_src) is listed whole:
+ * rls__usage_mem_universe loads its keys from the database and the table,
+ * sorted (s->small 2 once done). */
+int rls__usage_mem_src(const usage_ctx *u, const usage_src *s);
+int rls__usage_mem_universe(usage_ctx *u, usage_src *s);
+
 int rls__usage_stmt(usage_ctx *u, int id, rls_stmt **out);
 void rls__usage_ctx_free(usage_ctx *u);
 /* The row of key in s, peeked on first use; *row = -1 if out of memory

@@ -129,7 +129,7 @@ int rls__usage_stmt(usage_ctx *u, int id, rls_stmt **out)
     return RLS_OK;
 }
 
-static void bind_all(usage_ctx *u, rls_stmt *st, const char *action, int64_t limit,
+void rls__usage_bind(usage_ctx *u, rls_stmt *st, const char *action, int64_t limit,
                      const void *blob, size_t len)
 {
     sql_bind_text(st, 1, action, -1, SQL_STATIC);
@@ -167,7 +167,7 @@ void rls__usage_ctx_free(usage_ctx *u)
 
 /* Steps st (bound by the caller) to the end: column 0 as strings, column 1
  * (if want_cand) as flags.  Resets st. */
-static int read_keys(usage_ctx *u, rls_stmt *st, char ***keys, unsigned char **cand,
+int rls__usage_read_keys(usage_ctx *u, rls_stmt *st, char ***keys, unsigned char **cand,
                      int *n, int want_cand)
 {
     int cap = 0, rc;
@@ -263,7 +263,7 @@ static int denials(usage_ctx *u, usage_src *s, const char *key, int64_t *d)
     *d = 0;
     if (rc)
         return rc;
-    bind_all(u, st, s->action, 0, key, strlen(key));
+    rls__usage_bind(u, st, s->action, 0, key, strlen(key));
     rc = sql_step(st);
     if (rc == SQL_ROW)
         *d = sql_column_int64(st, 0);
@@ -381,8 +381,8 @@ static int candidates(usage_ctx *u, usage_src *s, int id, int want, int *all)
     int n, rc = rls__usage_stmt(u, id, &st);
     if (rc)
         return rc;
-    bind_all(u, st, s->action, want, NULL, 0);
-    if ((rc = read_keys(u, st, &keys, NULL, &n, 0)))
+    rls__usage_bind(u, st, s->action, want, NULL, 0);
+    if ((rc = rls__usage_read_keys(u, st, &keys, NULL, &n, 0)))
         return rc;
     *all = n < want;
     rc = add_candidates(u, s, keys, n);
@@ -397,8 +397,22 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+void rls__usage_uni_sort(usage_src *s)
+{
+    int n = 0;
+    if (s->nuni > 1)
+        qsort(s->uni, (size_t)s->nuni, sizeof *s->uni, cmp_str);
+    for (int k = 0; k < s->nuni; k++) {
+        if (n > 0 && strcmp(s->uni[k], s->uni[n - 1]) == 0)
+            free(s->uni[k]);
+        else
+            s->uni[n++] = s->uni[k];
+    }
+    s->nuni = n;
+}
+
 /* Takes key into s's universe (sorted and made unique later). */
-static int uni_add(usage_ctx *u, usage_src *s, const char *key, int *cap)
+int rls__usage_uni_add(usage_ctx *u, usage_src *s, const char *key, int *cap)
 {
     if (s->nuni == *cap) {
         int ncap = *cap ? *cap * 2 : 16;
@@ -428,14 +442,14 @@ static int small_by_substr(usage_ctx *u)
         free(cap);
         return rc;
     }
-    bind_all(u, st, "", max_rows, NULL, 0);
+    rls__usage_bind(u, st, "", max_rows, NULL, 0);
     while (rc == RLS_OK && (step = sql_step(st)) == SQL_ROW) {
         const char *k = (const char *)sql_column_text(st, 0);
         const char *a = (const char *)sql_column_text(st, 1);
         rows++;
         for (int i = 0; rc == RLS_OK && k && a && i < u->nsrc; i++)
             if (!*a || strcmp(a, u->src[i].action) == 0)
-                rc = uni_add(u, &u->src[i], k, &cap[i]);
+                rc = rls__usage_uni_add(u, &u->src[i], k, &cap[i]);
     }
     if (rc == RLS_OK && step != SQL_DONE && step != SQL_ROW)
         rc = rls__sql_error(u->db, step, "cannot list keys");
@@ -443,18 +457,8 @@ static int small_by_substr(usage_ctx *u)
     free(cap);
     int small = rc == RLS_OK && rows < max_rows;
     for (int i = 0; rc == RLS_OK && i < u->nsrc; i++) {
-        usage_src *s = &u->src[i];
-        int n = 0;
-        if (s->nuni > 1)
-            qsort(s->uni, (size_t)s->nuni, sizeof *s->uni, cmp_str);
-        for (int k = 0; k < s->nuni; k++) {
-            if (n > 0 && strcmp(s->uni[k], s->uni[n - 1]) == 0)
-                free(s->uni[k]);
-            else
-                s->uni[n++] = s->uni[k];
-        }
-        s->nuni = n;
-        small &= n <= USAGE_EXACT_MAX;
+        rls__usage_uni_sort(&u->src[i]);
+        small &= u->src[i].nuni <= USAGE_EXACT_MAX;
     }
     for (int i = 0; i < u->nsrc; i++)
         u->src[i].small = small;
@@ -469,8 +473,8 @@ static int small_by_action(usage_ctx *u, usage_src *s)
     int n, rc;
     if ((rc = rls__usage_stmt(u, UST_FWD, &st)))
         return rc;
-    bind_all(u, st, s->action, USAGE_EXACT_MAX + 1, NULL, 0);
-    if ((rc = read_keys(u, st, &keys, NULL, &n, 0)))
+    rls__usage_bind(u, st, s->action, USAGE_EXACT_MAX + 1, NULL, 0);
+    if ((rc = rls__usage_read_keys(u, st, &keys, NULL, &n, 0)))
         return rc;
     s->small = n <= USAGE_EXACT_MAX;
     s->uni = keys;
@@ -482,9 +486,12 @@ int rls__usage_small(usage_ctx *u)
 {
     int rc = RLS_OK;
     if (u->substr)
-        return small_by_substr(u);
-    for (int i = 0; rc == RLS_OK && u->few_keys && i < u->nsrc; i++)
+        rc = small_by_substr(u);
+    for (int i = 0; rc == RLS_OK && !u->substr && u->few_keys && i < u->nsrc; i++)
         rc = small_by_action(u, &u->src[i]);
+    for (int i = 0; rc == RLS_OK && i < u->nsrc; i++)
+        if (rls__usage_mem_src(u, &u->src[i]))
+            rc = rls__usage_mem_universe(u, &u->src[i]);
     return rc;
 }
 
@@ -598,14 +605,14 @@ static int fetch_batch(usage_ctx *u, tail_cur *c, const char *frontier)
             return rc;
     }
     int asked = c->batch;
-    bind_all(u, st, c->s->action, asked, c->bound, c->boundlen);
+    rls__usage_bind(u, st, c->s->action, asked, c->bound, c->boundlen);
     if (frontier)   /* a blob, as the keys are stored */
         sql_bind_blob(st, 6, frontier, (int)strlen(frontier), SQL_STATIC);
     else if (c->dir > 0)
         sql_bind_blob(st, 6, u->inf, (int)sizeof u->inf, SQL_STATIC);
     else
         sql_bind_blob(st, 6, "", 0, SQL_STATIC);
-    if ((rc = read_keys(u, st, &c->keys, &c->cand, &c->n, 1)))
+    if ((rc = rls__usage_read_keys(u, st, &c->keys, &c->cand, &c->n, 1)))
         return rc;
     if (c->batch < 1024)
         c->batch *= 2;
@@ -719,17 +726,22 @@ int rls__usage_count(usage_ctx *u, int64_t *n)
     rls_stmt *st;
     int rc = RLS_OK, step;
     *n = 0;
-    for (int i = 0; rc == RLS_OK && !u->substr && i < u->nsrc; i++) {
+    for (int i = 0; rc == RLS_OK && i < u->nsrc; i++) {
         int64_t k = 0;
-        rc = rls__keycount_get(u->db, u->src[i].action, &k);
-        *n += k;
+        if (rls__usage_mem_src(u, &u->src[i])) {   /* listed whole: its universe */
+            if ((rc = rls__usage_mem_universe(u, &u->src[i])) == RLS_OK)
+                *n += u->src[i].nuni;
+        } else if (!u->substr) {
+            rc = rls__keycount_get(u->db, u->src[i].action, &k);
+            *n += k;
+        }
     }
     if (rc == RLS_OK && u->substr && (rc = rls__usage_stmt(u, UST_COUNT_SUB, &st)) == RLS_OK) {
-        bind_all(u, st, "", 0, NULL, 0);
+        rls__usage_bind(u, st, "", 0, NULL, 0);
         while ((step = sql_step(st)) == SQL_ROW) {
             const char *a = (const char *)sql_column_text(st, 0);
             for (int i = 0; a && i < u->nsrc; i++)
-                if (strcmp(a, u->src[i].action) == 0)
+                if (strcmp(a, u->src[i].action) == 0 && !rls__usage_mem_src(u, &u->src[i]))
                     *n += sql_column_int64(st, 1);
         }
         sql_reset(st);
@@ -738,9 +750,11 @@ int rls__usage_count(usage_ctx *u, int64_t *n)
     }
     /* and the blocked keys without counters */
     for (int i = 0; rc == RLS_OK && i < u->nsrc; i++) {
+        if (rls__usage_mem_src(u, &u->src[i]))
+            continue;
         if ((rc = rls__usage_stmt(u, UST_COUNT_BLOCKED, &st)))
             break;
-        bind_all(u, st, u->src[i].action, 0, NULL, 0);
+        rls__usage_bind(u, st, u->src[i].action, 0, NULL, 0);
         step = sql_step(st);
         if (step == SQL_ROW)
             *n += sql_column_int64(st, 0);

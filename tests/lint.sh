@@ -164,7 +164,7 @@ unprefixed() {
         name=${name# }
         case $name in
         rls__*) ;;
-        rls_*) grep -qw "$name" include/rlstore.h 2>/dev/null ||
+        rls_*) cat include/rlstore.h include/rlstore_admin.h 2>/dev/null | grep -qw "$name" ||
             echo "$f:$n: $name has the public prefix but is not in include/rlstore.h" ;;
         *) echo "$f:$n: $name is not static and has no prefix rls__" ;;
         esac

@@ -18,6 +18,8 @@
 #include "rlstore.h"
 #include "shm_int.h"
 
+#define SHM_POPULATE_MAX (256ull << 20)   /* bytes mapped at once on open */
+
 _Static_assert(sizeof(struct shm_head) <= SHM_HEAD_SIZE, "header fits its page");
 _Static_assert(sizeof(struct shm_bucket) <= SHM_BUCKET_SIZE, "bucket fits its lines");
 _Static_assert(sizeof(struct shm_slot) % 8 == 0, "slot keeps its alignment");
@@ -185,7 +187,12 @@ static int attach(rls__shm **out, const char *path, const rls__shm_geom *g, char
     if (rc != RLS_OK)
         goto out;
     rls__shm *t = calloc(1, sizeof *t);
-    void *p = t ? mmap(NULL, h.file_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+    /* A table of a usual size is mapped whole at once (MAP_POPULATE: a
+     * few ms for 64k slots) rather than a page fault at each entry's first
+     * touch (about a microsecond each, measured on the memory-class
+     * check); a huge one is left to fault in as used. */
+    int flags = MAP_SHARED | (h.file_size <= SHM_POPULATE_MAX ? MAP_POPULATE : 0);
+    void *p = t ? mmap(NULL, h.file_size, PROT_READ | PROT_WRITE, flags, fd, 0) : MAP_FAILED;
     if (p == MAP_FAILED) {
         free(t);
         rc = fail(RLS_ENOMEM, why, whylen, "cannot map the table");

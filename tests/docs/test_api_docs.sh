@@ -69,7 +69,8 @@ def norm(proto):
     return p
 
 # ---- the header
-hdr = open("include/rlstore.h", encoding="utf-8").read()
+# rlstore.h and rlstore_admin.h, which it includes
+hdr = "".join(open(h, encoding="utf-8").read() for h in ("include/rlstore.h", "include/rlstore_admin.h"))
 code, pp = [], False
 for line in hdr.split("\n"):
     if re.match(r"\s*#", line):

@@ -231,7 +231,7 @@ fi
 sed -n '/^<!-- readme-test: build -->$/,/^```$/p' README.md | sed -e '1,2d' -e '$d' >"$TMP/readme.sh"
 if grep -q '^cc ' "$TMP/readme.sh"; then
     mkdir -p "$TMP/rm/include" "$TMP/rm/examples" "$TMP/rm/elsewhere"
-    cp include/rlstore.h "$TMP/rm/include/" && cp examples/quickstart.c "$TMP/rm/examples/"
+    cp include/rlstore.h include/rlstore_admin.h "$TMP/rm/include/" && cp examples/quickstart.c "$TMP/rm/examples/"
     ln -s "$BUILD_ABS" "$TMP/rm/build"
     sed -i "s|/tmp/quickstart.db|$TMP/rm/q.db|" "$TMP/readme.sh"
     if (cd "$TMP/rm" && unset LD_LIBRARY_PATH && sh -e "$TMP/readme.sh") >"$TMP/readme.log" 2>&1 &&

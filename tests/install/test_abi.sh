@@ -20,6 +20,7 @@
 . "$(dirname "$0")/suite.sh"
 
 HDR=include/rlstore.h
+HDRS="$HDR include/rlstore_admin.h"   # rlstore.h includes the second
 MAP=librlstore.map
 BASE=tests/install/abi-baseline.txt
 LIB=$BUILD/librlstore.so
@@ -36,11 +37,11 @@ fi
 # Declarations may span lines: drop preprocessor lines (and their
 # continuations), join the rest, drop comments, split at ';' and take the
 # identifier before the first '(' of every RLS_EXTERN declaration.
-awk '/^[ \t]*#/ { pp = 1 } !pp { print } { if (!/\\$/) pp = 0 }' "$HDR" | tr '\n' ' ' |
+awk '/^[ \t]*#/ { pp = 1 } !pp { print } { if (!/\\$/) pp = 0 }' $HDRS | tr '\n' ' ' |
     sed -e 's|/\*\([^*]\|\*[^/]\)*\*/||g' -e 's/;/;\n/g' | grep 'RLS_EXTERN' |
     sed -n 's/.*RLS_EXTERN[^(]*[ *]\(rls_[a-z0-9_]*\) *(.*/\1/p' | sort >"$TMP/declared"
 ndecl=$(wc -l <"$TMP/declared")
-[ "$ndecl" -ge 50 ] && pass || fail "parsed only $ndecl RLS_EXTERN functions from $HDR"
+[ "$ndecl" -ge 50 ] && pass || fail "parsed only $ndecl RLS_EXTERN functions from $HDRS"
 
 nm -D --defined-only "$LIB" >"$TMP/nm" 2>&1 || fail "nm -D --defined-only $LIB: $(head -n 1 "$TMP/nm")"
 # Version nodes show up as absolute symbols (type A) named like the node.
@@ -214,6 +215,9 @@ fi
 printf '#include "rlstore.h"\nint main(void) { return rls_version() == 0; }\n' >"$TMP/alone.c"
 check "rlstore.h compiles alone as C99 -pedantic" \
     $CC -std=c99 -pedantic -Wall -Wextra -Werror -Iinclude -fsyntax-only "$TMP/alone.c"
+printf '#include "rlstore_admin.h"\nint main(void) { return rls_rows_count(NULL) != 0; }\n' >"$TMP/admin.c"
+check "rlstore_admin.h included first compiles too (it includes rlstore.h)" \
+    $CC -std=c99 -pedantic -Wall -Wextra -Werror -Iinclude -fsyntax-only "$TMP/admin.c"
 cp "$TMP/alone.c" "$TMP/alone.cc"
 CXX=${CXX:-c++}
 if command -v "$CXX" >/dev/null 2>&1; then

@@ -64,6 +64,8 @@ soname=$(readelf -d "$usr/lib/librlstore.so.$VERSION" 2>/dev/null | sed -n 's/.*
 
 cmp -s include/rlstore.h "$usr/include/rlstore.h" && pass ||
     fail "installed rlstore.h differs from include/rlstore.h"
+cmp -s include/rlstore_admin.h "$usr/include/rlstore_admin.h" && pass ||
+    fail "installed rlstore_admin.h differs from include/rlstore_admin.h"
 
 # modes: libraries, header, data 0644; programs 0755
 modes_ok=1

@@ -40,7 +40,7 @@ from .errors import (CODES, ERRNO_TABLE, Error, InputError, StorageFailure, erro
                      InvalidArgument, InvalidCost, InvalidKey, IsADirectory, Misuse,
                      NewerDatabase, NoRules, NotADatabase, NotFound, OutOfMemory, ReadOnly,
                      ReservationExpired, StorageError, StorageFull, TimeOutOfRange,
-                     UnknownAction, UnsafeDatabase, WrongRole)
+                     UnknownAction, UnsafeDatabase, WrongRole, OldSchema)
 
 __version__ = "0.2.0"
 
@@ -53,7 +53,7 @@ __all__ = ["Limiter", "Result", "Reservation", "Explanation", "Stats", "RulesDes
            "Misuse", "NewerDatabase", "NoRules", "NotADatabase", "NotFound",
            "OutOfMemory", "ReadOnly", "ReservationExpired", "StorageError",
            "StorageFull", "TimeOutOfRange", "UnknownAction", "UnsafeDatabase",
-           "WrongRole"]
+           "WrongRole", "OldSchema"]
 
 
 def library_version() -> str:

@@ -29,6 +29,7 @@ rlstore.Error.
       UnsafeDatabase           EUNSAFE
       Conflict                 ECONFLICT
       WrongRole                EROLE
+      OldSchema                EOLDSCHEMA (no_upgrade: run rls_migrate / rlctl migrate)
 
 The table below is the library's, by number: codes are only ever appended
 (rlstore.h), so it needs no library to build or to unpickle an exception.
@@ -66,6 +67,7 @@ ERRNO_TABLE: Tuple[Tuple[str, str], ...] = (
     ("EUNSAFE", "database contains objects rlstore did not create"),
     ("ECONFLICT", "the rules changed since the version the change was based on"),
     ("EROLE", "database file has another role (one file, rules or counters) or pair"),
+    ("EOLDSCHEMA", "database schema is older than this library and no_upgrade is set"),
 )
 CODES: Dict[str, int] = {name: i for i, (name, _) in enumerate(ERRNO_TABLE)}
 
@@ -252,11 +254,18 @@ class WrongRole(Error):
     code = 24
 
 
+class OldSchema(Error):
+    """EOLDSCHEMA: the schema is older than this library and no_upgrade is set:
+    upgrade it once with rlctl migrate."""
+
+    code = 25
+
+
 BY_CODE: Dict[int, Type[Error]] = {c.code: c for c in (
     InvalidArgument, InvalidKey, InvalidCost, TimeOutOfRange, UnknownAction, OutOfMemory,
     ReadOnly, Busy, IOFailure, StorageFull, Corrupt, StorageError, NoRules, NotFound,
     CannotOpen, IsADirectory, NotADatabase, NewerDatabase, ConfigError, ReservationExpired,
-    Misuse, UnsafeDatabase, Conflict, WrongRole)}
+    Misuse, UnsafeDatabase, Conflict, WrongRole, OldSchema)}
 
 
 def error_for(code: int, message: str = "", result: Any = None) -> Error:
@@ -269,6 +278,6 @@ def error_for(code: int, message: str = "", result: Any = None) -> Error:
 __all__ = ["Error", "InputError", "StorageFailure", "error_for", "ERRNO_TABLE", "CODES",
            "Busy", "CannotOpen", "ConfigError", "Conflict", "Corrupt", "IOFailure",
            "InvalidArgument", "InvalidCost", "InvalidKey", "IsADirectory", "Misuse",
-           "NewerDatabase", "NoRules", "NotADatabase", "NotFound", "OutOfMemory",
+           "NewerDatabase", "NoRules", "NotADatabase", "NotFound", "OldSchema", "OutOfMemory",
            "ReadOnly", "ReservationExpired", "StorageError", "StorageFull",
            "TimeOutOfRange", "UnknownAction", "UnsafeDatabase", "WrongRole"]

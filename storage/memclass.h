@@ -1,0 +1,94 @@
+/*
+ * memclass.h - `durability: memory` limits: their states live in the
+ * shared-memory table of storage/shm (shmtable.h), never in SQLite or
+ * PostgreSQL.  memclass.c has the design; docs/DESIGN-NOTES.md the why.
+ *
+ * Two ways down the check pipeline (check.c):
+ *
+ *  - The fast path (rls__mem_fast): a check or peek whose limits are all
+ *    memory-class, on a handle that may trust its cached rules and knows
+ *    that no key has policy rows or reservations: one shared-memory
+ *    transaction (lock, read, core decides, write, unlock), no database
+ *    transaction at all.
+ *  - Inside a database transaction (any other check, a batch, a refund, a
+ *    reservation, a peek): the memory states are read as a snapshot
+ *    (rls__mem_read), the changed ones staged (rls__mem_stage), and written
+ *    just before the database's COMMIT (rls__mem_prepare: lock, check that
+ *    every snapshot still holds, write, unlock) - or, if a snapshot moved,
+ *    the whole transaction is run again (rls__mem_retry).  A COMMIT that
+ *    then fails gives the memory states back (rls__mem_undo).
+ */
+#ifndef RLS_MEMCLASS_H
+#define RLS_MEMCLASS_H
+
+#include "keyctx.h"
+#include "shm/shmtable.h"
+
+struct check_call;
+
+/* Is the limit kept in the shared-memory table? */
+static inline int rls__mem_limit(const rule_limit *def)
+{
+    return def && def->durability == DURA_MEMORY;
+}
+
+/* Does action (in any tier) have a memory-class limit? */
+int rls__mem_action_has(const ruleset *rs, const char *action);
+
+/* At rls_open: records the database's identity (the table's name).
+ * Never fails: an identity it cannot take makes the table unavailable,
+ * which the first memory-class check reports. */
+void rls__mem_init(rls_db *db);
+/* rls_close: unmaps the table (the file stays). */
+void rls__mem_close(rls_db *db);
+/* A forked child: forgets the transaction and the trust (keeps the map). */
+void rls__mem_after_fork(rls_db *db);
+
+/* The table, opened at the first use: RLS_OK and *out, or the error
+ * recorded (RLS_ECANTOPEN when shm_dir cannot hold it, RLS_EFULL when it
+ * has no room for it, ...). */
+int rls__mem_table(rls_db *db, rls__shm **out);
+/* Its path (for tools): "" before the identity is known. */
+const char *rls__mem_path(const rls_db *db);
+
+/* ---- inside a database transaction ----------------------------------- */
+/* The states of ctx's memory-class limits (rl[i] of memory class, items
+ * set by the caller), read from what this transaction staged, else as a
+ * snapshot of the table. */
+int rls__mem_read(rls_db *db, key_ctx *ctx);
+/* Stages the changed states of ctx's memory-class limits. */
+int rls__mem_stage(rls_db *db, key_ctx *ctx);
+/* Before COMMIT (stmt.c): writes what was staged, if every snapshot still
+ * holds; else RLS_EBUSY with rls__mem_retry true.  Nothing staged: OK. */
+int rls__mem_prepare(rls_db *db);
+/* The COMMIT after a successful prepare failed: the states written are
+ * given back where nobody changed them since. */
+void rls__mem_undo(rls_db *db);
+/* The transaction ended (committed or rolled back). */
+void rls__mem_forget(rls_db *db);
+/* 1 when a transaction failed with rc because a snapshot moved: run it
+ * again (bounded). */
+int rls__mem_retry(rls_db *db, int rc, int *attempt);
+
+/* ---- the check pipeline (check.c) ------------------------------------ */
+/* In a charging check's transaction, after the load: learns what the
+ * fast path needs to trust (no policy rows, no reservations). */
+int rls__mem_learn(rls_db *db, struct check_call *call);
+/* After that transaction committed: the handle may trust what it learned
+ * while the shared generation stays. */
+void rls__mem_trust(rls_db *db, const struct check_call *call);
+/* The fast path: 1 when it answered the call (*rc its code), 0 when the
+ * call goes down the database path. */
+int rls__mem_fast(rls_db *db, struct check_call *call, int *rc);
+
+/* ---- tools ------------------------------------------------------------ */
+/* Every live entry at now (rls__shm_each); RLS_OK without a table. */
+int rls__mem_each(rls_db *db, int64_t now, rls__shm_each_fn fn, void *arg);
+/* Removes the entry of (lid, kind, key); *found 1 when there was one. */
+int rls__mem_drop(rls_db *db, int64_t lid, int kind, const void *key, size_t keylen,
+                  int64_t now, int *found);
+/* rls_reset (admin_list.c): drops the key's entries of every memory-class
+ * limit of ctx's action (any tier); *n how many there were. */
+int rls__mem_reset_key(rls_db *db, const key_ctx *ctx, int64_t now, int *n);
+
+#endif
