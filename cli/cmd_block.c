@@ -42,11 +42,10 @@ int cmd_block(rlctl_ctx *ctx)
         json_key("blocked");
         json_key_str(ctx->args[0]);
         json_key("action");
-        json_str(action ? action : "");
-        json_key("until_ms");
-        json_int(until);
+        json_opt_str(action);
+        json_time("until", until);
         json_key("reason");
-        json_str(opt_get(ctx, "reason") ? opt_get(ctx, "reason") : "");
+        json_opt_str(opt_get(ctx, "reason"));
         json_obj_end();
         json_end_line();
     } else if (!ctx->quiet) {
@@ -81,7 +80,7 @@ int cmd_unblock(rlctl_ctx *ctx)
         json_key("unblocked");
         json_key_str(ctx->args[0]);
         json_key("action");
-        json_str(action ? action : "");
+        json_opt_str(action);
         json_obj_end();
         json_end_line();
     } else if (!ctx->quiet) {

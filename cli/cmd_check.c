@@ -33,7 +33,7 @@ static void json_result_fields(const char *action, const char *key, const rls_re
     json_key("window_ms");
     json_int(res->window_ms);
     json_key("rule");
-    json_str(res->rule);
+    json_opt_str(res->rule);
     json_key("reason");
     json_str(rls_reason_name(res->reason));
 }

@@ -4,30 +4,12 @@
  * time; `rlctl events prune` and `rlctl audit prune` keep the event and
  * audit logs bounded (GC already drops events after 30 days).
  *
- * JSON is typed: integers as numbers, times as both NAME_ms and NAME
- * (ISO-8601 UTC), a block without end as null.
+ * JSON is typed as rlctl(1)'s JSON OUTPUT says: integers as numbers,
+ * times as NAME_ms and NAME_at (ISO-8601 UTC), a block without end null.
  */
 #include <stdlib.h>
 #include <string.h>
 #include "rlctl.h"
-
-/* "NAME_ms": ms and "NAME": ISO-8601, or null for both when ms is 0 and
- * zero_null. */
-static void json_time_pair(const char *name, int64_t ms, int zero_null)
-{
-    char k[64], buf[64];
-    snprintf(k, sizeof k, "%s_ms", name);
-    json_key(k);
-    if (zero_null && ms == 0)
-        json_null();
-    else
-        json_int(ms);
-    json_key(name);
-    if (zero_null && ms == 0)
-        json_null();
-    else
-        json_str(fmt_time(ms, NULL, buf, sizeof buf));
-}
 
 static void events_json(const rls_rows *r)
 {
@@ -36,7 +18,7 @@ static void events_json(const rls_rows *r)
         json_obj_begin();
         json_key("id");
         json_int(row_int(r, i, "id"));
-        json_time_pair("time", row_int(r, i, "ts_ms"), 0);
+        json_time("time", row_int(r, i, "ts_ms"));
         json_key("event");
         json_str(row_text(r, i, "event"));
         json_key("action");
@@ -44,10 +26,10 @@ static void events_json(const rls_rows *r)
         json_key("key");
         json_key_str(row_text(r, i, "key"));
         json_key("rule");
-        json_str(row_text(r, i, "rule"));
+        json_opt_str(row_text(r, i, "rule"));
         json_key("level");
         json_int(row_int(r, i, "level"));
-        json_time_pair("until", row_int(r, i, "until_ms"), 1);
+        json_time("until", row_int(r, i, "until_ms"));
         json_obj_end();
     }
     json_arr_end();
@@ -132,7 +114,7 @@ static int prune(rlctl_ctx *ctx, int audit)
         json_obj_begin();
         json_key("deleted");
         json_int(deleted);
-        json_time_pair("before", before, 0);
+        json_time("before", before);
         json_obj_end();
         json_end_line();
     } else if (!ctx->quiet) {

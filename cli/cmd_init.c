@@ -1,16 +1,16 @@
 /*
- * cmd_init.c - `rlctl init [FILE]` and `rlctl apply FILE [--dry-run]`:
- * creating the database and applying rule files.
+ * cmd_init.c - `rlctl init [FILE]` and `rlctl apply FILE [--dry-run]
+ * [--force] [--check]`: creating the database and applying rule files.
  *
  * init is the only command that may create a database (with --mode and
  * --group for a shared deployment; with --counters both files of a split
  * one; in a PostgreSQL schema, the rlstore tables); every other one opens
- * with create = 0.  init reads FILE and validates the rules before creating
- * anything, and never removes a database.  apply reads FILE
- * ('-' = stdin) whole, up to MAX_RULES_FILE bytes (the library refuses far
- * smaller files itself, with a configuration error naming the limit; this
- * cap only bounds rlctl's own memory), and hands it to the library, which
- * validates it completely before storing anything.
+ * with create = 0.  init reads FILE and validates the rules (every error,
+ * cmd_lint.c) before creating anything, and never removes a database.
+ * apply reads FILE ('-' = stdin) whole (load_rules) and validates it the
+ * same way before it touches the database; the library validates it again
+ * before storing anything, and stores nothing when the rules are the same
+ * as the active ones once parsed (rls_rules_apply_v2_at).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -19,100 +19,25 @@
 #include <unistd.h>
 #include "rlctl.h"
 
-#define MAX_RULES_FILE (128u << 20)
-
-/* Reads FILE for apply; on failure prints the diagnostic and returns the
- * exit status: 3 if it does not exist, 4 if it is too large to be a rule
- * set, 2 if it cannot be read (a directory, no permission: the argument is
- * wrong, the rules are not), 5 out of memory. */
-static int load_rules(rlctl_ctx *ctx, const char *file, char **yaml, size_t *len)
+/* Applies the rules read from file (a new version only when they changed,
+ * or with `force`); prints the diagnostic on failure.  *changed: 1 when a
+ * version was stored. */
+static int apply_text(rlctl_ctx *ctx, const char *file, const char *yaml, size_t len,
+                      const char *comment, int force, int64_t *version, int *changed)
 {
-    char *fe = esc_dup(file);
-    int rc = 0;
-    if (read_file(file, MAX_RULES_FILE, yaml, len) != 0) {
-        int e = errno;
-        if (e == ENOENT || e == ENOTDIR)
-            rc = fail_code(ctx, RLCTL_EXIT_NOTFOUND, "ENOTFOUND", "cannot read '%s': %s",
-                           fe ? fe : "?", strerror(e));
-        else if (e == EFBIG)
-            rc = fail_code(ctx, RLCTL_EXIT_CONFIG, "ECONFIG",
-                           "cannot apply '%s': larger than %u MiB", fe ? fe : "?",
-                           MAX_RULES_FILE >> 20);
-        else if (e == ENOMEM)
-            rc = fail_code(ctx, RLCTL_EXIT_STORAGE, "ENOMEM", "cannot read '%s': %s",
-                           fe ? fe : "?", strerror(e));
-        else
-            rc = fail_code(ctx, RLCTL_EXIT_USAGE, "USAGE", "cannot read '%s': %s",
-                           fe ? fe : "?", strerror(e));
+    int rc = rls_rules_apply_v2_at(ctx->db, yaml, len, source_name(file), comment,
+                                   force ? RLS_APPLY_FORCE : 0, ctx->now_ms, version, changed);
+    if (rc == RLS_OK)
+        return 0;
+    if (rc == RLS_ECONFIG) {   /* say every error, not only the library's first */
+        int xrc = lint_text(ctx, "apply", file, yaml, len);
+        if (xrc)
+            return xrc;
     }
+    char *fe = esc_dup(source_name(file));
+    rc = fail_lib(ctx, rc, "cannot apply '%s'", fe ? fe : "?");
     free(fe);
     return rc;
-}
-
-static const char *source_name(const char *file)
-{
-    return strcmp(file, "-") == 0 ? "<stdin>" : file;
-}
-
-/* Applies the rules read from file; prints the diagnostic on failure. */
-static int apply_text(rlctl_ctx *ctx, const char *file, const char *yaml, size_t len,
-                      const char *comment, int64_t *version)
-{
-    int rc = rls_rules_apply_at(ctx->db, yaml, len, source_name(file), comment, ctx->now_ms,
-                                version);
-    if (rc != RLS_OK) {
-        char *fe = esc_dup(source_name(file));
-        rc = fail_lib(ctx, rc, "cannot apply '%s'", fe ? fe : "?");
-        free(fe);
-        return rc;
-    }
-    return 0;
-}
-
-/*
- * Validates the rules before anything is created: applies them to a
- * database of its own in a private temporary directory (mode 0700, a name
- * nobody else knows), which it then removes.  The database init creates
- * or opens is never removed: another process may open it as soon as it is
- * there.  1 when the rules are valid or cannot be tried here (then the
- * apply itself validates them); 0 after printing the diagnostic, *rc the
- * exit status.
- */
-static int rules_valid(rlctl_ctx *ctx, const char *file, const char *yaml, size_t len, int *rc)
-{
-    static const char *const names[] = {"check.db-wal", "check.db-shm", "check.db-ckpt",
-                                        "check.db"};
-    const char *base = getenv("TMPDIR");
-    char dir[4096], path[4200];
-    rls_options opt;
-    rls_db *db = NULL;
-    snprintf(dir, sizeof dir, "%s/rlctl-init-XXXXXX", base && *base ? base : "/tmp");
-    if (!mkdtemp(dir))
-        return 1;
-    snprintf(path, sizeof path, "%s/check.db", dir);
-    rls_options_init(&opt);
-    opt.tool = "rlctl";
-    int lrc = rls_open(&db, path, &opt), valid = 1;
-    if (lrc == RLS_OK) {
-        lrc = rls_rules_apply_at(db, yaml, len, source_name(file), "rlctl init", ctx->now_ms,
-                                 NULL);
-        if (lrc == RLS_ECONFIG) {
-            rls_db *mine = ctx->db;
-            char *fe = esc_dup(source_name(file));
-            ctx->db = db;   /* its message */
-            *rc = fail_lib(ctx, lrc, "cannot apply '%s'", fe ? fe : "?");
-            ctx->db = mine;
-            free(fe);
-            valid = 0;
-        }
-        rls_close(db);
-    }
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        unlink(path);   /* private files in a private directory */
-    }
-    rmdir(dir);
-    return valid;
 }
 
 /* --mode (octal, permission bits only) and --group for new files; a
@@ -174,13 +99,13 @@ int cmd_init(rlctl_ctx *ctx)
     char *yaml = NULL;
     size_t len = 0;
     int64_t version = 0;
-    int rc, existed;
+    int rc, existed, changed = 0;
 
     if ((rc = db_check_target(ctx)) || (rc = creation_opts(ctx)))
         return rc;
     if (ctx->nargs == 1 && (rc = load_rules(ctx, ctx->args[0], &yaml, &len)))
         return rc;
-    if (yaml && !rules_valid(ctx, ctx->args[0], yaml, len, &rc)) {
+    if (yaml && (rc = lint_text(ctx, "apply", ctx->args[0], yaml, len))) {
         free(yaml);
         return rc;
     }
@@ -189,7 +114,7 @@ int cmd_init(rlctl_ctx *ctx)
         return rc;
     }
     if (yaml) {
-        rc = apply_text(ctx, ctx->args[0], yaml, len, "rlctl init", &version);
+        rc = apply_text(ctx, ctx->args[0], yaml, len, "rlctl init", 0, &version, &changed);
         free(yaml);
         if (rc)
             return rc;   /* a database it created stays, without rules */
@@ -200,10 +125,8 @@ int cmd_init(rlctl_ctx *ctx)
         json_obj_begin();
         json_key("db");
         json_str(pe);
-        if (ctx->counters_path) {
-            json_key("counters");
-            json_str(ce);
-        }
+        json_key("counters");
+        json_str(ce);
         json_key("created");
         json_bool(!existed);
         json_key("version");
@@ -211,6 +134,8 @@ int cmd_init(rlctl_ctx *ctx)
             json_int(version);
         else
             json_null();
+        json_key("changed");
+        json_bool(changed);
         json_obj_end();
         json_end_line();
     } else if (!ctx->quiet) {
@@ -220,8 +145,10 @@ int cmd_init(rlctl_ctx *ctx)
         else
             printf("%s rlstore database '%s'", existed ? "opened existing" : "created",
                    pe ? pe : "?");
-        if (version)
+        if (version && changed)
             printf(", applied rules as version %lld", (long long)version);
+        else if (version)
+            printf(", rules unchanged (version %lld)", (long long)version);
         putchar('\n');
     }
     free(pe);
@@ -244,16 +171,28 @@ static int dry_run(rlctl_ctx *ctx, const char *file)
     char *yaml = NULL, *active = NULL, *diff = NULL, label[64];
     size_t len = 0, alen = 0;
     long changes = 0;
-    rls_rows *over = NULL, *vers = NULL;
+    rls_rows *over = NULL;
     int64_t active_version = 0;
+    int would = 0;
     int rc = load_rules(ctx, file, &yaml, &len);
     if (rc)
         return rc;
+    if ((rc = lint_text(ctx, "apply", file, yaml, len))) {
+        free(yaml);
+        return rc;
+    }
     int lrc = rls_rules_dry_run_at(ctx->db, yaml, len, source_name(file), ctx->now_ms, &over);
     if (lrc != RLS_OK) {
         char *fe = esc_dup(source_name(file));
         rc = fail_lib(ctx, lrc, "cannot apply '%s'", fe ? fe : "?");
         free(fe);
+        goto out;
+    }
+    /* would an apply store a version (the rules differ once parsed)? */
+    lrc = rls_rules_apply_v2_at(ctx->db, yaml, len, source_name(file), NULL, RLS_APPLY_DRY_RUN,
+                                ctx->now_ms, &active_version, &would);
+    if (lrc != RLS_OK) {
+        rc = fail_lib(ctx, lrc, "cannot compare with the active rules");
         goto out;
     }
     lrc = rls_rules_get(ctx->db, 0, &active, &alen);
@@ -264,10 +203,6 @@ static int dry_run(rlctl_ctx *ctx, const char *file)
         rc = fail_lib(ctx, lrc, "cannot read the active rules");
         goto out;
     }
-    if (active && rls_rules_versions(ctx->db, &vers) == RLS_OK)
-        for (int r = 0; r < rls_rows_count(vers); r++)
-            if (row_int(vers, r, "active"))
-                active_version = row_int(vers, r, "version");
     if (active_version)
         snprintf(label, sizeof label, "active (version %lld)", (long long)active_version);
     else
@@ -285,7 +220,7 @@ static int dry_run(rlctl_ctx *ctx, const char *file)
         json_key("dry_run");
         json_bool(1);
         json_key("changed");
-        json_bool(changes > 0);
+        json_bool(would);
         json_key("active_version");
         if (active_version)
             json_int(active_version);
@@ -302,6 +237,9 @@ static int dry_run(rlctl_ctx *ctx, const char *file)
             fputs(diff, stdout);
         else if (!ctx->quiet)
             puts("no changes to the rules");
+        if (changes && !would && !ctx->quiet)
+            puts("\nthe rules are the same once parsed: applying stores nothing (--force "
+                 "stores it)");
         if (rls_rows_count(over) > 0) {
             if (!ctx->quiet)
                 printf("%s%d key(s) over a new or changed limit now:\n", changes ? "\n" : "",
@@ -316,37 +254,55 @@ out:
     rls_free(active);
     free(diff);
     rls_rows_free(over);
-    rls_rows_free(vers);
     return rc;
 }
 
+/*
+ * `apply FILE`: rules the same as the active ones once parsed (comments,
+ * key order, spacing aside) store nothing and say "unchanged" (exit 0),
+ * so a deploy may apply at every run; --force stores a version anyway.
+ * --check only validates, without opening a database (as `lint`).
+ */
 int cmd_apply(rlctl_ctx *ctx)
 {
     char *yaml = NULL;
     size_t len = 0;
     int64_t version = 0;
-    int rc = db_open(ctx, 0);
-    if (rc)
+    int changed = 0, rc;
+    if (opt_flag(ctx, "check"))
+        return opt_flag(ctx, "dry-run") || opt_flag(ctx, "force")
+                   ? fail_usage(ctx, "--check validates only: it takes no --dry-run or --force")
+                   : cmd_lint(ctx);
+    if ((rc = db_open(ctx, 0)))
         return rc;
     if (opt_flag(ctx, "dry-run"))
-        return dry_run(ctx, ctx->args[0]);
+        return opt_flag(ctx, "force") ? fail_usage(ctx, "--dry-run stores nothing: it takes no "
+                                                   "--force")
+                                      : dry_run(ctx, ctx->args[0]);
     if ((rc = load_rules(ctx, ctx->args[0], &yaml, &len)))
         return rc;
-    rc = apply_text(ctx, ctx->args[0], yaml, len, opt_get(ctx, "comment"), &version);
+    if ((rc = lint_text(ctx, "apply", ctx->args[0], yaml, len)) == 0)
+        rc = apply_text(ctx, ctx->args[0], yaml, len, opt_get(ctx, "comment"),
+                        opt_flag(ctx, "force"), &version, &changed);
     free(yaml);
     if (rc)
         return rc;
     char *fe = esc_dup(source_name(ctx->args[0]));
     if (ctx->json) {
         json_obj_begin();
-        json_key("applied");
+        json_key("file");
         json_str(fe);
         json_key("version");
         json_int(version);
+        json_key("changed");
+        json_bool(changed);
         json_obj_end();
         json_end_line();
-    } else if (!ctx->quiet) {
+    } else if (!ctx->quiet && changed) {
         printf("applied '%s' as version %lld\n", fe ? fe : "?", (long long)version);
+    } else if (!ctx->quiet) {
+        printf("unchanged: '%s' is the same as the active version %lld (nothing stored; "
+               "--force stores it)\n", fe ? fe : "?", (long long)version);
     }
     free(fe);
     return 0;

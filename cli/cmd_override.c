@@ -42,8 +42,7 @@ int cmd_override_set(rlctl_ctx *ctx)
         json_str(ctx->args[2]);
         json_key("limit");
         json_int(limit);
-        json_key("expires_ms");
-        json_int(until);
+        json_time("expires", until);
         json_obj_end();
         json_end_line();
     } else if (!ctx->quiet) {

@@ -130,7 +130,7 @@ int cmd_set_limit(rlctl_ctx *ctx)
         json_key("action");
         json_str(ctx->args[0]);
         json_key("tier");
-        json_str(tier ? tier : "");
+        json_opt_str(tier);
         json_key("name");
         json_str(ctx->args[1]);
         json_key("field");

@@ -67,10 +67,11 @@ int cmd_stats(rlctl_ctx *ctx)
         json_obj_begin();
         json_key("seconds");
         json_int(seconds);
+        static const char *const counts[] = {"allowed", NULL};
         json_key("totals");
-        json_rows(totals);
+        json_rows_counting(totals, counts);
         json_key("recent");
-        json_rows(recent);
+        json_rows_counting(recent, counts);
         json_obj_end();
         json_end_line();
     } else {

@@ -29,8 +29,9 @@ int cmd_tier_set(rlctl_ctx *ctx)
         json_key_str(ctx->args[0]);
         json_key("tier");
         json_str(ctx->args[1]);
-        json_key("expires_ms");
-        json_int(until);
+        json_key("action");
+        json_opt_str(opt_get(ctx, "action"));
+        json_time("expires", until);
         json_obj_end();
         json_end_line();
     } else if (!ctx->quiet) {
@@ -56,6 +57,8 @@ int cmd_tier_unset(rlctl_ctx *ctx)
         json_obj_begin();
         json_key("unassigned");
         json_key_str(ctx->args[0]);
+        json_key("action");
+        json_opt_str(opt_get(ctx, "action"));
         json_obj_end();
         json_end_line();
     } else if (!ctx->quiet) {

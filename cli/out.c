@@ -404,39 +404,135 @@ void json_end_line(void)
     jafter_key = 0;
 }
 
+/* ---- typed values ----------------------------------------------------------- */
+
+void json_opt_str(const char *s)
+{
+    if (!s || !*s)
+        json_null();
+    else
+        json_str(s);
+}
+
+void json_time(const char *stem, int64_t ms)
+{
+    char name[64], iso[40];
+    snprintf(name, sizeof name, "%s_ms", stem);
+    json_key(name);
+    if (ms)
+        json_int(ms);
+    else
+        json_null();
+    snprintf(name, sizeof name, "%s_at", stem);
+    json_key(name);
+    if (ms && rls_time_format(ms, iso, sizeof iso) > 0)
+        json_str(iso);
+    else
+        json_null();
+}
+
 /* ---- result sets ------------------------------------------------------------ */
+
+/*
+ * How the library's columns are typed in JSON (rlctl(1), JSON OUTPUT): the
+ * library's rows carry flags and times as integers; JSON says what they
+ * are.  A column not listed is written as its type (integer or text), an
+ * empty text as null.
+ */
+enum json_kind { JK_PLAIN, JK_BOOL, JK_TIME, JK_EPOCH_S };
+static const struct {
+    const char *col;
+    int kind;
+} json_cols[] = {
+    {"active", JK_BOOL},      {"allowed", JK_BOOL},       {"blocked", JK_BOOL},
+    {"calendar", JK_BOOL},
+    {"count_denied", JK_BOOL}, {"is_default", JK_BOOL},   {"overridden", JK_BOOL},
+    {"unlimited", JK_BOOL},   {"created_ms", JK_TIME},    {"ts_ms", JK_TIME},
+    {"until_ms", JK_TIME},    {"expires_ms", JK_TIME},    {"block_until_ms", JK_TIME},
+    {"last_ms", JK_TIME},     {"sec", JK_EPOCH_S},
+};
+
+static int json_kind_of(const char *name, const char *const *counts)
+{
+    for (int i = 0; counts && counts[i]; i++)
+        if (strcmp(counts[i], name) == 0)
+            return JK_PLAIN;
+    for (size_t i = 0; i < sizeof json_cols / sizeof json_cols[0]; i++)
+        if (strcmp(json_cols[i].col, name) == 0)
+            return json_cols[i].kind;
+    return JK_PLAIN;
+}
 
 static int is_key_col(const char *name)
 {
     return strcmp(name, "key") == 0 || strcmp(name, "pattern") == 0;
 }
 
-void json_row_obj(const rls_rows *rows, int row)
+/* An integer cell as its kind says: a flag, a time (0 = none: null) as
+ * NAME_ms and NAME_at, epoch seconds as time_ms and time_at. */
+static void json_int_cell(const char *name, int kind, int64_t v)
+{
+    if (kind == JK_TIME) {
+        char stem[64];
+        snprintf(stem, sizeof stem, "%.*s", (int)(strlen(name) - 3), name);
+        json_time(stem, v);
+        return;
+    }
+    if (kind == JK_EPOCH_S) {
+        json_time("time", v * 1000);
+        return;
+    }
+    json_key(name);
+    if (kind == JK_BOOL)
+        json_bool(v != 0);
+    else
+        json_int(v);
+}
+
+static void row_obj(const rls_rows *rows, int row, const char *const *counts)
 {
     json_obj_begin();
     if (row < rls_rows_count(rows)) {
         for (int c = 0; c < rls_rows_columns(rows); c++) {
             const char *name = rls_rows_name(rows, c);
+            int kind = json_kind_of(name, counts);
+            if (rls_rows_type(rows, c) == RLS_COL_INT && !rls_rows_is_null(rows, row, c)) {
+                json_int_cell(name, kind, rls_rows_int(rows, row, c));
+                continue;
+            }
+            const char *text = rls_rows_text(rows, row, c);
+            if (kind == JK_TIME && rls_rows_is_null(rows, row, c)) {
+                json_int_cell(name, kind, 0);
+                continue;
+            }
             json_key(name);
-            if (rls_rows_is_null(rows, row, c))
+            if (!text || !*text)
                 json_null();
-            else if (rls_rows_type(rows, c) == RLS_COL_INT)
-                json_int(rls_rows_int(rows, row, c));
             else if (is_key_col(name))
-                json_key_str(rls_rows_text(rows, row, c));
+                json_key_str(text);
             else
-                json_str(rls_rows_text(rows, row, c));
+                json_str(text);
         }
     }
     json_obj_end();
 }
 
-void json_rows(const rls_rows *rows)
+void json_row_obj(const rls_rows *rows, int row)
+{
+    row_obj(rows, row, NULL);
+}
+
+void json_rows_counting(const rls_rows *rows, const char *const *counts)
 {
     json_arr_begin();
     for (int r = 0; r < rls_rows_count(rows); r++)
-        json_row_obj(rows, r);
+        row_obj(rows, r, counts);
     json_arr_end();
+}
+
+void json_rows(const rls_rows *rows)
+{
+    json_rows_counting(rows, NULL);
 }
 
 const char *row_text(const rls_rows *r, int row, const char *col)

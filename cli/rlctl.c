@@ -35,6 +35,8 @@ static const rlctl_opt init_opts[] = {
 };
 static const rlctl_opt apply_opts[] = {
     {"dry-run", NULL, "store nothing: print the diff and the keys over a new limit"},
+    {"check", NULL, "only validate FILE, without a database (as 'rlctl lint FILE')"},
+    {"force", NULL, "store a new version even if the rules are the same as the active ones"},
     {"comment", "TEXT", "comment recorded with the new version"},
     {NULL, NULL, NULL},
 };
@@ -176,7 +178,9 @@ static const rlctl_cmd commands[] = {
     {"init", NULL, "[FILE]", 0, 1, init_opts, cmd_init, 0,
      "create the database (only init creates one), then apply FILE if given"},
     {"apply", NULL, "FILE", 1, 1, apply_opts, cmd_apply, 0,
-     "apply the YAML rules in FILE ('-' for standard input) as a new version"},
+     "apply the YAML rules in FILE ('-' for standard input) as a new version, unless unchanged"},
+    {"lint", NULL, "FILE", 1, 1, NULL, cmd_lint, 1,
+     "validate the YAML rules in FILE without a database; print every error"},
     {"export", NULL, "[VERSION]", 0, 1, NULL, cmd_export, 1,
      "print the YAML of the active rule set (or of VERSION) verbatim"},
     {"rules", NULL, "", 0, 0, NULL, cmd_rules, 1,
@@ -345,14 +349,107 @@ static void sub_list(const char *name, char *buf, size_t size)
             n += (size_t)snprintf(buf + n, size - n, "%s%s", n ? ", " : "", commands[i].sub);
 }
 
+/* "'chek' is not an rlctl command; did you mean 'check'?" (exit 2). */
+static int unknown_cmd(rlctl_ctx *ctx, const char *name)
+{
+    const char *names[NCOMMANDS];
+    for (int i = 0; i < NCOMMANDS; i++)
+        names[i] = i && strcmp(commands[i].name, commands[i - 1].name) == 0 ? NULL
+                                                                          : commands[i].name;
+    const char *near = suggest(name, names, NCOMMANDS);
+    if (near)
+        return fail_usage(ctx, "'%s' is not an rlctl command; did you mean '%s'? see "
+                          "'rlctl --help'", name, near);
+    return fail_usage(ctx, "'%s' is not an rlctl command; see 'rlctl --help'", name);
+}
+
+static int unknown_sub(rlctl_ctx *ctx, const char *name, const char *sub, const char *subs)
+{
+    const char *names[NCOMMANDS];
+    int n = 0;
+    for (int i = 0; i < NCOMMANDS; i++)
+        if (commands[i].sub && strcmp(commands[i].name, name) == 0)
+            names[n++] = commands[i].sub;
+    const char *near = suggest(sub, names, n);
+    if (near)
+        return fail_usage(ctx, "'%s %s' is not an rlctl command; did you mean '%s %s'?", name,
+                          sub, name, near);
+    return fail_usage(ctx, "'%s %s' is not an rlctl command; '%s' takes %s", name, sub, name,
+                      subs);
+}
+
+/* help --json: the command table itself, for completions and wrappers. */
+static void json_opts(const rlctl_opt *o)
+{
+    json_arr_begin();
+    for (int i = 0; i < nopts(o); i++) {
+        json_obj_begin();
+        json_key("name");
+        json_str(o[i].name);
+        json_key("arg");
+        json_str(o[i].arg);
+        json_key("help");
+        json_str(o[i].help);
+        json_obj_end();
+    }
+    json_arr_end();
+}
+
+static void json_cmd(const rlctl_cmd *c)
+{
+    json_obj_begin();
+    json_key("name");
+    json_str(c->name);
+    json_key("sub");
+    json_str(c->sub);
+    json_key("args");
+    json_opt_str(c->args);
+    json_key("summary");
+    json_str(c->summary);
+    json_key("options");
+    json_opts(c->opts);
+    json_obj_end();
+}
+
+static int help_json(const char *name, const char *sub)
+{
+    json_obj_begin();
+    json_key("commands");
+    json_arr_begin();
+    for (int i = 0; i < NCOMMANDS; i++)
+        if (!name || (strcmp(commands[i].name, name) == 0 &&
+                      (!sub || (commands[i].sub && strcmp(commands[i].sub, sub) == 0))))
+            json_cmd(&commands[i]);
+    json_arr_end();
+    json_key("global_options");
+    json_opts(global_opts);
+    json_key("exit_codes");
+    json_arr_begin();
+#define RLCTL__EXIT_JSON(name, code, text) \
+    json_obj_begin(), json_key("code"), json_int(code), json_key("name"), json_str(#name), \
+        json_key("meaning"), json_str(text), json_obj_end();
+    RLCTL_EXIT_MAP(RLCTL__EXIT_JSON)
+#undef RLCTL__EXIT_JSON
+    json_arr_end();
+    json_obj_end();
+    json_end_line();
+    return 0;
+}
+
 int cmd_help(rlctl_ctx *ctx)
 {
     int has_subs;
     if (ctx->nargs == 0) {
+        if (ctx->json)
+            return help_json(NULL, NULL);
         print_help(stdout);
         return 0;
     }
     const rlctl_cmd *c = find_cmd(ctx->args[0], ctx->nargs > 1 ? ctx->args[1] : NULL, &has_subs);
+    if (c && ctx->json)
+        return help_json(c->name, c->sub);
+    if (!c && has_subs && ctx->nargs == 1 && ctx->json)
+        return help_json(ctx->args[0], NULL);
     if (!c && has_subs && ctx->nargs == 1) {
         for (int i = 0; i < NCOMMANDS; i++)
             if (strcmp(commands[i].name, ctx->args[0]) == 0)
@@ -360,7 +457,7 @@ int cmd_help(rlctl_ctx *ctx)
         return 0;
     }
     if (!c)
-        return fail_usage(ctx, "'%s' is not an rlctl command; see 'rlctl --help'", ctx->args[0]);
+        return unknown_cmd(ctx, ctx->args[0]);
     print_cmd_help(stdout, c);
     return 0;
 }
@@ -479,6 +576,28 @@ static int set_global(rlctl_ctx *ctx, flags *fl, const char *name, const char *v
     return 0;
 }
 
+/* "unknown option '--dry-rn' for 'apply'; did you mean '--dry-run'?" */
+static int unknown_opt(rlctl_ctx *ctx, const rlctl_cmd *c, const char *a, size_t len)
+{
+    const char *names[RLCTL_MAX_OPTS + 8];
+    char word[64];
+    int n = 0;
+    for (int i = 0; c && i < nopts(c->opts) && n < RLCTL_MAX_OPTS; i++)
+        names[n++] = c->opts[i].name;
+    for (int i = 0; i < nopts(global_opts) && n < RLCTL_MAX_OPTS + 8; i++)
+        names[n++] = global_opts[i].name;
+    snprintf(word, sizeof word, "%.*s", len > 2 ? (int)(len - 2) : 0, len > 2 ? a + 2 : "");
+    const char *near = a[1] == '-' ? suggest(word, names, n) : NULL;
+    char hint[96] = "";
+    if (near)
+        snprintf(hint, sizeof hint, "did you mean '--%s'? ", near);
+    if (c)
+        return fail_usage(ctx, "unknown option '%.*s' for '%s%s%s'; %ssee 'rlctl %s%s%s --help'",
+                          (int)len, a, c->name, c->sub ? " " : "", c->sub ? c->sub : "", hint,
+                          c->name, c->sub ? " " : "", c->sub ? c->sub : "");
+    return fail_usage(ctx, "unknown option '%.*s'; %ssee 'rlctl --help'", (int)len, a, hint);
+}
+
 /*
  * Parses argv[*i] if it is an option of `c` (NULL: globals only) or a global
  * one, consuming its value.  Returns 0 and advances *i, or an exit status.
@@ -504,15 +623,8 @@ static int parse_opt(rlctl_ctx *ctx, flags *fl, const rlctl_cmd *c, int argc, ch
         o = find_opt(global_opts, name, len);
         global = o != NULL;
     }
-    if (!o) {
-        if (c)
-            return fail_usage(ctx, "unknown option '%.*s' for '%s%s%s'; see 'rlctl %s%s%s --help'",
-                              (int)(eq ? (size_t)(eq - a) : strlen(a)), a, c->name,
-                              c->sub ? " " : "", c->sub ? c->sub : "", c->name,
-                              c->sub ? " " : "", c->sub ? c->sub : "");
-        return fail_usage(ctx, "unknown option '%.*s'; see 'rlctl --help'",
-                          (int)(eq ? (size_t)(eq - a) : strlen(a)), a);
-    }
+    if (!o)
+        return unknown_opt(ctx, c, a, eq ? (size_t)(eq - a) : strlen(a));
     const char *val = "";
     if (o->arg) {
         if (eq) {
@@ -587,12 +699,11 @@ static int run(rlctl_ctx *ctx, int argc, char **argv)
             return cmd_help(ctx);
         }
         if (i < argc)
-            return fail_usage(ctx, "'%s %s' is not an rlctl command; '%s' takes %s", name,
-                              argv[i], name, subs);
+            return unknown_sub(ctx, name, argv[i], subs);
         return fail_usage(ctx, "'%s' needs a subcommand: %s", name, subs);
     }
     if (!c)
-        return fail_usage(ctx, "'%s' is not an rlctl command; see 'rlctl --help'", name);
+        return unknown_cmd(ctx, name);
     if (c->sub)
         i++;
     ctx->cmd = c;

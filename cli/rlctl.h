@@ -154,9 +154,18 @@ void json_int(int64_t v);
 void json_bool(int b);
 void json_null(void);
 void json_end_line(void);          /* newline after the top-level value     */
-/* Every row as an object, every column by its name; key-like columns
- * (key, pattern) are escaped with rls_key_escape. */
+/* Typed values (rlctl(1), JSON OUTPUT): text that may be absent (NULL or
+ * "" -> null); a time as two members, STEM_ms (epoch ms) and STEM_at
+ * (ISO-8601 UTC), both null for 0 (none, never, forever). */
+void json_opt_str(const char *s);
+void json_time(const char *stem, int64_t ms);
+/* Every row as an object, every column by its name, typed: flags as
+ * booleans, times as NAME_ms and NAME_at, empty text as null; key-like
+ * columns (key, pattern) are escaped with rls_key_escape. */
 void json_rows(const rls_rows *rows);
+/* The same, but the columns named in counts (NULL-terminated) are counts
+ * whatever their name says (stats: "allowed" checks, not a flag). */
+void json_rows_counting(const rls_rows *rows, const char *const *counts);
 /* One row as an object (the first row, or {} if none). */
 void json_row_obj(const rls_rows *rows, int row);
 
@@ -165,9 +174,28 @@ const char *row_text(const rls_rows *r, int row, const char *col);
 int64_t row_int(const rls_rows *r, int row, const char *col);
 int row_has(const rls_rows *r, const char *col);
 
+/* ---- suggest.c ------------------------------------------------------ */
+/* The candidate (of n; NULL entries are skipped) nearest to word if it is
+ * near enough to be a typo of it ("chek" -> "check"), else NULL. */
+const char *suggest(const char *word, const char *const *cands, int n);
+
+/* ---- cmd_lint.c ----------------------------------------------------- */
+/* Validates yaml (read from file) with rls_rules_validate.  0 if valid;
+ * otherwise prints every error, each "FILE:LINE:COL: PATH: MESSAGE" on
+ * stderr, then "rlctl: cannot VERB 'FILE': N errors" (with --json the
+ * error object with an "errors" array), and returns the exit status. */
+int lint_text(rlctl_ctx *ctx, const char *verb, const char *file, const char *yaml,
+              size_t len);
+/* How rule files are named in messages: "-" is "<stdin>". */
+const char *source_name(const char *file);
+/* Reads FILE ('-' = stdin) for apply, init and lint; on failure prints the
+ * diagnostic and returns the exit status (3 missing, 4 too large, 2 not
+ * readable, 5 out of memory). */
+int load_rules(rlctl_ctx *ctx, const char *file, char **yaml, size_t *len);
+
 /* ---- commands ------------------------------------------------------- */
 #define RLCTL_COMMAND_FNS(XX)                                               \
-    XX(init) XX(apply) XX(export) XX(rules) XX(versions) XX(rollback)        \
+    XX(init) XX(apply) XX(lint) XX(export) XX(rules) XX(versions) XX(rollback)        \
     XX(set_limit)                                                           \
     XX(check) XX(refund) XX(reserve) XX(commit) XX(cancel) XX(usage)         \
     XX(explain) XX(block) XX(unblock) XX(blocks) XX(tier_set)                \

@@ -5,7 +5,7 @@
 #
 # Completes commands, subcommands, the options of each command and the
 # global ones, option values with a fixed set (--sort), file names (--db,
-# --counters, --from-counters, init, apply, copy-from), groups (--group),
+# --counters, --from-counters, init, apply, lint, copy-from), groups (--group),
 # and, from the database named by --db (and --counters) or $RLSTORE_DB,
 # action names, tier names and rule-set versions (through `rlctl rules`
 # and `rlctl versions`, which only read).
@@ -15,7 +15,7 @@
 # cannot drift apart.  Self-contained: needs no helper of bash-completion.
 
 _rlctl_global_opts='--db --counters --now --json --quiet --help --version'
-_rlctl_commands='init apply export rules versions rollback set-limit check refund reserve commit cancel usage explain block unblock blocks tier override reset audit events gc stats doctor copy-from metrics migrate hold help'
+_rlctl_commands='init apply lint export rules versions rollback set-limit check refund reserve commit cancel usage explain block unblock blocks tier override reset audit events gc stats doctor copy-from metrics migrate hold help'
 
 # _rlctl_subs COMMAND: its subcommands, if it has any.
 _rlctl_subs()
@@ -31,7 +31,7 @@ _rlctl_opts()
 {
     case $1 in
     init) echo '--mode --group' ;;
-    apply) echo '--dry-run --comment' ;;
+    apply) echo '--dry-run --check --force --comment' ;;
     rollback) echo '--comment' ;;
     set-limit) echo '--tier --burst --if-version --comment' ;;
     check) echo '--cost --peek --syslog' ;;
@@ -63,7 +63,7 @@ _rlctl_opts()
 _rlctl_args()
 {
     case $1 in
-    init | apply) echo 'FILE' ;;
+    init | apply | lint) echo 'FILE' ;;
     export | rollback) echo 'VERSION' ;;
     set-limit) echo 'ACTION LIMITNAME VALUE' ;;
     check) echo 'ACTION KEY ACTION KEY ...' ;;   # pairs: one atomic batch

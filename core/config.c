@@ -161,10 +161,12 @@ static void add_err(cfg *c, int line, int col, const char *path,
     x->line = line;
     x->column = line > 0 ? col : 0;
     x->msg[0] = '\0';
+    x->msg_at = 0;
     if (path && *path) {
         int k = snprintf(x->msg, sizeof x->msg, "%s: ", path);
         o = k < 0 ? 0 : (size_t)k < sizeof x->msg ? (size_t)k
                                                    : sizeof x->msg - 1;
+        x->msg_at = (int)o;
     }
     vsnprintf(x->msg + o, sizeof x->msg - o, fmt, ap);
     msg_clean(x->msg);

@@ -20,7 +20,10 @@
 typedef struct config_error {
     int line;     /* 1-based; 0 if not tied to a place */
     int column;   /* 1-based */
-    char msg[200];
+    char msg[200];  /* "path: message", or "message" without a path */
+    int msg_at;     /* where the message proper starts in msg (0 without a
+                       path): msg[0..msg_at-2] is the path, e.g.
+                       "actions.signup.limits[0]" (rls_rules_validate) */
 } config_error;
 
 typedef struct config_errors {

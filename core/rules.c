@@ -172,3 +172,91 @@ int rls__action_wants_full(const rule_action *a)
     }
     return 0;
 }
+
+/* ---- the same rules? ---------------------------------------------------- */
+
+/*
+ * What is compared is what a check and the tools act on; what is not is
+ * where it was written (line, column) and what storage fills in (ids).  A
+ * field added to these structs must be added here, or two rule sets that
+ * differ only in it compare the same and an apply of the change stores
+ * nothing: the sizes below stop the build until it is (LP64 only).
+ */
+#if UINTPTR_MAX == 0xffffffffffffffffu
+_Static_assert(sizeof(rule_limit) == 328, "rule_limit changed: update limit_same()");
+_Static_assert(sizeof(rule_action) == 112, "rule_action changed: update action_same()");
+_Static_assert(sizeof(rule_tier) == 72, "rule_tier changed: update rls__ruleset_same()");
+_Static_assert(sizeof(rule_assignment) == 144, "rule_assignment changed: update assign_same()");
+_Static_assert(sizeof(ruleset) == 152, "ruleset changed: update rls__ruleset_same()");
+#endif
+
+static int zone_same(const rls_tz *a, const rls_tz *b)
+{
+    return strcmp(a ? rls__tz_name(a) : "UTC", b ? rls__tz_name(b) : "UTC") == 0;
+}
+
+static int limit_same(const rule_limit *a, const rule_limit *b)
+{
+    return strcmp(a->name, b->name) == 0 && a->algorithm == b->algorithm &&
+           a->limit == b->limit && a->window.ms == b->window.ms &&
+           a->window.calendar == b->window.calendar && a->burst == b->burst &&
+           zone_same(a->tz, b->tz) && a->anchor == b->anchor && a->nblock_for == b->nblock_for &&
+           memcmp(a->block_for, b->block_for, (size_t)a->nblock_for * sizeof a->block_for[0]) == 0 &&
+           a->overage_pct == b->overage_pct && a->mode == b->mode &&
+           a->count_denied == b->count_denied && a->durability == b->durability;
+}
+
+static int limits_same(const rule_limit *a, int na, const rule_limit *b, int nb)
+{
+    if (na != nb)
+        return 0;
+    for (int i = 0; i < na; i++)
+        if (!limit_same(&a[i], &b[i]))
+            return 0;
+    return 1;
+}
+
+static int action_same(const rule_action *a, const rule_action *b)
+{
+    if (strcmp(a->name, b->name) != 0 || a->key_kind != b->key_kind ||
+        a->ipv4_prefix != b->ipv4_prefix || a->ipv6_prefix != b->ipv6_prefix ||
+        a->on_error != b->on_error || a->ntiers != b->ntiers ||
+        !limits_same(a->limits, a->nlimits, b->limits, b->nlimits))
+        return 0;
+    for (int t = 0; t < a->ntiers; t++)
+        if (strcmp(a->tiers[t].tier, b->tiers[t].tier) != 0 ||
+            !limits_same(a->tiers[t].limits, a->tiers[t].nlimits, b->tiers[t].limits,
+                         b->tiers[t].nlimits))
+            return 0;
+    return 1;
+}
+
+static int assign_same(const rule_assignment *a, const rule_assignment *b)
+{
+    return strcmp(a->key, b->key) == 0 && strcmp(a->action, b->action) == 0 &&
+           strcmp(a->tier, b->tier) == 0 && a->expires_ms == b->expires_ms;
+}
+
+/* Contract in rules.h. */
+int rls__ruleset_same(const ruleset *a, const ruleset *b)
+{
+    if (!a || !b)
+        return 0;
+    if (a->version != b->version || strcmp(a->default_tier, b->default_tier) != 0 ||
+        !zone_same(a->default_tz, b->default_tz) || a->on_error != b->on_error ||
+        a->ntiers != b->ntiers || a->nactions != b->nactions ||
+        a->nassignments != b->nassignments)
+        return 0;
+    for (int i = 0; i < a->ntiers; i++)
+        if (strcmp(a->tiers[i].name, b->tiers[i].name) != 0 ||
+            a->tiers[i].unlimited != b->tiers[i].unlimited ||
+            a->tiers[i].blocked != b->tiers[i].blocked)
+            return 0;
+    for (int i = 0; i < a->nactions; i++)
+        if (!action_same(&a->actions[i], &b->actions[i]))
+            return 0;
+    for (int i = 0; i < a->nassignments; i++)
+        if (!assign_same(&a->assignments[i], &b->assignments[i]))
+            return 0;
+    return 1;
+}

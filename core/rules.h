@@ -120,4 +120,15 @@ const rule_tier *rls__ruleset_tier(const ruleset *rs, const char *name);
  */
 void rls__rule_limit_sig(const rule_limit *l, char *buf, size_t size);
 
+/*
+ * 1 if a and b are the same rules as parsed: every value a check or a tool
+ * acts on is equal (a window of 60s equals 1m, not 1d's calendar day; a
+ * time zone by name), whatever the text they came from (comments, key
+ * order, quoting, spacing: where each was written is not compared, nor the
+ * ids storage assigns).  Tiers and actions compare in name order (the
+ * loader sorts them); the limits of a list and the assignments in file
+ * order.  0 if they differ or either is NULL.
+ */
+int rls__ruleset_same(const ruleset *a, const ruleset *b);
+
 #endif

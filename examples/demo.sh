@@ -37,7 +37,7 @@ echo "== rlstore demo: replaying two minutes of traffic into $db ..."
 # wait until the history is in and real-time traffic flows (at most ~60 s)
 i=0
 while [ $i -lt 300 ] && ! "$build/rlctl" --db "$db" --json stats --seconds 3 2>/dev/null |
-        grep -q '"sec"'; do
+        grep -q '"time_ms"'; do
     kill -0 "$sim" 2>/dev/null || break
     sleep 0.2
     i=$((i + 1))

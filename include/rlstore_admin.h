@@ -22,7 +22,11 @@ extern "C" {
  * yaml need not be NUL-terminated.  name is used in error messages (may be
  * NULL).  comment may be NULL.  On success *version (may be NULL) gets the
  * new version number.  On ECONFIG, rls_errmsg() names line and column of
- * the first error; nothing is stored.
+ * the first error; nothing is stored (rls_rules_validate lists them all).
+ * Rules that are the same as the active ones once parsed (a comment, key
+ * order, quoting or spacing changed, nothing else) store nothing and write
+ * no audit row: *version gets the active version, so an application may
+ * apply its rules at every start (rls_rules_apply_v2 says which happened).
  */
 RLS_EXTERN int rls_rules_apply(rls_db *db, const char *yaml, size_t len,
                                const char *name, const char *comment,
@@ -36,6 +40,27 @@ RLS_EXTERN int rls_rules_apply_at(rls_db *db, const char *yaml, size_t len,
 RLS_EXTERN int rls_rules_apply_if_at(rls_db *db, const char *yaml, size_t len,
                                      const char *name, const char *comment,
                                      int64_t expect, int64_t now_ms, int64_t *version);
+
+/* ---- applying rules, telling what happened (RLSTORE_0.8) --------------
+ * As rls_rules_apply_at, and *changed (may be NULL; 0 on any error) says
+ * what happened: 1 a new version was stored (*version), 0 the rules are
+ * the same as the active ones once parsed: nothing stored or audited,
+ * *version the active one.  Same means every value a check acts on is
+ * equal: a comment, key order, quoting or spacing is no change; a limit,
+ * window, time zone or the order of a list of limits is.  Flags:
+ * RLS_APPLY_FORCE stores a version anyway; RLS_APPLY_DRY_RUN stores and
+ * writes nothing (a read-only handle may ask): *changed then says whether
+ * the call without it would store, *version is the active one (0: none).
+ * Another flag is EINVAL.  rls_rules_apply(3).
+ */
+#define RLS_APPLY_FORCE 1u
+#define RLS_APPLY_DRY_RUN 2u
+RLS_EXTERN int rls_rules_apply_v2(rls_db *db, const char *yaml, size_t len, const char *name,
+                                  const char *comment, unsigned int flags, int64_t *version,
+                                  int *changed);
+RLS_EXTERN int rls_rules_apply_v2_at(rls_db *db, const char *yaml, size_t len,
+                                     const char *name, const char *comment, unsigned int flags,
+                                     int64_t now_ms, int64_t *version, int *changed);
 
 /* ---- per-key policy ---------------------------------------------------
  * Minimal setters used by tools and tests; each is audited.
@@ -138,6 +163,21 @@ RLS_EXTERN int rls_rules_describe(rls_db *db, int64_t version, rls_rows **tiers,
  */
 RLS_EXTERN int rls_rules_dry_run_at(rls_db *db, const char *yaml, size_t len,
                                     const char *name, int64_t now_ms, rls_rows **over);
+
+/*
+ * (RLSTORE_0.8) Validates a rule file as rls_rules_apply would, without a
+ * database (`rlctl lint`, a deploy script's check): RLS_OK if valid,
+ * RLS_ECONFIG if not, RLS_ENOMEM, or RLS_EINVAL (yaml NULL with len > 0).
+ * *errors (may be NULL) gets one row per error, in file order: line and
+ * column (1-based; 0 when the error has no place, e.g. an empty file),
+ * path (e.g. "actions.signup.limits[0]"; NULL when none), message (e.g.
+ * "unknown field 'limt' (did you mean 'limit'?)") and text, the error as
+ * tools print it: "NAME:LINE:COL: PATH: MESSAGE" (name NULL or "":
+ * "rules").  At most 64 errors, then a row "N more errors not listed".
+ * No rows when valid; NULL on ENOMEM and EINVAL.  Thread-safe.
+ */
+RLS_EXTERN int rls_rules_validate(const char *yaml, size_t len, const char *name,
+                                  rls_rows **errors);
 
 /* ---- listings of per-key policy ---------------------------------------
  * Unexpired rows only, ordered by key. */

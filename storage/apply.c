@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "admin.h"
 #include "config.h"
 #include "db.h"
 
@@ -143,19 +144,34 @@ int rls__rules_parse(rls_db *db, const char *yaml, size_t len, const char *name,
     return rc;
 }
 
-int rls__rules_store_tx(rls_db *db, const char *yaml, size_t len, const ruleset *rs,
-                        const char *name, const char *comment, const char *op, int64_t expect,
-                        int64_t now_ms, int64_t *version)
+/*
+ * The store step in the caller's write transaction.  With `same_ok` and
+ * rules that are the same as the active ones (rls__ruleset_same: parsed
+ * content, not text), nothing is written, not even an audit row: *version
+ * gets the active version and *stored 0.  The comparison is made under the
+ * control row's lock, after the cache read the active version of this
+ * transaction, so it cannot miss an apply that committed meanwhile.
+ */
+static int store_tx(rls_db *db, const char *yaml, size_t len, const ruleset *rs,
+                    const char *name, const char *comment, const char *op, int64_t expect,
+                    int same_ok, int64_t now_ms, int64_t *version, int *stored)
 {
     char before[64], after[64];
     int64_t v = 0;
     int rc;
 
+    *stored = 0;
     if ((rc = rls__exec_simple(db, STMT_META_LOCK)) == RLS_OK &&
         (rc = rls__cache_refresh(db)) == RLS_OK && expect >= 0 &&
         db->rc.active_version != expect)
         rc = rls__error(db, RLS_ECONFLICT, "the active rules are version %lld, not %lld",
                         (long long)db->rc.active_version, (long long)expect);
+    if (rc == RLS_OK && same_ok && db->rc.active_version > 0 &&
+        rls__ruleset_same(rs, db->rc.rules)) {
+        if (version)
+            *version = db->rc.active_version;
+        return RLS_OK;
+    }
     if (rc == RLS_OK && (rc = register_limits(db, rs)) == RLS_OK) {
         snprintf(before, sizeof before, "version %lld", (long long)db->rc.active_version);
         rc = store_version(db, yaml, len, name, comment, now_ms, &v);
@@ -166,7 +182,16 @@ int rls__rules_store_tx(rls_db *db, const char *yaml, size_t len, const ruleset 
     }
     if (rc == RLS_OK && version)
         *version = v;
+    *stored = rc == RLS_OK;
     return rc;
+}
+
+int rls__rules_store_tx(rls_db *db, const char *yaml, size_t len, const ruleset *rs,
+                        const char *name, const char *comment, const char *op, int64_t expect,
+                        int64_t now_ms, int64_t *version)
+{
+    int stored;
+    return store_tx(db, yaml, len, rs, name, comment, op, expect, 0, now_ms, version, &stored);
 }
 
 struct store_arg {
@@ -174,59 +199,123 @@ struct store_arg {
     size_t len;
     const ruleset *rs;
     int64_t expect, now, version;
+    int same_ok, stored;
 };
 
 static int store_fn(rls_db *db, void *p)
 {
     struct store_arg *a = p;
-    return rls__rules_store_tx(db, a->yaml, a->len, a->rs, a->name, a->comment, a->op,
-                               a->expect, a->now, &a->version);
+    return store_tx(db, a->yaml, a->len, a->rs, a->name, a->comment, a->op, a->expect,
+                    a->same_ok, a->now, &a->version, &a->stored);
+}
+
+static int store(rls_db *db, struct store_arg *a)
+{
+    int rc;
+    if ((rc = rls__rules_writable(db)))
+        return rc;
+    sql_durable(db, 1);
+    rc = rls__write_tx(db, store_fn, a);
+    rls__durable_restore(db);
+    return rc;
 }
 
 int rls__rules_store(rls_db *db, const char *yaml, size_t len, const ruleset *rs,
                      const char *name, const char *comment, const char *op, int64_t expect,
                      int64_t now_ms, int64_t *version)
 {
-    struct store_arg a = {yaml, name, comment, op, len, rs, expect, now_ms, 0};
-    int rc;
-
-    if ((rc = rls__rules_writable(db)))
-        return rc;
-    sql_durable(db, 1);
-    rc = rls__write_tx(db, store_fn, &a);
-    rls__durable_restore(db);
+    struct store_arg a = {yaml, name, comment, op, len, rs, expect, now_ms, 0, 0, 0};
+    int rc = store(db, &a);
     if (rc == RLS_OK && version)
         *version = a.version;
     return rc;
 }
 
-int rls_rules_apply_at(rls_db *db, const char *yaml, size_t len, const char *name,
-                       const char *comment, int64_t now_ms, int64_t *version)
+/*
+ * RLS_APPLY_DRY_RUN: would rs be stored?  The active version (*version; 0
+ * none) is read in a read transaction and parsed as an apply would; nothing
+ * is locked for writing.  *store 1 if the rules differ or none are active.
+ */
+static int would_store(rls_db *db, const ruleset *rs, int64_t *version, int *store)
+{
+    char *yaml = NULL;
+    size_t len = 0;
+    ruleset *old = NULL;
+    int rc = rls__admin_begin_read(db);
+    if (rc)
+        return rc;
+    rc = rls__rules_active(db, version);
+    if (rc == RLS_OK)
+        rc = rls__rules_yaml(db, *version, &yaml, &len);
+    if (rc == RLS_OK || rc == RLS_ENORULES) {
+        int none = rc == RLS_ENORULES;
+        if ((rc = rls__commit(db)) == RLS_OK && !none)
+            rc = rls__rules_parse(db, yaml, len, "active rules", RLS_TIME_MIN, &old);
+        db->errmsg[0] = '\0';   /* "no rules" is an answer here, not an error */
+    } else {
+        rls__rollback(db);
+    }
+    *store = rc == RLS_OK && !rls__ruleset_same(rs, old);
+    rls__ruleset_free(old);
+    free(yaml);
+    return rc;
+}
+
+/* Contract in rlstore.h (rls_rules_apply_v2_at); expect -1 = any version. */
+static int apply(rls_db *db, const char *yaml, size_t len, const char *name,
+                 const char *comment, unsigned int flags, int64_t expect, int64_t now_ms,
+                 int64_t *version, int *changed)
 {
     RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     ruleset *rs = NULL;
+    struct store_arg a = {yaml, name, comment, "rules.apply", len, NULL, expect, now_ms, 0,
+                          !(flags & RLS_APPLY_FORCE), 0};
     int rc = rls__rules_parse(db, yaml, len, name, now_ms, &rs);
-    if (rc == RLS_OK)
-        rc = rls__rules_store(db, yaml, len, rs, name, comment, "rules.apply", -1, now_ms,
-                              version);
+    if (rc == RLS_OK && (flags & ~(unsigned int)(RLS_APPLY_FORCE | RLS_APPLY_DRY_RUN)))
+        rc = rls__error(db, RLS_EINVAL, "unknown flags 0x%x", flags);
+    if (rc == RLS_OK && (flags & RLS_APPLY_DRY_RUN)) {
+        rc = would_store(db, rs, &a.version, &a.stored);
+        a.stored |= rc == RLS_OK && (flags & RLS_APPLY_FORCE);
+    } else if (rc == RLS_OK) {
+        a.rs = rs;
+        rc = store(db, &a);
+    }
     rls__ruleset_free(rs);
+    if (rc == RLS_OK && version)
+        *version = a.version;
+    if (changed)
+        *changed = rc == RLS_OK && a.stored;
     return rc;
+}
+
+int rls_rules_apply_v2_at(rls_db *db, const char *yaml, size_t len, const char *name,
+                          const char *comment, unsigned int flags, int64_t now_ms,
+                          int64_t *version, int *changed)
+{
+    return apply(db, yaml, len, name, comment, flags, -1, now_ms, version, changed);
+}
+
+int rls_rules_apply_v2(rls_db *db, const char *yaml, size_t len, const char *name,
+                       const char *comment, unsigned int flags, int64_t *version, int *changed)
+{
+    return apply(db, yaml, len, name, comment, flags, -1, rls__now_or_invalid(), version,
+                 changed);
+}
+
+int rls_rules_apply_at(rls_db *db, const char *yaml, size_t len, const char *name,
+                       const char *comment, int64_t now_ms, int64_t *version)
+{
+    return apply(db, yaml, len, name, comment, 0, -1, now_ms, version, NULL);
 }
 
 int rls_rules_apply_if_at(rls_db *db, const char *yaml, size_t len, const char *name,
                           const char *comment, int64_t expect, int64_t now_ms, int64_t *version)
 {
     RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
-    ruleset *rs = NULL;
     if (expect < 0)
         return db ? rls__error(db, RLS_EINVAL, "expected version %lld is invalid",
                                (long long)expect) : RLS_EINVAL;
-    int rc = rls__rules_parse(db, yaml, len, name, now_ms, &rs);
-    if (rc == RLS_OK)
-        rc = rls__rules_store(db, yaml, len, rs, name, comment, "rules.apply", expect, now_ms,
-                              version);
-    rls__ruleset_free(rs);
-    return rc;
+    return apply(db, yaml, len, name, comment, 0, expect, now_ms, version, NULL);
 }
 
 int rls_rules_apply(rls_db *db, const char *yaml, size_t len, const char *name,

@@ -9,7 +9,7 @@ T0=2026-11-21T10:00:00Z
 # ---- help, version, usage errors ----
 tcase "help lists commands" 0 --out-has "check ACTION KEY [ACTION KEY ...] [--cost N] [--peek]" \
     --out-has "Exit status:" --out-has "RLSTORE_DB" -- --help
-tcase "help command" 0 --out-has "usage: rlctl apply FILE [--dry-run] [--comment TEXT]" -- help apply
+tcase "help command" 0 --out-has "usage: rlctl apply FILE [--dry-run] [--check] [--force] [--comment TEXT]" -- help apply
 tcase "command --help" 0 --out-has "usage: rlctl tier set KEY TIER [--action ACTION] [--for DUR]" \
     --out-has "--for DUR" -- tier set --help
 tcase "tier --help lists subcommands" 0 --out-has "rlctl tier unset KEY" --out-has "rlctl tier list" -- tier --help

@@ -66,7 +66,7 @@ printf 'version: 1\nactions:\n  a:\n    limits:\n      - { name: "x\\e[31my", al
 tcase "a name with ESC: escaped once" 4 --err-has "got 'x\\x1B[31my'" -- --db db apply esc.yaml
 tassert "a name with ESC: not escaped twice" sh -c '! grep -qF "x\\\\x1B" "$1"' _ "$ERR"
 tcase "a name with ESC: json message escaped once" 4 \
-    --json 'assert d["error"]["message"].endswith(r"got '"'"'x\x1B[31my'"'"'"), d' -- --db db apply esc.yaml --json
+    --json 'assert d["error"]["errors"][0]["message"].endswith(r"got '"'"'x\x1B[31my'"'"'"), d' -- --db db apply esc.yaml --json
 tcase "a raw ESC in a library message is escaped" 3 --err-has "'x\\x1b[31m'" \
     -- --db db override set login k "$(printf 'x\033[31m')" 5
 tassert "no raw ESC on stderr" sh -c '! grep -q "$(printf "\033")" "$1"' _ "$ERR"

@@ -31,9 +31,9 @@ tcase "events lists the penalty" 0 \
 for i in 1 2 3; do rl --db db check login ann --now 2026-11-21T10:02:00Z; done
 tcase "events json: escalation after the recorded end, typed" 0 \
     --json 'assert [e["event"] for e in d] == ["escalate", "expire", "block"], d' \
-    --json 'assert all(type(e["id"]) is int and type(e["level"]) is int and type(e["time_ms"]) is int and e["time"].endswith("Z") for e in d)' \
-    --json 'assert d[0]["level"] == 1 and d[0]["until"] == "2026-11-21T10:12:00.000Z" and d[0]["until_ms"] == d[0]["time_ms"] + 600000' \
-    --json 'assert d[1]["time"] == "2026-11-21T10:01:00.000Z" and d[2]["key"] == "ann" and d[2]["rule"] == "per_min"' \
+    --json 'assert all(type(e["id"]) is int and type(e["level"]) is int and type(e["time_ms"]) is int and e["time_at"].endswith("Z") for e in d)' \
+    --json 'assert d[0]["level"] == 1 and d[0]["until_at"] == "2026-11-21T10:12:00.000Z" and d[0]["until_ms"] == d[0]["time_ms"] + 600000' \
+    --json 'assert d[1]["time_at"] == "2026-11-21T10:01:00.000Z" and d[2]["key"] == "ann" and d[2]["rule"] == "per_min"' \
     -- --db db events --json
 tcase "events --key of another key" 0 --json 'assert d == []' -- --db db events --key bob --json
 tcase "events --action" 0 --json 'assert len(d) == 3' -- --db db events --action login --json

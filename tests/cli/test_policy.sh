@@ -22,7 +22,7 @@ tcase "block for one action, timed" 0 --out "blocked 'bob' for 'login' until 202
 tcase "blocks list tsv" 0 \
     --out "$(printf '198.51.100.1\t*\tforever\tmanual\t0\t-\tabuse\t%s\t2026-11-21T10:00:00.000Z\nbob\tlogin\t2026-11-21T11:30:00.000Z\tmanual\t0\t-\t-\t%s\t2026-11-21T10:00:00.000Z' "$(id -un)" "$(id -un)")" \
     -- --db db blocks --now "$T0"
-tcase "blocks json" 0 --json 'assert [b["key"] for b in d] == ["198.51.100.1", "bob"] and d[0]["until_ms"] == 0 and d[1]["action"] == "login" and d[1]["until_ms"] == 1795260600000' \
+tcase "blocks json" 0 --json 'assert [b["key"] for b in d] == ["198.51.100.1", "bob"] and d[0]["until_ms"] is None and d[0]["until_at"] is None and d[1]["action"] == "login" and d[1]["until_ms"] == 1795260600000' \
     -- --db db blocks --json --now "$T0"
 tcase "timed block expired" 0 --json 'assert [b["key"] for b in d] == ["198.51.100.1"]' \
     -- --db db blocks --json --now 2026-11-21T12:00:00Z
@@ -52,7 +52,7 @@ tcase "tier set" 0 --out "assigned '192.0.2.0/24' to tier 'pro' until unassigned
 audit_op "tier set" tier.set "r['key'] == '192.0.2.0/24'"
 tcase "tier applies" 0 --json 'assert d["limit"] == 10' -- --db db check signup 192.0.2.9 --now "$T0" --json
 tcase "tier set timed" 0 --out-has "until 2026-11-28T10:00:00.000Z" -- --db db tier set 'user:*' vip --for 1w --now "$T0"
-tcase "tier list" 0 --json 'm = {r["pattern"]: r for r in d}; assert m["192.0.2.0/24"]["tier"] == "pro" and m["192.0.2.0/24"]["kind"] == "cidr" and m["192.0.2.0/24"]["expires_ms"] == 0 and m["user:*"]["kind"] == "prefix" and m["user:*"]["expires_ms"] == 1795860000000' \
+tcase "tier list" 0 --json 'm = {r["pattern"]: r for r in d}; assert m["192.0.2.0/24"]["tier"] == "pro" and m["192.0.2.0/24"]["kind"] == "cidr" and m["192.0.2.0/24"]["expires_ms"] is None and m["user:*"]["kind"] == "prefix" and m["user:*"]["expires_ms"] == 1795860000000' \
     -- --db db tier list --json --now "$T0"
 tcase "tier list tsv" 0 --out-has "$(printf '192.0.2.0/24\tcidr\t*\tpro\tnever')" -- --db db tier list --now "$T0"
 tcase "tier unknown" 3 --err-has "tier 'gold' is not defined" -- --db db tier set k gold

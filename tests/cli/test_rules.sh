@@ -36,7 +36,8 @@ printf 'version: 1\nactions:\n  x:\n    limits: [ { name: a, limit: -1, window: 
 printf '%s' "$(cat v1.yaml)" >nonl.yaml
 tcase "dry run: missing final newline" 0 --out-has "\\ No newline at end of file" --out-has "+      - { name: hourly" \
     -- --db db apply --dry-run nonl.yaml
-tcase "dry run of invalid rules" 4 --err-has "cannot apply 'broken.yaml': broken.yaml:" -- --db db apply --dry-run broken.yaml
+tcase "dry run of invalid rules" 4 --err-has "broken.yaml:4:33: actions.x.limits[0].limit: expected an integer" \
+    --err-has "rlctl: cannot apply 'broken.yaml': 1 error" -- --db db apply --dry-run broken.yaml
 
 # Live pick-up: the new limit applies to the next check (a new process).
 tcase "denied under v1" 1 -- --db db check signup 192.0.2.7 --now "$T0"
@@ -81,7 +82,8 @@ tcase "rules json" 0 --json 'assert d["version"]["version"] == 3 and [t["name"] 
 rl --db db export
 cp "$OUT" before.yaml
 printf 'version: 1\nactions:\n  signup:\n    limits: [ { name: d, limit: 1, window: 1x } ]\n' >bad1.yaml
-tcase "invalid rules" 4 --err-has "rlctl: cannot apply 'bad1.yaml': bad1.yaml:" -- --db db apply bad1.yaml
+tcase "invalid rules" 4 --err-has "bad1.yaml:4:44: actions.signup.limits[0].window: expected a duration" \
+    --err-has "rlctl: cannot apply 'bad1.yaml': 1 error" -- --db db apply bad1.yaml
 printf 'version: 1\nactions: {\n  "unterminated\n' >bad2.yaml
 tcase "malformed yaml" 4 --err-has "cannot apply 'bad2.yaml'" -- --db db apply bad2.yaml
 head -c 65536 /dev/urandom >garbage.bin
@@ -137,7 +139,11 @@ tcase "byte order mark: init" 0 --out "created rlstore database 'bom.db', applie
 tcase "byte order mark: dry run shows the mark escaped" 0 --out-has "-\\xef\\xbb\\xbfversion: 1" \
     --out-has "+version: 1" -- --db bom.db apply --dry-run before.yaml
 sed 's/$/\r/' bom.yaml >bom-crlf.yaml
-tcase "byte order mark and CRLF" 0 --out "applied 'bom-crlf.yaml' as version 2" -- --db bom.db apply bom-crlf.yaml
+tcase "byte order mark and CRLF: the same rules" 0 \
+    --out "unchanged: 'bom-crlf.yaml' is the same as the active version 1 (nothing stored; --force stores it)" \
+    -- --db bom.db apply bom-crlf.yaml
+tcase "byte order mark and CRLF, forced" 0 --out "applied 'bom-crlf.yaml' as version 2" \
+    -- --db bom.db apply bom-crlf.yaml --force
 tcase "stored verbatim, mark included" 0 -- --db bom.db export
 tassert "export equals the applied file" cmp -s "$OUT" bom-crlf.yaml
 tcase "the rules of a file with a mark are enforced" 0 --json 'assert d["limit"] == 3, d' \
@@ -159,7 +165,7 @@ tcase "apply from stdin" 0 --stdin v2.yaml --out "applied '<stdin>' as version 4
 tcase "stdin version source" 0 --json 'assert d[0]["source"] == "<stdin>"' -- --db db versions --json
 tcase "dry run from stdin" 0 --stdin v2.yaml --out-has "no changes to the rules" -- --db db apply --dry-run -
 tcase "apply quiet" 0 --out "" -- --db db apply v1.yaml --quiet
-tcase "apply json" 0 --json 'assert d == {"applied": "v2.yaml", "version": 6}' -- --db db apply v2.yaml --json
+tcase "apply json" 0 --json 'assert d == {"file": "v2.yaml", "version": 6, "changed": True}' -- --db db apply v2.yaml --json
 
 # A database this user may not write (exit 5), still readable.
 sqlite_only "file permissions"

@@ -47,7 +47,7 @@ tcase "init --mode bad" 2 --err-has "invalid value for --mode: '999'" -- "${S[@]
 tcase "init --group unknown" 2 --err-has "group 'rlstore-no-such-group' does not exist" \
     -- "${S[@]}" init rules.yaml --group rlstore-no-such-group
 tassert "nothing created by a failed init" test ! -e r/rules.db -a ! -e c/counters.db
-tcase "init split" 0 --json 'assert d == {"db": "r/rules.db", "counters": "c/counters.db", "created": True, "version": 1}, d' \
+tcase "init split" 0 --json 'assert d == {"db": "r/rules.db", "counters": "c/counters.db", "created": True, "version": 1, "changed": True}, d' \
     -- "${S[@]}" init rules.yaml --mode 0666 --group "$GRP" --json
 tassert "rules never group- or world-writable" test "$(mode_of r/rules.db)" = 644
 tassert "counters take --mode" test "$(mode_of c/counters.db)" = 666

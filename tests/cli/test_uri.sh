@@ -104,7 +104,7 @@ tassert "no rlstore tables: nothing created" db_absent u1
 tcase "init creates the tables" 0 --out "created rlstore database '$U1_SHOWN', applied rules as version 1" \
     -- --db "$U1" init rules.yaml
 tassert "init created the tables" db_exists u1
-tcase "init again: opened existing" 0 --json "assert d == {'db': '$U1_SHOWN', 'created': False, 'version': None}, d" \
+tcase "init again: opened existing" 0 --json "assert d == {'db': '$U1_SHOWN', 'counters': None, 'created': False, 'version': None, 'changed': False}, d" \
     -- --db "$U1" init --json
 tcase "check through the URI" 0 --json 'assert d["allowed"] is True and d["limit"] == 3' \
     -- --db "$U1" check signup 192.0.2.1 --json

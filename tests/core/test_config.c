@@ -582,7 +582,7 @@ static void test_unsorted_lookup_fallback(void **state)
 
 static void test_error_format(void **state)
 {
-    config_error e = { 3, 7, "actions: boom" };
+    config_error e = { 3, 7, "actions: boom", 9 };
     char buf[64];
     assert_int_equal(rls__config_error_format(&e, "r.yaml", buf, sizeof buf),
                      (int)strlen("r.yaml:3:7: actions: boom"));

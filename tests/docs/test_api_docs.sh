@@ -304,6 +304,9 @@ int main(int argc, char **argv)
     rc = rls_rules_dry_run_at(db, rules, strlen(rules), "r", T, &x);
     cols("rls_rules_apply", "dry_run", rc, x);
     x = NULL;
+    rc = rls_rules_validate("version: 2\n", 11, "r", &x);
+    cols("rls_rules_apply", "validate", rc == RLS_ECONFIG ? RLS_OK : rc, x);
+    x = NULL;
     rc = rls_rules_limit_list(db, 0, &x);
     cols("rls_rules_set_limit_at", "limit_list", rc, x);
     x = NULL;

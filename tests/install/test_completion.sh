@@ -86,7 +86,7 @@ done
 # ---- values and dynamic completions -------------------------------------------------
 db=$TMP/cwd/demo.db
 "$RLCTL" --db "$db" init examples/demo.yaml >/dev/null 2>&1 || fail "rlctl init failed"
-"$RLCTL" --db "$db" --quiet apply examples/demo.yaml --comment again >/dev/null 2>&1
+"$RLCTL" --db "$db" --quiet apply examples/demo.yaml --force --comment again >/dev/null 2>&1
 # shellcheck disable=SC2046
 expect "--sort values, as the help lists them" "rlctl usage --sort " \
     $(sed -n 's/.*--sort \([a-z|]*\)\].*/\1/p' "$TMP/help" | head -n 1 | tr '|' ' ')

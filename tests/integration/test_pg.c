@@ -96,11 +96,12 @@ static void a_rolled_back_apply_leaves_no_gap_in_the_versions(void **state)
     /* the audit row is refused: the apply is rolled back after its rule set
      * was inserted */
     it_sql_exec(t->path, "ALTER TABLE rls_audit ADD CONSTRAINT noapply CHECK (op <> 'rules.apply') NOT VALID");
-    assert_int_not_equal(rls_rules_apply_at(t->db, RULES, strlen(RULES), "r.yaml", NULL,
-                                            T0 + 1, &v), RLS_OK);
+    /* (forced: the same rules store nothing otherwise) */
+    assert_int_not_equal(rls_rules_apply_v2_at(t->db, RULES, strlen(RULES), "r.yaml", NULL,
+                                               RLS_APPLY_FORCE, T0 + 1, &v, NULL), RLS_OK);
     it_sql_exec(t->path, "ALTER TABLE rls_audit DROP CONSTRAINT noapply");
-    assert_int_equal(rls_rules_apply_at(t->db, RULES, strlen(RULES), "r.yaml", NULL, T0 + 2, &v),
-                     RLS_OK);
+    assert_int_equal(rls_rules_apply_v2_at(t->db, RULES, strlen(RULES), "r.yaml", NULL,
+                                           RLS_APPLY_FORCE, T0 + 2, &v, NULL), RLS_OK);
     assert_int_equal(v, 2);   /* versions 1..n, as on SQLite */
     assert_int_equal(it_sql_int(t->path, "SELECT max(version) FROM rls_rulesets"), 2);
     it_free(t);
@@ -317,8 +318,8 @@ static void every_write_is_run_again_after_its_commit_failed(void **state)
 
     t = it_new(RULES);
     fail_next_commit_on(t, "rls_rulesets");
-    assert_int_equal(rls_rules_apply_at(t->db, RULES, strlen(RULES), "r.yaml", NULL, T0, &v),
-                     RLS_OK);
+    assert_int_equal(rls_rules_apply_v2_at(t->db, RULES, strlen(RULES), "r.yaml", NULL,
+                                           RLS_APPLY_FORCE, T0, &v, NULL), RLS_OK);
     assert_int_equal(fired(t), 2);
     assert_int_equal(v, 2);
     assert_int_equal(it_sql_int(t->path, "SELECT max(version) FROM rls_rulesets"), 2);

@@ -325,15 +325,16 @@ static void worker_process(const char *path, int mode)
     _exit(0);
 }
 
-/* rlctl admin changes of other keys and a re-apply of the same rules, in a
- * loop until told to stop. */
+/* rlctl admin changes of other keys and a re-apply of the same rules (forced:
+ * the same rules store nothing otherwise, and the point is a new version
+ * that every worker's handle must reload), in a loop until told to stop. */
 static void admin_process(const char *path, const char *yaml_path)
 {
     char rlctl[4200];
     rel_tool("rlctl", rlctl, sizeof rlctl);
     char *db = (char *)path, *yp = (char *)yaml_path;
     char *cmds[][14] = {
-        {rlctl, "--db", db, "--now", NOW_TEXT, "--quiet", "apply", yp, NULL},
+        {rlctl, "--db", db, "--now", NOW_TEXT, "--quiet", "apply", yp, "--force", NULL},
         {rlctl, "--db", db, "--now", NOW_TEXT, "--quiet", "block", "cold:1", "--action", "fw",
          "--reason", "exactness test", NULL},
         {rlctl, "--db", db, "--now", NOW_TEXT, "--quiet", "tier", "set", "cold:2", "pro", NULL},

@@ -352,7 +352,9 @@ static void versions_setup(fx *f)
 static int apply_call(fx *f, rls_result *r)
 {
     (void)r;
-    return rls_rules_apply_at(f->h, RULES, strlen(RULES), "faults.yaml", NULL, f->now, NULL);
+    /* forced: the same rules store nothing otherwise (idempotent apply) */
+    return rls_rules_apply_v2_at(f->h, RULES, strlen(RULES), "faults.yaml", NULL, RLS_APPLY_FORCE,
+                                 f->now, NULL, NULL);
 }
 
 static int64_t apply_effect(fx *f)

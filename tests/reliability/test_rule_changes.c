@@ -329,7 +329,9 @@ static void test_counts_from_before_variants(void **state)
     rls_result r;
     assert_int_equal(rls_check_at(db, "act", "k", 1, now + 2, &r), RLS_OK);
     assert_false(r.allowed);
-    assert_int_equal(rls_rules_apply_at(db, y, strlen(y), "same", NULL, now + 3, NULL), RLS_OK);
+    /* forced: the same rules store nothing (and adopt nothing) otherwise */
+    assert_int_equal(rls_rules_apply_v2_at(db, y, strlen(y), "same", NULL, RLS_APPLY_FORCE,
+                                           now + 3, NULL, NULL), RLS_OK);
     /* adopted: the same id, named for its variant; no second id */
     assert_int_equal(it_sql_int(path, "SELECT count(*) FROM rls_limits"), 1);
     assert_int_equal(it_sql_int(path, "SELECT count(*) FROM rls_limits WHERE lid = 1"

@@ -23,8 +23,10 @@ test('rules: apply, versions, get, describe, rollback', (t) => {
   assert.equal(lim.rules.rollback(1, { comment: 'back' }), 3);
   assert.match(lim.rules.get(), /limit: 5,/);
   assert.throws(() => lim.rules.get(99), rlstore.NotFoundError);
-  // a Buffer of YAML works as well
-  assert.equal(lim.rules.apply(Buffer.from(RULES)), 4);
+  // a Buffer of YAML works as well; the same rules as the active version 3
+  // store nothing (idempotent apply) and give that version
+  assert.equal(lim.rules.apply(Buffer.from(RULES)), 3);
+  assert.equal(lim.rules.versions().length, 3);
 });
 
 test('rules: invalid YAML is ConfigError naming the line; nothing stored', (t) => {
@@ -37,8 +39,9 @@ test('rules: invalid YAML is ConfigError naming the line; nothing stored', (t) =
 
 test('rules: ifVersion refuses a change over another version (ConflictError)', (t) => {
   const { lim } = fresh(t);
-  assert.equal(lim.rules.apply(RULES, { ifVersion: 1 }), 2);
-  assert.throws(() => lim.rules.apply(RULES, { ifVersion: 1 }), (e) => e instanceof rlstore.ConflictError && e.code === 'ECONFLICT');
+  const more = RULES.replace('limit: 5,', 'limit: 6,');
+  assert.equal(lim.rules.apply(more, { ifVersion: 1 }), 2);
+  assert.throws(() => lim.rules.apply(more, { ifVersion: 1 }), (e) => e instanceof rlstore.ConflictError && e.code === 'ECONFLICT');
 });
 
 test('rules: dry run lists the keys over a lowered limit, stores nothing', (t) => {

@@ -64,7 +64,10 @@ class TestRules(Base):
     def test_if_version(self):
         with self.assertRaises(rlstore.Conflict):
             self.lim.rules_apply(RULES, if_version=0)
-        self.assertEqual(self.lim.rules_apply(RULES, if_version=1), 2)
+        # the same rules store nothing (idempotent apply): a changed limit
+        self.assertEqual(self.lim.rules_apply(RULES, if_version=1), 1)
+        self.assertEqual(self.lim.rules_apply(RULES.replace("limit: 5,", "limit: 6,"),
+                                              if_version=1), 2)
 
     def test_dry_run(self):
         self.use(4)

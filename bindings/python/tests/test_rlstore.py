@@ -117,7 +117,10 @@ class TestOpen(unittest.TestCase):
 
 class TestRules(Base):
     def test_versions_grow(self):
-        self.assertEqual(self.lim.rules_apply(RULES, comment="again"), 2)
+        # the same rules again store nothing and give the active version
+        self.assertEqual(self.lim.rules_apply(RULES, comment="again"), 1)
+        changed = RULES.replace("limit: 3,", "limit: 4,")
+        self.assertEqual(self.lim.rules_apply(changed, comment="four"), 2)
 
     def test_config_error_names_line_and_column(self):
         bad = RULES.replace("limit: 3,", "limit: three,")
