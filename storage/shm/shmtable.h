@@ -1,7 +1,6 @@
 /*
  * shmtable.h - the shared-memory table of `durability: memory` limits
- * (issue #19, item 1; a self-contained building block, not yet wired into
- * the check path).
+ * (issue #19, item 1; storage/memclass.c puts it on the check path).
  *
  * One file (under /dev/shm or beside the database, its name derived from
  * the database's identity: rls__shm_path) holds a fixed number of slots,
