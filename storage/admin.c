@@ -25,6 +25,19 @@ rls_stmt *rls__astmt(rls_db *db, int id)
     return st;
 }
 
+int rls__listing_end(rls_db *db, int rc, rls_rows **out)
+{
+    if (rc == RLS_OK)
+        rc = rls__commit(db);
+    else
+        rls__rollback(db);
+    if (rc) {
+        rls_rows_free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
 int rls__rows_from_stmt(rls_db *db, rls_stmt *st, const rows_col *cols, int ncols,
                         rls_rows **out)
 {

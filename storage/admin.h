@@ -92,6 +92,11 @@ void rls__astmt_finalize_all(rls_db *db);
 int rls__rows_from_stmt(rls_db *db, rls_stmt *st, const rows_col *cols, int ncols,
                         rls_rows **out);
 
+/* Ends a listing's read transaction: COMMIT when rc is RLS_OK, else a
+ * rollback; when either failed, *out is freed and NULL.  Returns rc or
+ * COMMIT's failure. */
+int rls__listing_end(rls_db *db, int rc, rls_rows **out);
+
 /* Inside a read transaction: loads (action, key) into ctx (key as given,
  * or already normalised) and decides a peek of cost 1 into *res. */
 struct key_ctx;

@@ -288,13 +288,5 @@ int rls_events_list_at(rls_db *db, const char *action, const char *key, const ch
     sql_bind_int64(st, 5, limit);
     rc = rls__rows_from_stmt(db, st, cols, 8, out);
     sql_clear_bindings(st);
-    if (rc == RLS_OK)
-        rc = rls__commit(db);
-    else
-        rls__rollback(db);
-    if (rc) {
-        rls_rows_free(*out);
-        *out = NULL;
-    }
-    return rc;
+    return rls__listing_end(db, rc, out);
 }

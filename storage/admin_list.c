@@ -35,15 +35,7 @@ static int listing(rls_db *db, int id, binder bind, const void *arg, const rows_
     if (rc == RLS_OK)
         rc = rls__rows_from_stmt(db, st, cols, ncols, out);
     sql_clear_bindings(st);
-    if (rc == RLS_OK)
-        rc = rls__commit(db);
-    else
-        rls__rollback(db);
-    if (rc) {
-        rls_rows_free(*out);
-        *out = NULL;
-    }
-    return rc;
+    return rls__listing_end(db, rc, out);
 }
 
 static void bind_now(rls_stmt *st, const void *arg)

@@ -28,15 +28,7 @@ int rls_rules_versions(rls_db *db, rls_rows **out)
         return rc;
     rls_stmt *st = rls__astmt(db, ASTMT_VERSIONS);
     rc = st ? rls__rows_from_stmt(db, st, cols, 8, out) : rls__stmt_failed(db);
-    if (rc == RLS_OK)
-        rc = rls__commit(db);
-    else
-        rls__rollback(db);
-    if (rc) {
-        rls_rows_free(*out);
-        *out = NULL;
-    }
-    return rc;
+    return rls__listing_end(db, rc, out);
 }
 
 int rls__rules_active(rls_db *db, int64_t *version)
