@@ -400,10 +400,12 @@ static int check_pipeline(rls_db *db, struct check_call *call)
     /* durability: memory limits only: the shared-memory table alone
      * (memclass.c); else the backend's step, the generic transaction when
      * a memory-class limit is in it (PostgreSQL's one round trip knows
-     * only rows) */
+     * only rows; SQLite's step is the generic one: no lookup needed) */
     if (rc == RLS_OK && !rls__mem_fast(db, call, &rc))
-        rc = rls__mem_action_has(db->rc.rules, call->action) ? rls__check_tx(db, call)
-                                                             : db->be->check_tx(db, call);
+        rc = db->be->check_tx != rls__check_tx &&
+                     rls__mem_action_has(db->rc.rules, call->action)
+                 ? rls__check_tx(db, call)
+                 : db->be->check_tx(db, call);
     stage_result(db, call, rc);
     stage_cache_notes(db, call, rc);
     rls__metrics_check(db, call, rc, t0);
