@@ -144,6 +144,12 @@ typedef struct rls_backend {
      * handle whose error is recorded. */
     int (*doctor)(rls_db *db, int full, rls_rows *r, int *bad, int *done);
     int (*same_db)(rls_db *a, rls_db *b, int *same, rls_db **failed);
+    /* identity: what every handle of this database calls it however it is
+     * reached (any path to the file, any spelling of the URI: options,
+     * host name or address), into buf; the shared-memory table of its
+     * memory-class limits is named from it (memclass.c).  RLS_OK, or an
+     * error recorded (called once, at open, outside any transaction). */
+    int (*identity)(rls_db *db, char *buf, size_t cap);
     /* A GC step's cost is its round trips more than its rows on a server:
      * it runs this many times as seldom over as many times the rows. */
     int gc_factor;

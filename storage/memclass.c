@@ -4,9 +4,12 @@
  *
  * The table: one per database and host, "<shm_dir>/rlstore-<hash of the
  * database's identity>-<hash of the boot id>.shm" (shm_dir NULL: /dev/shm).
- * The identity of a SQLite database is its counters file's device and
- * inode (any path to it, any process); of a PostgreSQL database the host,
- * port and name its URI gives - so memory limits are per host there.  It
+ * The identity is the backend's (backend.h, identity): of a SQLite
+ * database its counters file's device and inode (any path to it, any
+ * process); of a PostgreSQL database its cluster's system identifier, the
+ * database's and the schema's counters table's oids, however the URI
+ * spells them - and the table is per host, so memory limits are per host
+ * there.  It
  * is opened at the first memory-class call; the first process makes it
  * with shm_slots entries and max_key_len bytes of key, and every later one
  * attaches it as made.
@@ -101,46 +104,18 @@ int rls__mem_action_has(const ruleset *rs, const char *action)
     return 0;
 }
 
-/* A PostgreSQL URI without its user and password ("postgresql://u:pw@h:p/
- * db?o" -> "h:p/db?o"): the same database and options (a search_path names
- * another rlstore database in the same PostgreSQL database) under any
- * user.  Anything else (keyword=value strings) as it is. */
-static void pg_identity(const char *uri, char *buf, size_t cap)
-{
-    const char *s = strstr(uri, "://");
-    if (!s) {
-        snprintf(buf, cap, "pg:%s", uri);
-        return;
-    }
-    s += 3;
-    const char *end = s + strcspn(s, "#");
-    const char *hostend = s + strcspn(s, "/?#");
-    for (const char *at = s; at < hostend; at++)
-        if (*at == '@')
-            s = at + 1;
-    snprintf(buf, cap, "pg:%.*s", (int)(end - s), s);
-}
-
 void rls__mem_init(rls_db *db)
 {
-    char id[4200];
-    struct stat sb;
+    char id[512];
     if (db->mem)
         return;
     db->mem = calloc(1, sizeof *db->mem);
     if (!db->mem)
         return;
-    if (db->be != &rls__sqlite_backend) {   /* PostgreSQL (the driver's table) */
-        pg_identity(db->ident.path, id, sizeof id);
-    } else {
-        const char *f = db->ident.opt.counters_path ? db->ident.opt.counters_path
-                                                    : db->ident.path;
-        if (!f || stat(f, &sb) != 0) {
-            db->mem->state = -1;
-            return;
-        }
-        snprintf(id, sizeof id, "sqlite:%llu:%llu", (unsigned long long)sb.st_dev,
-                 (unsigned long long)sb.st_ino);
+    if (db->be->identity(db, id, sizeof id) != RLS_OK) {
+        db->mem->state = -1;   /* memory-class calls say so (rls__mem_table) */
+        db->errmsg[0] = '\0';
+        return;
     }
     const char *dir = db->ident.opt.shm_dir ? db->ident.opt.shm_dir : "/dev/shm";
     if (rls__shm_path(db->mem->path, sizeof db->mem->path, dir, id) != RLS_OK)

@@ -120,6 +120,43 @@ static int who(rls_db *db, char **out)
     return *out ? RLS_OK : rls__error(db, RLS_ENOMEM, "out of memory");
 }
 
+/* The first row's text of sql into buf; an sql.h code. */
+static int first_text(rls_db *db, const char *sql, char *buf, size_t cap)
+{
+    rls_stmt *st = NULL;
+    int rc = sql_prepare(db, sql, &st);
+    if (rc == SQL_OK && (rc = sql_step(st)) == SQL_ROW) {
+        const char *s = (const char *)sql_column_text(st, 0);
+        snprintf(buf, cap, "%s", s ? s : "");
+    }
+    sql_finalize(st);
+    return rc;
+}
+
+/*
+ * The cluster (its system identifier, made by initdb, kept across
+ * restarts), the database's oid and the oid of this rlstore schema's
+ * counters table: the same for every handle of this database whatever
+ * the URI says (host name or address, port spelling, options), distinct
+ * for two clusters, two databases or two schemas.  A server that refuses
+ * pg_control_system() to this user gives its address and port instead:
+ * then handles reaching it by Unix socket and by TCP name it apart.
+ */
+static int pg_identity(rls_db *db, char *buf, size_t cap)
+{
+    int rc = first_text(db, "SELECT 'pg:' || (SELECT system_identifier FROM pg_control_system())"
+                        " || '/' || (SELECT oid FROM pg_database WHERE datname ="
+                        " current_database()) || '/' || ('rls_state'::regclass)::oid", buf, cap);
+    if (rc != SQL_ROW)
+        rc = first_text(db, "SELECT 'pg:' || coalesce(host(inet_server_addr()), 'local') || ':' ||"
+                        " coalesce(inet_server_port(), 0) || '/' || (SELECT oid FROM pg_database"
+                        " WHERE datname = current_database()) || '/' ||"
+                        " ('rls_state'::regclass)::oid", buf, cap);
+    if (rc != SQL_ROW)
+        return rls__sql_error(db, rc, "cannot tell which database this is");
+    return RLS_OK;
+}
+
 static int pg_same_db(rls_db *a, rls_db *b, int *same, rls_db **failed)
 {
     char *x = NULL, *y = NULL;
@@ -193,6 +230,7 @@ const rls_backend rls__pg_backend = {
     .rules_writable = pg_rules_writable,
     .doctor = rls__pg_doctor,
     .same_db = pg_same_db,
+    .identity = pg_identity,
     .gc_factor = 8,
     .check_tx = rls__pg_check_tx,
 };

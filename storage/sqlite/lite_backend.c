@@ -7,6 +7,7 @@
  * holds the transactions, the data versions the handle's trust rests on,
  * and the table itself.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -138,6 +139,18 @@ static int lite_same_db(rls_db *a, rls_db *b, int *same, rls_db **failed)
     return RLS_OK;
 }
 
+/* The counters file's device and inode: any path to it, any process. */
+static int lite_identity(rls_db *db, char *buf, size_t cap)
+{
+    struct stat sb;
+    const char *f = db->lite->counters_path ? db->lite->counters_path : db->ident.path;
+    if (!f || stat(f, &sb) != 0)
+        return rls__error(db, RLS_EIO, "cannot stat '%s'", f ? f : "");
+    snprintf(buf, cap, "sqlite:%llu:%llu", (unsigned long long)sb.st_dev,
+             (unsigned long long)sb.st_ino);
+    return RLS_OK;
+}
+
 /* ---- the handle's life ---------------------------------------------------------- */
 
 static int lite_claims(const char *path)
@@ -194,6 +207,7 @@ const rls_backend rls__sqlite_backend = {
     .rules_writable = lite_rules_writable,
     .doctor = rls__lite_doctor,
     .same_db = lite_same_db,
+    .identity = lite_identity,
     .gc_factor = 1,
     .check_tx = rls__check_tx,
 };
