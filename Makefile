@@ -111,7 +111,8 @@ PG_SQLITE_ONLY := test_wal test_busy test_split test_split_perm
 PG_SAN_LEAVE := $(if $(filter 1,$(SAN)),test_usage_scale)
 PG_KNOBS     := $(if $(filter 1,$(SAN)),RLS_CLOCK_TICKS=12 RLS_EXACT_CAP=300 RLS_CRASH_ROUNDS=60)
 PG_RELIABILITY := test_pg_stall test_exact test_crash test_clock test_pg_faults test_respelled \
-                  test_rule_changes test_action_isolation test_time_ends test_batch_exact
+                  test_rule_changes test_action_isolation test_time_ends test_batch_exact \
+                  test_crash_group
 PG_INTEG     := $(patsubst tests/%.c,$(BUILD)/tests/%,$(filter-out $(addprefix %/,$(addsuffix .c,$(PG_SQLITE_ONLY) $(PG_SAN_LEAVE))),$(INTEG_SRCS)))
 # The slowest first, so that they do not end the run alone (suites run side
 # by side).
