@@ -174,6 +174,10 @@ static const ratio_spec RATIOS[] = {
     {"mem_check", "floor_shm_hash", M_RATE, NULL, T_GE, 0.5, "throughput vs shm floor"},
     {"mem_check_4", "mem_check", M_RATE, NULL, T_GE, 1.5, "total vs 1 process (exact)"},
     {"mem_mixed", "mem_durable_check", M_RATE, NULL, T_GE, 0.9, "mixed vs durable-only check"},
+    /* issue #19: kill -9 inside the table's critical section (memkill.c) */
+    {"mem_kill", NULL, M_EXTRA, "max_wait_ms", T_LE, 10, "others' longest wait (ms)"},
+    {"mem_kill", NULL, M_EXTRA, "p99_wait_ms", T_NONE, 0, "others' p99 wait (ms)"},
+    {"mem_kill", NULL, M_EXTRA, "wrong_counts", T_LE, 0, "counts off the acknowledged"},
     {"fixed_window_big", "floor", M_RATE, NULL, T_NONE, 0, "throughput vs floor (10k keys)"},
     {"fixed_window_big", "fixed_window_10k", M_RATE, NULL, T_NONE, 0, "throughput vs 10k keys"},
     {"rltop_during_load", NULL, M_EXTRA, "cpu_ms_per_refresh", T_LE, 50, "rltop CPU per refresh (ms)"},

@@ -40,6 +40,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "bench.h"
+#include "memkill.h"
 #include "memory.h"
 
 static const char *const GROUPS[] = {"core", "denied", "durability", "multi", "big", "memory", "threads",
@@ -170,6 +171,7 @@ static void register_all(const bench_cfg *c)
     snprintf(name, sizeof name, "database size per state, %s keys%s", big, reduced);
     res_add("size_per_state", "big", name);
     mem_register(c);
+    memkill_register(c);
     threads_register(c);
     res_add("redis", "redis", "Redis Lua fixed window, 1 client");
     res_add("postgresql", "postgresql", "PostgreSQL UPSERT (pgbench), 1 client");
@@ -418,6 +420,7 @@ int main(int argc, char **argv)
     } steps[] = {{"core", run_core, 0},    {"denied", run_denied, 0},
                  {"durability", run_durability, 0}, {"multi", run_multi, 0},
                  {"big", bench_big, 0},    {"memory", bench_memory, 0},
+                 {"memory", bench_memkill, 0},
                  {"threads", bench_threads, 0},
                  {"redis", bench_redis, 1},
                  {"postgresql", bench_postgres, 1}, {"pg", bench_pg, 0}};
