@@ -79,6 +79,7 @@ struct rls_memclass {
     uint64_t gen;
     int64_t rules_gen, mono;
     const ruleset *rules;
+    int64_t seen_ms;                    /* when the path last named m->t */
 };
 
 /* The coarse clock (a few ms of resolution) is enough for a one-second
@@ -144,6 +145,33 @@ const char *rls__mem_path(const rls_db *db)
     return db->mem && db->mem->state >= 0 ? db->mem->path : "";
 }
 
+/*
+ * A table removed while processes map it (by hand, a cleaner of /dev/shm):
+ * the next process to come makes a new one at the path, and the processes
+ * still on the old mapping would count apart from it for as long as they
+ * live.  So, at most once a second, the path is looked at again; when it
+ * no longer names the mapped table the handle lets go of it (the next
+ * memory-class call opens what the path holds, or makes it).  Between the
+ * removal and that look, this process and the newcomers count apart: at
+ * most a second of checks (DESIGN-NOTES).
+ */
+static void let_go_if_replaced(struct rls_memclass *m)
+{
+    struct stat sb;
+    rls__shm_info info;
+    int64_t mono = mono_ms();
+    if (m->state != 1 || mono < 0 || mono - m->seen_ms < MEM_TRUST_MS)
+        return;
+    m->seen_ms = mono;
+    if (rls__shm_info_get(m->t, &info) == RLS_OK && stat(m->path, &sb) == 0 &&
+        (uint64_t)sb.st_dev == info.dev && (uint64_t)sb.st_ino == info.ino)
+        return;
+    rls__shm_close(m->t);
+    m->t = NULL;
+    m->state = 0;
+    m->trusted = 0;
+}
+
 int rls__mem_table(rls_db *db, rls__shm **out)
 {
     struct rls_memclass *m = db->mem;
@@ -154,6 +182,7 @@ int rls__mem_table(rls_db *db, rls__shm **out)
     if (m->state < 0)
         return rls__error(db, RLS_ECANTOPEN, "the shared-memory table of durability: memory "
                           "limits has no name: the database's identity cannot be read");
+    let_go_if_replaced(m);
     if (m->state == 0) {
         /* an existing table keeps its geometry (rlstore.h, shm_slots); the
          * tools open with RLS_KEY_MAX_LIMIT to read any key, which is not
@@ -170,6 +199,7 @@ int rls__mem_table(rls_db *db, rls__shm **out)
                               "durability: memory limits: %s", m->path,
                               why[0] ? why : "failed");
         m->state = 1;
+        m->seen_ms = mono_ms();
     }
     *out = m->t;
     return RLS_OK;
@@ -598,6 +628,7 @@ static int attach(rls_db *db)
     char why[256] = "";
     if (!db->mem || db->mem->state < 0)
         return 0;
+    let_go_if_replaced(db->mem);
     if (db->mem->state == 1)
         return 1;
     int rc = rls__shm_open(&db->mem->t, db->mem->path, NULL, why, sizeof why);
@@ -607,6 +638,7 @@ static int attach(rls_db *db)
         return -rls__error(db, rc, "cannot open the shared-memory table '%s': %s",
                            db->mem->path, why);
     db->mem->state = 1;
+    db->mem->seen_ms = mono_ms();
     return 1;
 }
 

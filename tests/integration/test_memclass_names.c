@@ -9,11 +9,15 @@
  * the path: while the database is in use under its own name, a check
  * through a hard link is refused, never counted apart.)  PostgreSQL: the URI with other options (application_name,
  * connect_timeout), the scheme spelled postgres://, the host by name.
- * Two databases (another file; another schema) never share one.
+ * Two databases (another file; another schema) never share one.  A table
+ * removed under running processes is let go of within a second: from then
+ * on they share the new one with the processes that came after.
  * The memory table was once named from the URI's text on PostgreSQL: each
  * spelling counted apart and a limit of N admitted N per spelling.
  */
+#include <dirent.h>
 #include <limits.h>
+#include <time.h>
 #include "itest.h"
 
 static const char *RULES =
@@ -130,6 +134,57 @@ static void sqlite_hard_link_is_refused_not_counted_apart(void **state)
     it_free(t);
 }
 
+/* Removes the one table in dir; 1 if there was one. */
+static int remove_table(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+    assert_non_null(d);
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (strncmp(e->d_name, "rlstore-", 8) == 0 && len > 4 &&
+            strcmp(e->d_name + len - 4, ".shm") == 0) {
+            char p[PATH_MAX];
+            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+            assert_int_equal(unlink(p), 0);
+            n++;
+        }
+    }
+    closedir(d);
+    return n;
+}
+
+static int64_t used_by(rls_db *db, const char *key)
+{
+    rls_result r;
+    assert_int_equal(rls_peek_at(db, "m", key, 1, T0, &r), RLS_OK);
+    return r.limit - r.remaining;
+}
+
+static void a_removed_table_is_let_go(void **state)
+{
+    (void)state;
+    itest *t = it_new(RULES);
+    rls_db *a = open_as(t, t->path);
+    assert_int_equal(admits(a, "k", 4), 4);
+    assert_int_equal(remove_table(t->dir), 1);
+    rls_db *b = open_as(t, t->path);   /* makes a new table: its own count */
+    assert_int_equal(admits(b, "k", 3), 3);
+    /* the event: a looks at the path again (at most a second after its
+     * last look) and reads the new table */
+    struct timespec ms = {0, 1000000};
+    for (int i = 0; used_by(a, "k") != 3; i++) {
+        if (i > 30000)
+            fail_msg("the old handle still reads the removed table after 30 s");
+        nanosleep(&ms, NULL);
+    }
+    assert_int_equal(admits(a, "k", 10) + admits(b, "k", 10), 7);
+    rls_close(b);
+    rls_close(a);
+    it_free(t);
+}
+
 /* Two databases: each its own table, each its own 10. */
 static void two_databases_never_share(void **state)
 {
@@ -153,6 +208,7 @@ int main(void)
         cmocka_unit_test(sqlite_hard_link_is_refused_not_counted_apart),
         cmocka_unit_test(pg_uri_spellings_share_one_table),
         cmocka_unit_test(two_databases_never_share),
+        cmocka_unit_test(a_removed_table_is_let_go),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
