@@ -147,9 +147,12 @@ typedef struct rls_backend {
     /* identity: what every handle of this database calls it however it is
      * reached (any path to the file, any spelling of the URI: options,
      * host name or address), into buf; the shared-memory table of its
-     * memory-class limits is named from it (memclass.c).  RLS_OK, or an
-     * error recorded (called once, at open, outside any transaction). */
-    int (*identity)(rls_db *db, char *buf, size_t cap);
+     * memory-class limits is named from it (memclass.c), and is made with
+     * *mode and group *gid (-1: the creator's): a SQLite database's file's
+     * (the processes that share the file, by its group, share the table),
+     * 0600 on PostgreSQL.  RLS_OK, or an error recorded (called once, at
+     * open, outside any transaction). */
+    int (*identity)(rls_db *db, char *buf, size_t cap, unsigned *mode, long *gid);
     /* A GC step's cost is its round trips more than its rows on a server:
      * it runs this many times as seldom over as many times the rows. */
     int gc_factor;

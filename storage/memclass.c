@@ -80,6 +80,8 @@ struct rls_memclass {
     int64_t rules_gen, mono;
     const ruleset *rules;
     int64_t seen_ms;                    /* when the path last named m->t */
+    unsigned mode;                      /* a table this handle makes: its */
+    long gid;                           /* mode and group (backend.h)     */
 };
 
 /* The coarse clock (a few ms of resolution) is enough for a one-second
@@ -113,7 +115,7 @@ void rls__mem_init(rls_db *db)
     db->mem = calloc(1, sizeof *db->mem);
     if (!db->mem)
         return;
-    if (db->be->identity(db, id, sizeof id) != RLS_OK) {
+    if (db->be->identity(db, id, sizeof id, &db->mem->mode, &db->mem->gid) != RLS_OK) {
         db->mem->state = -1;   /* memory-class calls say so (rls__mem_table) */
         db->errmsg[0] = '\0';
         return;
@@ -193,7 +195,7 @@ int rls__mem_table(rls_db *db, rls__shm **out)
                            RULES_MEMORY_LOG_MAX};
         int rc = rls__shm_open(&m->t, m->path, NULL, why, sizeof why);
         if (rc == RLS_ENOTFOUND)
-            rc = rls__shm_open(&m->t, m->path, &g, why, sizeof why);
+            rc = rls__shm_open_as(&m->t, m->path, &g, m->mode, m->gid, why, sizeof why);
         if (rc != RLS_OK)
             return rls__error(db, rc, "cannot open the shared-memory table '%s' of "
                               "durability: memory limits: %s", m->path,

@@ -142,8 +142,10 @@ static int first_text(rls_db *db, const char *sql, char *buf, size_t cap)
  * pg_control_system() to this user gives its address and port instead:
  * then handles reaching it by Unix socket and by TCP name it apart.
  */
-static int pg_identity(rls_db *db, char *buf, size_t cap)
+static int pg_identity(rls_db *db, char *buf, size_t cap, unsigned *mode, long *gid)
 {
+    *mode = 0600;
+    *gid = -1;
     int rc = first_text(db, "SELECT 'pg:' || (SELECT system_identifier FROM pg_control_system())"
                         " || '/' || (SELECT oid FROM pg_database WHERE datname ="
                         " current_database()) || '/' || ('rls_state'::regclass)::oid", buf, cap);

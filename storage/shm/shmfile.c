@@ -272,7 +272,8 @@ static int build(int fd, const rls__shm_geom *g, const struct shm_sizes *z, char
 
 /* Builds a table in a temporary file and links it to path.  RLS_OK also
  * when another process linked its own first (EEXIST): attach that one. */
-static int create(const char *path, const rls__shm_geom *g, char *why, size_t whylen)
+static int create(const char *path, const rls__shm_geom *g, unsigned mode, long gid, char *why,
+                  size_t whylen)
 {
     static unsigned seq;
     struct shm_sizes z;
@@ -291,6 +292,13 @@ static int create(const char *path, const rls__shm_geom *g, char *why, size_t wh
     if (fd < 0)
         return fail(RLS_ECANTOPEN, why, whylen, "cannot create '%s': %s", tmp, strerror(errno));
     int rc = build(fd, g, &z, why, whylen);
+    if (rc == RLS_OK && fchmod(fd, (mode_t)(mode & 0666)) != 0)
+        rc = fail(RLS_ECANTOPEN, why, whylen, "cannot give the table mode %03o: %s",
+                  mode & 0666, strerror(errno));
+    if (rc == RLS_OK && gid >= 0 && fchown(fd, (uid_t)-1, (gid_t)gid) != 0) {
+        /* not a member of the group: as with SQLite's side files, the
+         * operator's setgid directory is the way then (docs/SECURITY.md) */
+    }
     close(fd);
     if (rc == RLS_OK && link(tmp, path) != 0 && errno != EEXIST)
         rc = fail(RLS_ECANTOPEN, why, whylen, "cannot publish the table at '%s': %s", path,
@@ -301,6 +309,12 @@ static int create(const char *path, const rls__shm_geom *g, char *why, size_t wh
 
 int rls__shm_open(rls__shm **out, const char *path, const rls__shm_geom *g, char *why,
                   size_t whylen)
+{
+    return rls__shm_open_as(out, path, g, 0600, -1, why, whylen);
+}
+
+int rls__shm_open_as(rls__shm **out, const char *path, const rls__shm_geom *g, unsigned mode,
+                     long gid, char *why, size_t whylen)
 {
     if (why && whylen)
         why[0] = '\0';
@@ -318,7 +332,7 @@ int rls__shm_open(rls__shm **out, const char *path, const rls__shm_geom *g, char
         int rc = attach(out, path, g, why, whylen);
         if (rc != RLS_ENOTFOUND || !g || round == 3)
             return rc;
-        rc = create(path, g, why, whylen);
+        rc = create(path, g, mode, gid, why, whylen);
         if (rc != RLS_OK)
             return rc;
     }

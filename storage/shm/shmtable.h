@@ -136,6 +136,14 @@ int rls__shm_path(char *buf, size_t cap, const char *dir, const char *identity);
 int rls__shm_open(rls__shm **out, const char *path, const rls__shm_geom *g,
                   char *why, size_t whylen);
 
+/* rls__shm_open making a table with mode (read and write bits; the
+ * umask does not narrow it) and group gid (-1: the creator's; a group
+ * the creator is not a member of stays the creator's), both set before
+ * the table is published: processes of the group attach it from its
+ * first moment.  An existing table is attached as it is. */
+int rls__shm_open_as(rls__shm **out, const char *path, const rls__shm_geom *g, unsigned mode,
+                     long gid, char *why, size_t whylen);
+
 /* Unmaps and frees a handle (the file stays).  NULL is a no-op. */
 void rls__shm_close(rls__shm *t);
 

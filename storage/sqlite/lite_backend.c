@@ -139,13 +139,16 @@ static int lite_same_db(rls_db *a, rls_db *b, int *same, rls_db **failed)
     return RLS_OK;
 }
 
-/* The counters file's device and inode: any path to it, any process. */
-static int lite_identity(rls_db *db, char *buf, size_t cap)
+/* The counters file's device and inode: any path to it, any process; its
+ * read and write bits and its group for the table. */
+static int lite_identity(rls_db *db, char *buf, size_t cap, unsigned *mode, long *gid)
 {
     struct stat sb;
     const char *f = db->lite->counters_path ? db->lite->counters_path : db->ident.path;
     if (!f || stat(f, &sb) != 0)
         return rls__error(db, RLS_EIO, "cannot stat '%s'", f ? f : "");
+    *mode = (unsigned)(sb.st_mode & 0666) | 0600;
+    *gid = (long)sb.st_gid;
     snprintf(buf, cap, "sqlite:%llu:%llu", (unsigned long long)sb.st_dev,
              (unsigned long long)sb.st_ino);
     return RLS_OK;

@@ -11,11 +11,16 @@
  * connect_timeout), the scheme spelled postgres://, the host by name.
  * Two databases (another file; another schema) never share one.  A table
  * removed under running processes is let go of within a second: from then
- * on they share the new one with the processes that came after.
+ * on they share the new one with the processes that came after.  A
+ * group-shared database (file_mode 0660, file_group) makes its table with
+ * the file's mode and group, so every process that may write the file may
+ * write the table.
  * The memory table was once named from the URI's text on PostgreSQL: each
  * spelling counted apart and a limit of N admitted N per spelling.
  */
 #include <dirent.h>
+#include <grp.h>
+#include <sys/stat.h>
 #include <limits.h>
 #include <time.h>
 #include "itest.h"
@@ -185,6 +190,71 @@ static void a_removed_table_is_let_go(void **state)
     it_free(t);
 }
 
+/* The path of the one table in dir into buf; 1 if found. */
+static int table_path(const char *dir, char *buf, size_t size)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+    assert_non_null(d);
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (strncmp(e->d_name, "rlstore-", 8) == 0 && len > 4 &&
+            strcmp(e->d_name + len - 4, ".shm") == 0) {
+            snprintf(buf, size, "%s/%s", dir, e->d_name);
+            n++;
+        }
+    }
+    closedir(d);
+    return n == 1;
+}
+
+/* A group this process may give files to, other than its own when it can
+ * (root: any; else a supplementary group), as a number. */
+static gid_t other_group(void)
+{
+    gid_t list[64];
+    if (geteuid() == 0)
+        return getegid() == 1 ? 2 : 1;
+    int n = getgroups(64, list);
+    for (int i = 0; i < n; i++)
+        if (list[i] != getegid())
+            return list[i];
+    return getegid();
+}
+
+static void a_group_shared_database_shares_its_table(void **state)
+{
+    (void)state;
+    if (it_pg())
+        skip();
+    char *dir = tu_mkdtemp(), path[PATH_MAX], group[32], table[PATH_MAX];
+    snprintf(path, sizeof path, "%s/shared.db", dir);
+    gid_t gid = other_group();
+    snprintf(group, sizeof group, "%lu", (unsigned long)gid);
+    rls_options o;
+    rls_db *db = NULL;
+    rls_options_init(&o);
+    o.file_mode = 0660;
+    o.file_group = group;
+    o.shm_dir = dir;
+    mode_t old = umask(077);   /* the table's mode is the file's, whatever the umask */
+    assert_int_equal(rls_open(&db, path, &o), RLS_OK);
+    assert_int_equal(rls_rules_apply_at(db, RULES, strlen(RULES), "t.yaml", NULL, T0, NULL),
+                     RLS_OK);
+    assert_int_equal(admits(db, "k", 1), 1);
+    umask(old);
+    struct stat fs, ts;
+    assert_int_equal(stat(path, &fs), 0);
+    assert_true(table_path(dir, table, sizeof table));
+    assert_int_equal(stat(table, &ts), 0);
+    assert_int_equal(ts.st_mode & 0777, 0660);
+    assert_int_equal(fs.st_gid, gid);
+    assert_int_equal(ts.st_gid, fs.st_gid);
+    rls_close(db);
+    tu_rmdir(dir);
+}
+
 /* Two databases: each its own table, each its own 10. */
 static void two_databases_never_share(void **state)
 {
@@ -209,6 +279,7 @@ int main(void)
         cmocka_unit_test(pg_uri_spellings_share_one_table),
         cmocka_unit_test(two_databases_never_share),
         cmocka_unit_test(a_removed_table_is_let_go),
+        cmocka_unit_test(a_group_shared_database_shares_its_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
