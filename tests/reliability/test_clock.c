@@ -39,24 +39,27 @@
 static const char *const ACTS[6] = {"fw", "sw", "sl", "tb", "gc", "lb"};
 enum { FW, SW, SL, TB, GC, LB };
 
-#define LIMIT 30
 #define BURST 10
+/* 30; 16 for `durability: memory` (a memory sliding_log keeps at most 16) */
+static int LIMIT = 30;
+static const char *DURABILITY = "normal";
 
 static char *step_rules(const char *window)
 {
-    char *y = malloc(2048);
+    static const char *const algs[6] = {"fixed_window", "sliding_window", "sliding_log",
+                                        "token_bucket", "gcra", "leaky_bucket"};
+    char *y = malloc(4096);
     assert_non_null(y);
-    snprintf(y, 2048,
-             "version: 1\n"
-             "actions:\n"
-             "  fw: { limits: [ { name: l, algorithm: fixed_window, limit: %d, window: %s } ] }\n"
-             "  sw: { limits: [ { name: l, algorithm: sliding_window, limit: %d, window: %s } ] }\n"
-             "  sl: { limits: [ { name: l, algorithm: sliding_log, limit: %d, window: %s } ] }\n"
-             "  tb: { limits: [ { name: l, algorithm: token_bucket, limit: %d, window: %s, burst: %d } ] }\n"
-             "  gc: { limits: [ { name: l, algorithm: gcra, limit: %d, window: %s, burst: %d } ] }\n"
-             "  lb: { limits: [ { name: l, algorithm: leaky_bucket, limit: %d, window: %s, burst: %d } ] }\n",
-             LIMIT, window, LIMIT, window, LIMIT, window, LIMIT, window, BURST, LIMIT, window,
-             BURST, LIMIT, window, BURST);
+    size_t o = (size_t)snprintf(y, 4096, "version: 1\nactions:\n");
+    for (int a = 0; a < 6; a++) {
+        char burst[32] = "";
+        if (a >= TB)
+            snprintf(burst, sizeof burst, " burst: %d,", BURST);
+        o += (size_t)snprintf(y + o, 4096 - o,
+                              "  %s: { limits: [ { name: l, algorithm: %s, limit: %d, window: %s,"
+                              "%s durability: %s } ] }\n",
+                              ACTS[a], algs[a], LIMIT, window, burst, DURABILITY);
+    }
     return y;
 }
 
@@ -129,6 +132,13 @@ static void steps_for(const char *window, int64_t w)
     char *yaml = step_rules(window);
     itest *t = it_new(yaml);
     free(yaml);
+    if (strcmp(DURABILITY, "memory") == 0) {   /* its table in the test's folder */
+        rls_options o;
+        rls_options_init(&o);
+        o.shm_dir = t->dir;
+        rls_close(t->db);
+        assert_int_equal(rls_open(&t->db, t->path, &o), RLS_OK);
+    }
     long ticks = rel_knob("RLS_CLOCK_TICKS", 40, 8);
     /* ticks well under an hour, so a -1 h step puts the clock behind */
     int64_t tick = w / ticks < H / 2 ? w / ticks : H / 2, phase_len = w * 3 / 2;
@@ -221,6 +231,27 @@ static void steps_with_hour_windows(void **state)
 static void steps_with_day_windows(void **state)
 {
     steps_for("1d", D);
+}
+
+/* The same for `durability: memory` limits (16: a memory sliding_log's
+ * most): a state in the shared-memory table is as safe from a clock that
+ * steps as a row. */
+static void steps_with_hour_windows_memory(void **state)
+{
+    LIMIT = 16;
+    DURABILITY = "memory";
+    steps_for("1h", H);
+    LIMIT = 30;
+    DURABILITY = "normal";
+}
+
+static void steps_with_day_windows_memory(void **state)
+{
+    LIMIT = 16;
+    DURABILITY = "memory";
+    steps_for("1d", D);
+    LIMIT = 30;
+    DURABILITY = "normal";
 }
 
 /* A 1970 clock on a key that has never been seen, and on the check path of
@@ -333,6 +364,8 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(steps_with_hour_windows),
         cmocka_unit_test(steps_with_day_windows),
+        cmocka_unit_test(steps_with_hour_windows_memory),
+        cmocka_unit_test(steps_with_day_windows_memory),
         cmocka_unit_test(epoch_clock_on_fresh_keys),
         cmocka_unit_test(dst_days_have_23_or_25_hours),
     };
