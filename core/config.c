@@ -368,6 +368,27 @@ static int dup_limit(cfg *c, int node, const char *path,
     return 0;
 }
 
+/* At most RULES_MEMORY_LIMITS_MAX memory-class limits in what one check
+ * decides: ls (the action's, or a tier's) and the action's defaults that
+ * a tier's list does not replace by name (defs NULL: ls alone). */
+static void memory_bound(cfg *c, int v, const char *path, const rule_limit *ls, int n,
+                         const rule_limit *defs, int ndefs)
+{
+    int mem = 0;
+    for (int i = 0; i < n; i++)
+        mem += ls[i].durability == DURA_MEMORY;
+    for (int j = 0; j < ndefs; j++) {
+        int replaced = 0;
+        for (int i = 0; i < n; i++)
+            replaced |= strcmp(ls[i].name, defs[j].name) == 0;
+        mem += !replaced && defs[j].durability == DURA_MEMORY;
+    }
+    if (mem > RULES_MEMORY_LIMITS_MAX)
+        rls__config_err(c, v, path, "%d limits of `durability: memory` in one check; at most "
+                        "%d are accepted (a check locks them together in the shared-memory "
+                        "table)", mem, RULES_MEMORY_LIMITS_MAX);
+}
+
 /* The default limits: returns 0, or -1 if the list itself is unusable
  * (tier replacement lists are then not checked against it). */
 static int walk_limits(cfg *c, int v, const char *path, rule_action *act,
@@ -397,6 +418,7 @@ static int walk_limits(cfg *c, int v, const char *path, rule_action *act,
         if (dup_limit(c, e, lp, act->limits, act->nlimits))
             ok[i] = 0;
     }
+    memory_bound(c, v, path, act->limits, act->nlimits, NULL, 0);
     return 0;
 }
 
@@ -449,6 +471,8 @@ static void walk_tier_list(cfg *c, int k, const char *path, rule_action *act,
         rls__config_err(c, v, lp, "with this tier the action would have %d "
                     "limits; at most %d are accepted", act->nlimits + added,
                     RESOLVE_MAX_LIMITS);
+    else
+        memory_bound(c, v, lp, tl->limits, tl->nlimits, act->limits, act->nlimits);
 }
 
 static void walk_action_tiers(cfg *c, int v, const char *path,

@@ -23,6 +23,10 @@ enum rule_durability { DURA_NORMAL = 0, DURA_FULL = 1, DURA_MEMORY = 2 };
 /* The most sliding_log entries a `durability: memory` limit may keep: the
  * slot size of the shared-memory table (storage/shm), fixed in its file. */
 #define RULES_MEMORY_LOG_MAX 16
+/* The most `durability: memory` limits one check decides (an action's, in
+ * any tier): one check locks its memory entries together in the
+ * shared-memory table, whose transaction holds at most 16 (storage/shm). */
+#define RULES_MEMORY_LIMITS_MAX 16
 enum rule_on_error { ONERR_INHERIT = -1, ONERR_DENY = 0, ONERR_ALLOW = 1 };
 enum rule_anchor { ANCHOR_ALIGNED = 0, ANCHOR_FIRST_HIT = 1 };
 

@@ -321,7 +321,9 @@ typedef struct rls_item {
  * action admits.  Returns RLS_OK whether admitted or denied.
  * Errors: those of rls_check; EINVAL also for NULL items or results with
  * n > 0, n > RLS_BATCH_MAX (results then not written), a repeated
- * (action, key).
+ * (action, key), items holding more than 16 `durability: memory` limits
+ * in all (counting each action's largest tier: one transaction locks its
+ * memory entries together, 16 at most).
  */
 RLS_EXTERN int rls_check_many(rls_db *db, const rls_item *items, size_t n,
                               rls_result *results);

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "check.h"
+#include "memclass.h"
 
 struct batch {
     const rls_item *items;
@@ -37,6 +38,23 @@ static int item_error(rls_db *db, size_t i, int rc)
     memcpy(msg, db->errmsg, sizeof msg);
     msg[sizeof msg - 1] = '\0';
     return rls__error(db, rc, "item %zu: %s", i, msg);
+}
+
+/* One transaction locks at most RLS__MEM_TXN_MAX memory-class entries
+ * of the shared-memory table (memclass.h): a batch whose items may hold
+ * more is refused before anything is read (rules as cached: a change
+ * seen in the transaction is caught there, as ECONFIG). */
+static int batch_mem_bound(rls_db *db, const struct batch *b)
+{
+    int total = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        total += rls__mem_action_count(db->rc.rules, b->items[i].action);
+        if (total > RLS__MEM_TXN_MAX)
+            return rls__error(db, RLS_EINVAL, "items 0 to %zu hold more than %d durability: "
+                              "memory limits, the most one batch may decide", i,
+                              RLS__MEM_TXN_MAX);
+    }
+    return RLS_OK;
 }
 
 /* Validate: the call's own arguments, then each item's as rls_check's. */
@@ -59,7 +77,7 @@ static int batch_validate(rls_db *db, struct batch *b)
         if (rc != RLS_OK)
             return item_error(db, i, rc);
     }
-    return RLS_OK;
+    return batch_mem_bound(db, b);
 }
 
 /* The wait of a denied batch: the longest of its denied items' (-1, never,

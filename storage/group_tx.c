@@ -24,6 +24,7 @@
 #include <string.h>
 #include "check.h"
 #include "group_int.h"
+#include "memclass.h"
 
 struct gtx {
     struct group_member *m[GROUP_MAX];   /* members in the transaction */
@@ -197,10 +198,21 @@ void rls__group_run(rls_db *db, struct group_member **m, size_t n)
         return;
     }
     memset(&t, 0, sizeof t);
+    int mem = 0;
     for (size_t i = 0; i < n; i++) {
         struct check_call *c = m[i]->call;
         if (!member_prepare(db, m[i]))
             continue;
+        /* one transaction locks at most RLS__MEM_TXN_MAX memory-class
+         * entries (memclass.h): a member that would pass that bound starts
+         * the next transaction of the group */
+        int k = rls__mem_action_count(db->rc.rules, c->action);
+        if (t.n > 0 && mem + k > RLS__MEM_TXN_MAX) {
+            gtx_run(db, &t);
+            memset(&t, 0, sizeof t);
+            mem = 0;
+        }
+        mem += k;
         t.m[t.n++] = m[i];
         t.write |= c->op != CHECK_OP_PEEK;
         t.full_sync |= c->full_sync;

@@ -94,17 +94,28 @@ static int64_t mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int rls__mem_action_has(const ruleset *rs, const char *action)
+static int mem_count(const rule_limit *ls, int n)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        k += rls__mem_limit(&ls[i]) != 0;
+    return k;
+}
+
+int rls__mem_action_count(const ruleset *rs, const char *action)
 {
     const rule_action *a = rs && action ? rls__ruleset_action(rs, action) : NULL;
-    for (int t = -1; a && t < a->ntiers; t++) {
-        const rule_limit *ls = t < 0 ? a->limits : a->tiers[t].limits;
-        int n = t < 0 ? a->nlimits : a->tiers[t].nlimits;
-        for (int i = 0; i < n; i++)
-            if (rls__mem_limit(&ls[i]))
-                return 1;
+    int most = 0;
+    for (int t = 0; a && t < a->ntiers; t++) {
+        int k = mem_count(a->tiers[t].limits, a->tiers[t].nlimits);
+        most = k > most ? k : most;
     }
-    return 0;
+    return a ? mem_count(a->limits, a->nlimits) + most : 0;
+}
+
+int rls__mem_action_has(const ruleset *rs, const char *action)
+{
+    return rls__mem_action_count(rs, action) > 0;
 }
 
 void rls__mem_init(rls_db *db)

@@ -34,6 +34,13 @@ static inline int rls__mem_limit(const rule_limit *def)
 
 /* Does action (in any tier) have a memory-class limit? */
 int rls__mem_action_has(const ruleset *rs, const char *action);
+/* At most how many memory-class limits one check of action decides (its
+ * defaults and its largest tier's: a bound, whatever the key's tier); one
+ * transaction holds at most RLS__MEM_TXN_MAX of them (the table's lock
+ * set): group.c splits a group to stay within it, batch.c refuses a batch
+ * over it. */
+int rls__mem_action_count(const ruleset *rs, const char *action);
+#define RLS__MEM_TXN_MAX RLS__SHM_TXN_MAX
 
 /* At rls_open: records the database's identity (the table's name).
  * Never fails: an identity it cannot take makes the table unavailable,

@@ -241,6 +241,44 @@ static void test_too_many_limits(void **state)
     assert_int_equal(e->total, 1);
 }
 
+/* One check locks its memory-class entries together in the shared-memory
+ * table, 16 at most: refused when the rules load, never at a check. */
+static void test_too_many_memory_limits(void **state)
+{
+    char doc[8192];
+    size_t o = (size_t)snprintf(doc, sizeof doc, "version: 1\nactions:\n  a:\n    limits:\n");
+    for (int i = 0; i < 17; i++)
+        o += (size_t)snprintf(doc + o, sizeof doc - o,
+                              "      - { name: l%d, limit: 1, window: 1s, durability: memory }\n",
+                              i);
+    const config_errors *e = TC_BAD(doc);
+    TC_EXPECT(e, 5, 7, "actions.a.limits: 17 limits of `durability: memory` in one check; "
+              "at most 16 are accepted");
+    assert_int_equal(e->total, 1);
+
+    /* 12 in the defaults, a tier replacing 2 of them (16: accepted) and a
+     * tier adding 5 (17: refused) */
+    o = (size_t)snprintf(doc, sizeof doc, "version: 1\ntiers: { pro: {}, max: {} }\n"
+                         "actions:\n  a:\n    limits:\n");
+    for (int i = 0; i < 12; i++)
+        o += (size_t)snprintf(doc + o, sizeof doc - o,
+                              "      - { name: l%d, limit: 1, window: 1s, durability: memory }\n",
+                              i);
+    o += (size_t)snprintf(doc + o, sizeof doc - o, "    tiers:\n      pro:\n");
+    for (int i = 10; i < 16; i++)
+        o += (size_t)snprintf(doc + o, sizeof doc - o,
+                              "        - { name: l%d, limit: 2, window: 1s, durability: memory }\n",
+                              i);
+    o += (size_t)snprintf(doc + o, sizeof doc - o, "      max:\n");
+    for (int i = 12; i < 17; i++)
+        o += (size_t)snprintf(doc + o, sizeof doc - o,
+                              "        - { name: l%d, limit: 2, window: 1s, durability: memory }\n",
+                              i);
+    e = TC_BAD(doc);
+    TC_EXPECT(e, 27, 9, "actions.a.tiers.max: 17 limits of `durability: memory` in one check");
+    assert_int_equal(e->total, 1);
+}
+
 static void test_duplicate_keys(void **state)
 {
     const config_errors *e = TC_BAD(
@@ -609,6 +647,7 @@ int main(void)
         cmocka_unit_test(test_unknown_and_missing_fields),
         cmocka_unit_test(test_wrong_types),
         cmocka_unit_test(test_too_many_limits),
+        cmocka_unit_test(test_too_many_memory_limits),
         cmocka_unit_test(test_duplicate_keys),
         cmocka_unit_test(test_duplicate_limit_names),
         cmocka_unit_test(test_tier_references),
