@@ -1,7 +1,9 @@
 /*
- * cmd_doctor.c - `rlctl doctor [--full]`: the library's health report
- * (SQLite version, journal mode, schema, integrity, file modes, WAL size,
- * rules).  Exits 0 unless a check says "fail".
+ * cmd_doctor.c - `rlctl doctor [--full] [--fix] [--shm-dir DIR]`: the
+ * library's health report (SQLite version, journal mode, schema,
+ * integrity, file modes, WAL size, rules, the memory-class table and
+ * tables of earlier boots, which --fix removes).  Exits 0 unless a check
+ * says "fail".
  */
 #include <string.h>
 #include "rlctl.h"
@@ -15,10 +17,15 @@ static const col_spec doctor_cols[] = {
 int cmd_doctor(rlctl_ctx *ctx)
 {
     rls_rows *rows = NULL;
-    int failed = 0, rc = db_open(ctx, 0);
-    if (rc)
+    int failed = 0, rc;
+    const char *dir = opt_get(ctx, "shm-dir");
+    if (dir && !*dir)
+        return fail_usage(ctx, "invalid value for --shm-dir: the path is empty");
+    if ((rc = db_open(ctx, 0)))
         return rc;
-    if ((rc = rls_doctor(ctx->db, opt_flag(ctx, "full"), &rows)) != RLS_OK)
+    unsigned int flags = (opt_flag(ctx, "full") ? RLS_DOCTOR_FULL : 0) |
+                         (opt_flag(ctx, "fix") ? RLS_DOCTOR_FIX : 0);
+    if ((rc = rls_doctor_v2(ctx->db, flags, &rows)) != RLS_OK)
         return fail_lib(ctx, rc, "cannot examine the database");
     for (int r = 0; r < rls_rows_count(rows); r++) {
         const char *s = row_text(rows, r, "status");

@@ -156,6 +156,8 @@ static const rlctl_opt stats_opts[] = {
 };
 static const rlctl_opt doctor_opts[] = {
     {"full", NULL, "also run the slow full integrity check"},
+    {"fix", NULL, "remove the shared-memory tables of this database left by an earlier boot"},
+    {"shm-dir", "DIR", "folder of the memory-class table, as the applications' shm_dir (default /dev/shm)"},
     {NULL, NULL, NULL},
 };
 

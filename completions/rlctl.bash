@@ -53,7 +53,7 @@ _rlctl_opts()
     migrate) echo '--dry-run' ;;
     gc) echo '--rows' ;;
     stats) echo '--seconds --prometheus' ;;
-    doctor) echo '--full' ;;
+    doctor) echo '--full --fix --shm-dir' ;;
     copy-from) echo '--rules --policy --counters --from-counters --dry-run' ;;
     hold) echo '--for --syslog' ;;
     esac

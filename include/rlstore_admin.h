@@ -315,10 +315,23 @@ RLS_EXTERN int rls_stats_at(rls_db *db, int seconds, int64_t now_ms, rls_rows **
  * 3.51.3, the WAL-reset race), journal_mode, schema_version, files (the
  * database file and its -wal are the ones at their paths), quick_check,
  * integrity_check (with full != 0 always, otherwise on files up to
- * 64 MiB), file_mode, dir_mode, wal_size, rules.  rls_admin(3) has the
- * whole list.
+ * 64 MiB), file_mode, dir_mode, wal_size, rules, memory_table,
+ * memory_stale.  rls_admin(3) has the whole list.
  */
 RLS_EXTERN int rls_doctor(rls_db *db, int full, rls_rows **out);
+
+/*
+ * rls_doctor with flags (appended in RLSTORE_0.10): RLS_DOCTOR_FULL as
+ * full != 0 above; RLS_DOCTOR_FIX also removes the shared-memory tables of
+ * this database left by an earlier boot of the host (rows memory_stale),
+ * never the table in use nor another database's.  Both report the
+ * memory-class table (row memory_table: path, size, geometry, live
+ * entries, locks taken over from killed processes) in the handle's
+ * shm_dir.  Unknown flags: EINVAL.
+ */
+#define RLS_DOCTOR_FULL 1u
+#define RLS_DOCTOR_FIX 2u
+RLS_EXTERN int rls_doctor_v2(rls_db *db, unsigned int flags, rls_rows **out);
 
 /* ---- copying between databases ----------------------------------------
  * What rls_copy_at() copies: an OR of the kinds, optionally with DRY_RUN. */

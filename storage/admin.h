@@ -117,6 +117,8 @@ int rls__rules_active(rls_db *db, int64_t *version);
  * one-row statement into buf ("" when there is no row). */
 int rls__doctor_add(rls_rows *r, const char *check, const char *status, const char *detail);
 int rls__doctor_text(rls_db *db, const char *sql, char *buf, size_t size);
+/* The memory class's rows (doctor_mem.c); fix: remove stale tables. */
+int rls__doctor_mem(rls_db *db, int fix, rls_rows *r, int *bad);
 
 /* Starts a read transaction for a listing; rls__commit ends it. */
 int rls__admin_begin_read(rls_db *db);

@@ -6,16 +6,18 @@
  * of a BEGIN IMMEDIATE transaction.  What keeps the answer exact:
  *
  *  - A shared generation number, 8 bytes of the side file "<db>-ckpt"
- *    mapped by every handle, is bumped after every committed write
- *    transaction that is not a plain check: refunds, cancelled and expired
- *    reservations, rule changes, blocks, tiers, overrides, resets.  A cached
+ *    mapped by every handle, is bumped before and after the commit of
+ *    every write transaction that is not a plain check (stmt.c,
+ *    rls__commit): refunds, cancelled and expired reservations, rule
+ *    changes, blocks, tiers, overrides, resets.  A cached
  *    denial is trusted only under the generation read before the
  *    transaction that made it, so capacity given back or any admin change
  *    in any process is seen at the next check.  Plain checks only consume,
  *    which cannot make a denied request admissible sooner.
  *  - A cached denial is also trusted for at most DENYCACHE_TTL_MS of real
- *    time: the bound for a writer killed between its commit and its bump,
- *    and for changes made to the file by something else than the library.
+ *    time: the bound for a check that bumps after its commit only (a
+ *    penalty block or reservation of a memory-class action: check.c), and
+ *    for changes made to the file by something else than the library.
  *  - Only denials whose answer is fixed until their retry time are cached
  *    (rls__deny_cacheable), for the key exactly as given when normalising it
  *    changes nothing, and limit denials only when the key held no

@@ -4,7 +4,8 @@
  * deployment reports its rules file under the usual names, its counters
  * file under counters_*, and whether readers can open the rules.  The
  * backend adds its own rows (storage/sqlite/lite_doctor.c,
- * storage/pg/pg_doctor.c); this file the rows every database has.
+ * storage/pg/pg_doctor.c); this file the rows every database has, and
+ * doctor_mem.c those of the memory class's shared-memory table.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,10 +55,10 @@ static int rules_row(rls_db *db, rls_rows *r, int *bad)
     return RLS_OK;
 }
 
-/* The backend's rows (backend.h, doctor), then the rules'. */
-int rls_doctor(rls_db *db, int full, rls_rows **out)
+/* The backend's rows (backend.h, doctor), the rules', the memory
+ * class's (doctor_mem.c). */
+static int doctor(rls_db *db, unsigned int flags, rls_rows **out)
 {
-    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     static const rows_col cols[] = {
         {"check", RLS_COL_TEXT}, {"status", RLS_COL_TEXT}, {"detail", RLS_COL_TEXT},
     };
@@ -68,12 +69,16 @@ int rls_doctor(rls_db *db, int full, rls_rows **out)
     *out = NULL;
     if ((rc = rls__db_usable(db)))
         return rc;
+    if (flags & ~(RLS_DOCTOR_FULL | RLS_DOCTOR_FIX))
+        return rls__error(db, RLS_EINVAL, "unknown flags 0x%x", flags);
     rls_rows *r = rls__rows_new(cols, 3);
     if (!r)
         return rls__error(db, RLS_ENOMEM, "out of memory");
-    rc = db->be->doctor(db, full, r, &bad, &done);
+    rc = db->be->doctor(db, (flags & RLS_DOCTOR_FULL) != 0, r, &bad, &done);
     if (rc == RLS_OK && !done)
         rc = rules_row(db, r, &bad);
+    if (rc == RLS_OK)
+        rc = rls__doctor_mem(db, (flags & RLS_DOCTOR_FIX) != 0, r, &bad);
     if (rc == RLS_OK && bad)
         rc = rls__error(db, RLS_ENOMEM, "out of memory");
     if (rc) {
@@ -82,4 +87,16 @@ int rls_doctor(rls_db *db, int full, rls_rows **out)
     }
     *out = r;
     return RLS_OK;
+}
+
+int rls_doctor(rls_db *db, int full, rls_rows **out)
+{
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
+    return doctor(db, full ? RLS_DOCTOR_FULL : 0, out);
+}
+
+int rls_doctor_v2(rls_db *db, unsigned int flags, rls_rows **out)
+{
+    RLS_SERIAL(db);
+    return doctor(db, flags, out);
 }

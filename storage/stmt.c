@@ -91,9 +91,19 @@ int rls__begin(rls_db *db, int write)
 /* Commits (the backend records what the handle may trust afterwards,
  * cache.c), then lets the backend do what follows a commit (SQLite: a
  * checkpoint when the WAL is long).  A write transaction that could admit
- * a cached denial sooner bumps the denial generation (deny.c). */
+ * a cached denial sooner, or change what a memory-class fast path trusts
+ * (a rule change, a block, a refund), bumps the shared generation
+ * (deny.c) before its commit as well as after.  Before: while it holds
+ * the write lock no check transaction runs, so nothing a handle learns
+ * under the new generation predates this commit, and a writer killed
+ * between its COMMIT and the bump after it has bumped already
+ * (test_crash.c, suite 5; without it, handles kept answering by the old
+ * rules for up to a second). */
 int rls__commit(rls_db *db)
 {
+    int bump = db->conn.tx_write && (!db->conn.check_tx || db->conn.gave_back);
+    if (bump)
+        rls__deny_bump(db);
     /* durability: memory states first (memclass.h): a snapshot that moved
      * fails the transaction, to be run again */
     int rc = rls__mem_prepare(db);
@@ -108,8 +118,8 @@ int rls__commit(rls_db *db)
         return rc;
     }
     rls__mem_forget(db);
-    if (db->conn.tx_write && (!db->conn.check_tx || db->conn.gave_back))
-        rls__deny_bump(db);  /* it may admit a cached denial sooner (deny.c) */
+    if (bump)
+        rls__deny_bump(db);
     db->conn.check_tx = 0;
     db->conn.gave_back = 0;
     db->conn.in_tx = 0;

@@ -3,7 +3,10 @@
  * (shmtable.h has the design).  A table appears at its path only whole: it
  * is built in a temporary file and link()ed into place, so the first of
  * any number of racing processes publishes it and the others attach it.
+ * At the end, finding the tables of one identity and removing those of an
+ * earlier boot, for the doctor (shmlist.h).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
@@ -17,6 +20,7 @@
 #include <unistd.h>
 #include "rlstore.h"
 #include "shm_int.h"
+#include "shmlist.h"
 
 #define SHM_POPULATE_MAX (256ull << 20)   /* bytes mapped at once on open */
 
@@ -359,4 +363,176 @@ int rls__shm_info_get(const rls__shm *t, rls__shm_info *info)
     info->ino = t->ino;
     info->recoveries = __atomic_load_n(&t->head->recoveries, __ATOMIC_RELAXED);
     return RLS_OK;
+}
+
+/* ---- tables of one identity, for the doctor (shmlist.h) ------------------- */
+
+#define SHM_NAME_LEN 37   /* "rlstore-" 16 hex "-" 8 hex ".shm" (rls__shm_path) */
+#define SHM_ID_LEN 25     /* "rlstore-" 16 hex "-": the identity's part */
+
+/* Opens path for reading its header: never through a final symbolic link,
+ * never waiting (a FIFO given that name). */
+static int open_table_file(const char *path, int *fdp, char *why, size_t whylen)
+{
+    *fdp = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (*fdp >= 0)
+        return RLS_OK;
+    if (errno == ENOENT)
+        return fail(RLS_ENOTFOUND, why, whylen, "no table at '%s'", path);
+    if (errno == ELOOP)
+        return fail(RLS_ENOTDB, why, whylen, "a symbolic link, not a table");
+    return fail(RLS_ECANTOPEN, why, whylen, "cannot open '%s': %s", path, strerror(errno));
+}
+
+/* The header of the open file fd, if it is a table of this format. */
+static int head_read(int fd, struct shm_head *h, struct stat *st, char *why, size_t whylen)
+{
+    if (fstat(fd, st) != 0)
+        return fail(RLS_ECANTOPEN, why, whylen, "cannot stat it: %s", strerror(errno));
+    if (!S_ISREG(st->st_mode) || (uint64_t)st->st_size < sizeof *h ||
+        pread(fd, h, sizeof *h, 0) != (ssize_t)sizeof *h ||
+        memcmp(h->magic, SHM_MAGIC, sizeof h->magic) != 0)
+        return fail(RLS_ENOTDB, why, whylen, "not an rlstore shared-memory table");
+    if (h->version != SHM_VERSION)
+        return fail(RLS_ENOTDB, why, whylen, "table format version %u, this library reads %u",
+                    h->version, SHM_VERSION);
+    return RLS_OK;
+}
+
+int rls__shm_file_read(const char *path, rls__shm_file *out, char *why, size_t whylen)
+{
+    struct shm_head h;
+    struct stat st;
+    int fd;
+    memset(out, 0, sizeof *out);
+    int rc = open_table_file(path, &fd, why, whylen);
+    if (rc != RLS_OK)
+        return rc;
+    rc = head_read(fd, &h, &st, why, whylen);
+    close(fd);
+    if (rc != RLS_OK)
+        return rc;
+    out->geom.slots = h.nbuckets * RLS__SHM_WAYS;
+    out->geom.key_max = h.key_max;
+    out->geom.log_max = h.log_max;
+    out->st_size = (uint64_t)st.st_size;
+    out->boot = h.boot;
+    out->recoveries = h.recoveries;
+    return RLS_OK;
+}
+
+int rls__shm_boot_stale(uint64_t boot)
+{
+    uint64_t now = rls__shm_boot();
+    return boot != 0 && now != 0 && boot != now;
+}
+
+static int hex_run(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return 0;
+    return 1;
+}
+
+/* Is name a table name as rls__shm_path writes them? */
+static int table_name(const char *name)
+{
+    return strlen(name) == SHM_NAME_LEN && strncmp(name, "rlstore-", 8) == 0 &&
+           hex_run(name + 8, 16) && name[24] == '-' && hex_run(name + 25, 8) &&
+           strcmp(name + 33, ".shm") == 0;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names in dir of the identity of base (not base itself), sorted:
+ * *names (each and the array malloc'ed), *n of them. */
+static int sibling_names(const char *dir, const char *base, char ***names, size_t *n)
+{
+    size_t cap = 0;
+    *names = NULL;
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return errno == ENOENT ? RLS_OK : RLS_ECANTOPEN;
+    struct dirent *e;
+    int rc = RLS_OK;
+    while (rc == RLS_OK && (e = readdir(d)) != NULL) {
+        if (!table_name(e->d_name) || strncmp(e->d_name, base, SHM_ID_LEN) != 0 ||
+            strcmp(e->d_name, base) == 0)
+            continue;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 8;
+            char **nn = realloc(*names, cap * sizeof *nn);
+            if (!nn) {
+                rc = RLS_ENOMEM;
+                break;
+            }
+            *names = nn;
+        }
+        if (((*names)[*n] = strdup(e->d_name)) == NULL)
+            rc = RLS_ENOMEM;
+        else
+            (*n)++;
+    }
+    closedir(d);
+    if (*n > 1)
+        qsort(*names, *n, sizeof **names, name_cmp);
+    return rc;
+}
+
+int rls__shm_each_sibling(const char *path, int (*fn)(void *ctx, const char *path),
+                          void *ctx)
+{
+    char dir[4096], full[4096 + SHM_NAME_LEN + 2];
+    const char *slash = path ? strrchr(path, '/') : NULL;
+    const char *base = slash ? slash + 1 : path;
+    if (!path || !fn || !table_name(base))
+        return RLS_EINVAL;
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if ((size_t)(slash - path) >= sizeof dir)
+        return RLS_EINVAL;
+    else
+        snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    char **names;
+    size_t n;
+    int rc = sibling_names(dir, base, &names, &n);
+    for (size_t i = 0; i < n; i++) {
+        if (rc == RLS_OK) {
+            snprintf(full, sizeof full, "%s%s%s", dir,
+                     dir[strlen(dir) - 1] == '/' ? "" : "/", names[i]);
+            rc = fn(ctx, full);
+        }
+        free(names[i]);
+    }
+    free(names);
+    return rc;
+}
+
+int rls__shm_remove_stale(const char *path, char *why, size_t whylen)
+{
+    struct shm_head h;
+    struct stat st, now;
+    int fd;
+    int rc = open_table_file(path, &fd, why, whylen);
+    if (rc != RLS_OK)
+        return rc;
+    rc = head_read(fd, &h, &st, why, whylen);
+    if (rc == RLS_OK && !rls__shm_boot_stale(h.boot))
+        rc = fail(RLS_EBUSY, why, whylen, h.boot ? "made in this boot of the host"
+                                                 : "its boot is unknown: it may be in use");
+    /* the name must still be the file judged (not replaced meanwhile) */
+    if (rc == RLS_OK && (lstat(path, &now) != 0 || now.st_dev != st.st_dev ||
+                         now.st_ino != st.st_ino))
+        rc = fail(RLS_EBUSY, why, whylen, "the file changed while it was examined");
+    if (rc == RLS_OK && unlink(path) != 0)
+        rc = errno == ENOENT ? fail(RLS_ENOTFOUND, why, whylen, "removed meanwhile")
+                             : fail(RLS_ECANTOPEN, why, whylen, "cannot remove it: %s",
+                                    strerror(errno));
+    close(fd);
+    return rc;
 }

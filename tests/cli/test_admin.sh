@@ -75,4 +75,91 @@ tcase "doctor on a damaged database" 5 \
     -- --db bad.db doctor --json --full
 end_sqlite_only
 
+# ---- doctor: the memory-class table, tables of earlier boots, --fix ----
+# An application (ctypes over the Python binding's library: shm_dir and a
+# 64-slot table) makes the table in ./shm; a reboot is forged by copying
+# it under another boot's name with another boot in its header.
+cat >mem.yaml <<'EOF'
+version: 1
+actions:
+  m:
+    limits: [ { name: mm, algorithm: fixed_window, limit: 100, window: 1h, durability: memory } ]
+EOF
+rl --db mem.db init mem.yaml
+rl --db other.db init mem.yaml
+mkdir -p shm
+LIB=$(dirname "$RLCTL")/librlstore.so
+. "$ROOT/tests/pyapp.sh"
+memapp() {  # NAME KEY...: the application admits a check of m for each KEY
+    db_of "$1"
+    local db=$REPLY
+    shift
+    py - "$db" "$W/shm" "$@" <<'PY'
+import ctypes, sys
+from rlstore import _ffi
+lib = _ffi.get()
+opt = _ffi.Options()
+lib.rls_options_init(ctypes.byref(opt))
+opt.shm_dir = sys.argv[2].encode()
+opt.shm_slots = 64
+db = ctypes.c_void_p()
+assert lib.rls_open(ctypes.byref(db), sys.argv[1].encode(), ctypes.byref(opt)) == 0
+for k in sys.argv[3:]:
+    r = _ffi.CResult()
+    assert lib.rls_check(db, b"m", k.encode(), 1, ctypes.byref(r)) == 0 and r.allowed, k
+lib.rls_close(db)
+PY
+}
+forge() {  # SRC DST BOOT: a copy of table SRC whose header says boot BOOT
+    python3 - "$1" "$2" "$3" <<'PY'
+import os, struct, sys
+src, dst, boot = sys.argv[1], sys.argv[2], int(sys.argv[3])
+with open(src, "rb") as f:
+    head = bytearray(f.read(4096))
+head[72:80] = struct.pack("<Q", boot)
+with open(dst, "xb") as f:
+    f.write(head)
+    f.truncate(os.path.getsize(src))
+PY
+}
+if py -c 'import rlstore._ffi; rlstore._ffi.get()' 2>/dev/null; then
+tcase "doctor: no memory table yet, and none made" 0 \
+    --json 'c = {r["check"]: r for r in d["checks"]}; assert c["memory_table"]["status"] == "ok" and "no table at shm/rlstore-" in c["memory_table"]["detail"], c' \
+    -- --db mem.db doctor --shm-dir shm --json
+tassert "doctor made no table" test -z "$(ls shm)"
+tassert "an application makes the table" memapp mem.db a b c
+MINE=$(ls shm)
+tassert "another database's application makes its own" memapp other.db z
+THEIRS=$(ls shm | grep -v "^$MINE\$")
+ID=${MINE%-*}
+OBOOT=0badb007
+[ "${MINE#"$ID"-}" = "$OBOOT.shm" ] && OBOOT=0badb008
+BOOT=$(python3 -c 'import struct,sys; print(struct.unpack("<Q", open(sys.argv[1], "rb").read(80)[72:80])[0])' "shm/$MINE")
+STALE=$ID-$OBOOT.shm
+UNKNOWN=$ID-00000000.shm
+OSTALE=${THEIRS%-*}-$OBOOT.shm
+forge "shm/$MINE" "shm/$STALE" $((BOOT ^ 256))
+forge "shm/$MINE" "shm/$UNKNOWN" 0
+forge "shm/$THEIRS" "shm/$OSTALE" $((BOOT ^ 256))
+tcase "doctor: the table in use" 0 \
+    --json 'c = {r["check"]: r for r in d["checks"]}; t = c["memory_table"]; assert t["status"] == "ok" and "shm/'"$MINE"'" in t["detail"] and "64 slots" in t["detail"] and "3 live entries" in t["detail"], t' \
+    -- --db mem.db doctor --shm-dir shm --json
+tcase "doctor: a table of an earlier boot warns, one of unknown boot is left alone, another database's is not looked at" 0 \
+    --json 's = [r for r in d["checks"] if r["check"] == "memory_stale"]; assert d["ok"] and len(s) == 2 and all(r["status"] == "warn" for r in s) and "'"$STALE"'" in s[1]["detail"] and "earlier boot" in s[1]["detail"] and "'"$UNKNOWN"'" in s[0]["detail"] and "'"${THEIRS%-*}"'" not in str(d), s' \
+    -- --db mem.db doctor --shm-dir shm --json
+tassert "nothing removed without --fix" test -e "shm/$STALE"
+tcase "doctor --fix removes the table of an earlier boot" 0 --out-has "$(printf 'memory_stale\tok\tremoved shm/%s' "$STALE")" \
+    -- --db mem.db doctor --shm-dir shm --fix
+tassert "it is gone" test ! -e "shm/$STALE"
+tassert "the table in use, the one of unknown boot and the other database's stay" \
+    test -e "shm/$MINE" -a -e "shm/$UNKNOWN" -a -e "shm/$THEIRS" -a -e "shm/$OSTALE"
+tassert "the application goes on with its counts" memapp mem.db a
+tcase "doctor --fix again: nothing more to remove" 0 \
+    --json 's = [r for r in d["checks"] if r["check"] == "memory_stale"]; assert len(s) == 1 and s[0]["status"] == "warn" and "'"$UNKNOWN"'" in s[0]["detail"], s' \
+    -- --db mem.db doctor --shm-dir shm --fix --json
+else
+    skip "doctor and the memory table: the Python binding cannot load $LIB"
+fi
+tcase "doctor --shm-dir empty" 2 --err-has "invalid value for --shm-dir" -- --db mem.db doctor --shm-dir ''
+
 finish
