@@ -430,6 +430,43 @@ static void make_file(struct ruleset_file *f, const char *dir, long n, const cha
     rel_write_file(f->path, f->bytes, f->len);
 }
 
+/*
+ * On PostgreSQL a killed client's COMMIT may still be in the server's
+ * hands when the kill returns: its session commits it, notices the end of
+ * the connection and ends.  The judge reads the rules through several
+ * connections one after the other, so it waits for that session to end
+ * first (else one read could see the old rules and the next the new).
+ * The apply's session is found by its application_name (apply_uri).
+ */
+static void apply_uri(const itest *t, long round, char *buf, size_t size)
+{
+    if (it_is_uri(t->path))
+        snprintf(buf, size, "%s&application_name=rlapply_%ld_%ld", t->path, (long)getpid(),
+                 round);
+    else
+        snprintf(buf, size, "%s", t->path);
+}
+
+static void apply_session_gone(const itest *t, long round)
+{
+    char sql[160];
+    if (!it_is_uri(t->path))
+        return;
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM pg_stat_activity WHERE application_name"
+             " = 'rlapply_%ld_%ld'", (long)getpid(), round);
+    for (int64_t end = rel_mono_ms() + 60000;;) {
+        PGresult *r = it_pg_run(t->path, sql);
+        int left = atoi(PQgetvalue(r, 0, 0));
+        PQclear(r);
+        if (left == 0)
+            return;
+        if (rel_mono_ms() > end)
+            fail_msg("round %ld: the killed apply's server session is still there after 60 s",
+                     round);
+        rel_sleep_us(1000);
+    }
+}
+
 static int rlctl_apply(const char *rlctl, const char *db, const char *file, pid_t *pid_out)
 {
     char *argv[] = {(char *)rlctl, "--db", (char *)db, "--quiet", "apply", (char *)file, NULL};
@@ -605,7 +642,9 @@ static void sigkill_rlctl_apply_keeps_old_or_new_rules(void **state)
             break;
         struct ruleset_file next;
         make_file(&next, t->dir, nact, round % 2 ? "b" : "a", round);
-        assert_true(rlctl_apply(rlctl, t->path, next.path, &pid));
+        char uri[4200];
+        apply_uri(t, round, uri, sizeof uri);
+        assert_true(rlctl_apply(rlctl, uri, next.path, &pid));
         int targeted = round % 2 == 1;
         if (targeted && wait_for_writer(t->path, pid)) {
             /* inside the transaction: kill within the next few ms */
@@ -621,6 +660,7 @@ static void sigkill_rlctl_apply_keeps_old_or_new_rules(void **state)
         if (finished && WEXITSTATUS(status) != 0)
             fail_msg("round %ld: rlctl apply failed by itself (exit %d)", round,
                      WEXITSTATUS(status));
+        apply_session_gone(t, round);
         int is_new = judge_apply(rlctl, t, &cur, &next, versions, round);
         if (finished && !is_new)
             fail_msg("round %ld: rlctl apply succeeded but the old rules are active", round);
