@@ -185,15 +185,46 @@ static int prefix_equal(const unsigned char *a, const unsigned char *b, int bits
     return memcmp(x, y, 16) == 0;
 }
 
+/* The decimal (0..255) or lower-case hex (0..0xffff, no leading zeros)
+ * digits of v at buf + n: the new length.  Not snprintf: every check of an
+ * IP action formats its key twice, and snprintf was a tenth of a check's
+ * instructions. */
+static int put_dec(char *buf, int n, unsigned v)
+{
+    if (v >= 100)
+        buf[n++] = (char)('0' + v / 100);
+    if (v >= 10)
+        buf[n++] = (char)('0' + v / 10 % 10);
+    buf[n++] = (char)('0' + v % 10);
+    return n;
+}
+
+static int put_hex(char *buf, int n, unsigned v)
+{
+    static const char hex[] = "0123456789abcdef";
+    int shift = 12;
+    while (shift > 0 && (v >> shift) == 0)
+        shift -= 4;
+    for (; shift >= 0; shift -= 4)
+        buf[n++] = hex[(v >> shift) & 15];
+    return n;
+}
+
 /* RFC 5952 text of a (IPv4 if is_v4) into buf (>= IP_TEXT_MAX); length. */
 static int format_addr(const unsigned char a[16], int is_v4, char *buf)
 {
     int best = -1, best_len = 0, cur = -1, cur_len = 0, i, n = 0;
     unsigned g[8];
 
-    if (is_v4)
-        return snprintf(buf, IP_TEXT_MAX, "%u.%u.%u.%u",
-                        a[12], a[13], a[14], a[15]);
+    if (is_v4) {
+        for (i = 12; i < 16; i++) {
+            if (i > 12)
+                buf[n++] = '.';
+            n = put_dec(buf, n, a[i]);
+        }
+        buf[n] = '\0';
+        return n;
+    }
     for (i = 0; i < 8; i++) {
         g[i] = (unsigned)a[2 * i] << 8 | a[2 * i + 1];
         if (g[i] == 0) {
@@ -214,13 +245,14 @@ static int format_addr(const unsigned char a[16], int is_v4, char *buf)
         best = -1;
     for (i = 0; i < 8; i++) {
         if (i == best) {
-            n += snprintf(buf + n, (size_t)(IP_TEXT_MAX - n), "::");
+            buf[n++] = ':';
+            buf[n++] = ':';
             i += best_len - 1;
             continue;
         }
         if (i > 0 && i != best + best_len)
             buf[n++] = ':';
-        n += snprintf(buf + n, (size_t)(IP_TEXT_MAX - n), "%x", g[i]);
+        n = put_hex(buf, n, g[i]);
     }
     buf[n] = '\0';
     return n;
@@ -260,8 +292,10 @@ static int norm_ip(int v4_prefix, int v6_prefix, const char *key, size_t n,
     full = is_v4 ? 32 : 128;
     mask_bits(a, is_v4 ? 96 + bits : bits);
     len = format_addr(a, is_v4, text);
-    if (bits < full)
-        len += snprintf(text + len, sizeof text - (size_t)len, "/%d", bits);
+    if (bits < full) {
+        text[len++] = '/';
+        len = put_dec(text, len, (unsigned)bits);
+    }
     return copy_out(text, (size_t)len, out, outsize);
 }
 

@@ -13,11 +13,19 @@
  * group.  Checks that arrive while a group runs wait for the next, so the
  * group grows with the load and a lone check waits for nobody.
  *
+ * On a busy CPU the members a group decided may not have run again by the
+ * time the next check finds no leader: it would lead a group of one, again
+ * and again, each thread in turn for a whole time slice.  So a check that
+ * would lead while such members have not yet returned yields the CPU once
+ * first (sched_yield), letting them queue for its group: PostgreSQL's
+ * commit_delay, paid only when other threads are about.
+ *
  * Two locks: q (the queue, held briefly, never while waiting for the
  * handle lock) and lock (the handle lock, recursive: a public function
  * that calls another, a leader that runs a member's plain pipeline).
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +54,7 @@ static void group_init_locks(struct rls_group *g)
     g->head = g->tail = NULL;
     g->leading = 0;
     g->waiting = 0;
+    g->returning = 0;
 }
 
 static void group_fork_check(struct rls_group *g)
@@ -105,7 +114,18 @@ void rls__group_errmsg_keep(const rls_db *db, const char *msg)
         i = (int)(err_next++ % ERR_SLOTS);
         err_slot[i].db = db;
     }
-    snprintf(err_slot[i].msg, sizeof err_slot[i].msg, "%s", msg);
+    rls__group_copy_msg(err_slot[i].msg, sizeof err_slot[i].msg, msg);
+}
+
+/* snprintf(dst, size, "%s", msg) without snprintf: every member of a group
+ * copies its (mostly empty) detail twice. */
+void rls__group_copy_msg(char *dst, size_t size, const char *msg)
+{
+    size_t n = strlen(msg);
+    if (n >= size)
+        n = size - 1;
+    memcpy(dst, msg, n);
+    dst[n] = '\0';
 }
 
 size_t rls__group_waiting(rls_db *db)
@@ -233,6 +253,7 @@ static void lead(rls_db *db, struct rls_group *g)
         m[i]->done = 1;
         pthread_cond_signal(&m[i]->cv);
     }
+    g->returning += n;
     g->leading = 0;
     if (g->head)
         pthread_cond_signal(&g->head->cv);   /* the next group's leader */
@@ -257,12 +278,25 @@ int rls__group_check(rls_db *db, struct check_call *call)
         g->head = &me;
     g->tail = &me;
     g->waiting++;
+    int yielded = 0;
     while (!me.done) {
-        if (!g->leading)
+        if (!g->leading && !yielded && g->returning > 0) {
+            /* Threads of the last group, decided, have not run since:
+             * on a busy CPU the next check of each is only a yield away.
+             * One yield lets them queue for this group (as PostgreSQL's
+             * commit_delay, only when others are about: a lone check
+             * never waits). */
+            yielded = 1;
+            pthread_mutex_unlock(&g->q);
+            sched_yield();
+            pthread_mutex_lock(&g->q);
+        } else if (!g->leading) {
             lead(db, g);
-        else
+        } else {
             pthread_cond_wait(&me.cv, &g->q);
+        }
     }
+    g->returning--;
     pthread_mutex_unlock(&g->q);
     pthread_cond_destroy(&me.cv);
     rls__group_errmsg_keep(db, me.errmsg);

@@ -31,12 +31,17 @@ struct rls_group {
     struct group_member *head, *tail;
     int leading;                   /* a leader is running a group */
     size_t waiting;                /* members queued, not yet taken */
+    size_t returning;              /* members decided whose threads have not
+                                    * yet left rls__group_check */
     unsigned long epoch;           /* rls__fork_epoch() the locks were made in */
 };
 
 /* handle.c: a number that changes in a forked child (the fork count). */
 unsigned long rls__fork_epoch(void);
 
+
+/* group.c: copies msg into dst (size bytes), cut to fit. */
+void rls__group_copy_msg(char *dst, size_t size, const char *msg);
 
 /* group_tx.c: runs the n members' checks (the leader, handle lock held):
  * each member's rc, errmsg and result filled. */

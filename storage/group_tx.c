@@ -63,7 +63,7 @@ static void member_answer(rls_db *db, struct group_member *m, int rc)
 {
     struct check_call *c = m->call;
     m->rc = rc;
-    snprintf(m->errmsg, sizeof m->errmsg, "%s", rc == RLS_OK ? "" : db->errmsg);
+    rls__group_copy_msg(m->errmsg, sizeof m->errmsg, rc == RLS_OK ? "" : db->errmsg);
     if (rc != RLS_OK) {
         if (c->id)
             *c->id = 0;
@@ -194,7 +194,7 @@ void rls__group_run(rls_db *db, struct group_member **m, size_t n)
     struct gtx t;
     if (n == 1) {
         m[0]->rc = run_single(db, m[0]->call);
-        snprintf(m[0]->errmsg, sizeof m[0]->errmsg, "%s", m[0]->rc ? db->errmsg : "");
+        rls__group_copy_msg(m[0]->errmsg, sizeof m[0]->errmsg, m[0]->rc ? db->errmsg : "");
         return;
     }
     memset(&t, 0, sizeof t);

@@ -114,7 +114,18 @@ static int read_policy(rls_db *db, key_ctx *ctx, int64_t now)
  * action's key is stored as given), and the one-flight probe. */
 static void canon_key(key_ctx *ctx)
 {
-    int n = rls__key_canonical(ctx->raw, strlen(ctx->raw), ctx->canon, sizeof ctx->canon);
+    const rule_action *a = ctx->act;
+    int n;
+    /* An IP action that folds no address: its key normalised from the
+     * caller's is the canonical form already (both are the address's
+     * RFC 5952 text, keynorm.c), which need not be worked out twice. */
+    if (a->key_kind == KEY_IP && a->ipv4_prefix == 32 && a->ipv6_prefix == 128 &&
+        !ctx->normalised_arg && ctx->keylen < sizeof ctx->canon) {
+        memcpy(ctx->canon, ctx->key, ctx->keylen + 1);
+        n = (int)ctx->keylen;
+    } else {
+        n = rls__key_canonical(ctx->raw, strlen(ctx->raw), ctx->canon, sizeof ctx->canon);
+    }
     if (n < 0) {   /* no room: as it is */
         n = snprintf(ctx->canon, sizeof ctx->canon, "%s", ctx->raw);
         if (n >= (int)sizeof ctx->canon)
@@ -397,6 +408,44 @@ int rls__keyctx_read_states(rls_db *db, key_ctx *ctx)
     return mem ? rls__mem_read(db, ctx) : RLS_OK;
 }
 
+static void bind_state(rls_stmt *st, const key_ctx *ctx, int i)
+{
+    const algo_state *s = &ctx->st[i];
+    sql_bind_int64(st, 1, ctx->rl[i].def->id);
+    sql_bind_blob(st, 2, ctx->key, (int)ctx->keylen, SQL_STATIC);
+    sql_bind_int64(st, 3, ctx->rl[i].def->algorithm);
+    sql_bind_int64(st, 4, s->a);
+    sql_bind_int64(st, 5, s->b);
+    sql_bind_int64(st, 6, s->c);
+    sql_bind_int64(st, 7, s->last_ms);
+    sql_bind_int64(st, 8, s->expires_ms);
+    if (s->log && s->log_len)
+        sql_bind_blob(st, 9, s->log, (int)s->log_len, SQL_STATIC);
+    else
+        sql_bind_null(st, 9);
+}
+
+/* The state of limit i written back over the row the transaction read.
+ * SQLite's STATE_PUT is an UPDATE (statements.h) whose outcome is known
+ * at once: should it find no row, the state is inserted instead, never
+ * lost.  PostgreSQL's is the upsert, its outcome read with the next
+ * statement (an existing state's upsert travels with it, pg_pipe.c). */
+static int put_state(rls_db *db, const key_ctx *ctx, int i, rls_stmt *put, rls_stmt *add)
+{
+    int64_t before = put->deferred_rows;
+    bind_state(put, ctx, i);
+    int rc = sql_step_deferred(put);
+    sql_reset(put);
+    if (rc != SQL_DONE)
+        return rls__sql_error(db, rc, "cannot write counter state");
+    if (put->drv != &rls__lite_driver || put->deferred_rows != before)
+        return RLS_OK;
+    bind_state(add, ctx, i);
+    rc = sql_step(add);
+    sql_reset(add);
+    return rc == SQL_DONE ? RLS_OK : rls__sql_error(db, rc, "cannot write counter state");
+}
+
 int rls__keyctx_write_states(rls_db *db, key_ctx *ctx)
 {
     rls_stmt *put = rls__stmt(db, STMT_STATE_PUT), *add = rls__stmt(db, STMT_STATE_NEW);
@@ -411,29 +460,19 @@ int rls__keyctx_write_states(rls_db *db, key_ctx *ctx)
     if (durable && (krc = rls__keycount_before_write(db, ctx)))
         return krc;
     for (int i = 0; i < ctx->n; i++) {
-        const algo_state *s = &ctx->st[i];
         if (!ctx->items[i].changed || rls__mem_limit(ctx->rl[i].def))
             continue;
-        rls_stmt *st = ctx->row[i] ? put : add;
-        sql_bind_int64(st, 1, ctx->rl[i].def->id);
-        sql_bind_blob(st, 2, ctx->key, (int)ctx->keylen, SQL_STATIC);
-        sql_bind_int64(st, 3, ctx->rl[i].def->algorithm);
-        sql_bind_int64(st, 4, s->a);
-        sql_bind_int64(st, 5, s->b);
-        sql_bind_int64(st, 6, s->c);
-        sql_bind_int64(st, 7, s->last_ms);
-        sql_bind_int64(st, 8, s->expires_ms);
-        if (s->log && s->log_len)
-            sql_bind_blob(st, 9, s->log, (int)s->log_len, SQL_STATIC);
-        else
-            sql_bind_null(st, 9);
-        /* an existing state's upsert may travel with the next statement
-         * (PostgreSQL, pg_pipe.c); a new one's outcome is read at once */
-        int rc = st == put ? sql_step_deferred(st) : sql_step(st);
-        sql_reset(st);
+        if (ctx->row[i]) {
+            if ((krc = put_state(db, ctx, i, put, add)))
+                return krc;
+            continue;
+        }
+        bind_state(add, ctx, i);
+        int rc = sql_step(add);
+        sql_reset(add);
         if (rc != SQL_DONE)
             return rls__sql_error(db, rc, "cannot write counter state");
-        if (st == add && sql_changes(db) != 1)   /* another check created it */
+        if (sql_changes(db) != 1)   /* another check created it */
             return db->be->conflict(db, "counter state was created by a concurrent check");
     }
     return RLS_OK;

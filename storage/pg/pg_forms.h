@@ -37,6 +37,10 @@
     XX(STATE_GET, "SELECT alg, a, b, c, last_ms, exp_ms, log FROM rls_state"  \
        " WHERE lid = ?1 AND key = ?2 FOR UPDATE")                             \
     XX(STATE_NEW, RLS__STATE_INSERT " ON CONFLICT(key, lid) DO NOTHING")     \
+    /* the state read FOR UPDATE, written back (keyctx.c): the upsert,     \
+     * whose outcome need not be looked at (it travels with the next        \
+     * statement, pg_pipe.c) */                                             \
+    XX(STATE_PUT, RLS__STATE_UPSERT)                                          \
     XX(RES_GET, "SELECT action, key, cost, created_ms, expires_ms, lids FROM rls_reservations" \
        " WHERE id = ?1 FOR UPDATE")                                           \
     XX(META_LOCK, "SELECT 1 FROM rls_meta WHERE id = 1 FOR UPDATE")              \

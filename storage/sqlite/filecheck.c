@@ -28,12 +28,25 @@
  *
  * Any of these makes the handle refuse every later write with EIO (and a
  * check's result filled by the failure policy): its process must be
- * restarted, as every process using the database must.  The cost is two
- * stat() per write transaction, and one pread() each time the log was
- * started over (docs/RELIABILITY.md has the figures).  Not detected: a file replaced by one with the same inode
- * number, the -shm deleted (each process then keeps its own index; a
- * newcomer's is rebuilt from the -wal it finds), and anything done to the
- * files while no process has them open.
+ * restarted, as every process using the database must.
+ *
+ * The two stat() by name cost about 1 us per write transaction, a tenth of
+ * a check.  A file is deleted, renamed or replaced at its path only by
+ * changing its directory, which gives the directory a new modification
+ * (and change) time, so one fstat() of the directory's descriptor stands
+ * for both while the directory keeps the times it had when the files were
+ * last found in place.  The times are read before the names are looked
+ * up, and trusted only when the clock was past them by more than the file
+ * system's time stamp granularity (DIR_QUIET_NS; stamps in whole seconds,
+ * DIR_QUIET_WHOLE_NS): a change after the read is then stamped later,
+ * never with the same time.  A directory that
+ * changes (any file in it created or removed) makes the next write look
+ * the names up again.  One pread() each time the log was started over.
+ * Not detected: a file replaced by one with the same inode number, a file
+ * mounted over (no directory change) while the directory's times stand,
+ * the -shm deleted (each process then keeps its own index; a newcomer's is
+ * rebuilt from the -wal it finds), and anything done to the files while no
+ * process has them open.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -41,10 +54,16 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include "lite.h"
 
 #define WAL_INDEX_REGION 32768   /* SQLite's wal-index page size */
+/* More than the kernel's coarse clock tick (at most 10 ms) and the time
+ * stamp granularity of a file system whose stamps have a fraction of a
+ * second (exFAT: 10 ms); stamps in whole seconds (FAT: 2 s) wait longer. */
+#define DIR_QUIET_NS (250LL * 1000000)
+#define DIR_QUIET_WHOLE_NS (3LL * 1000000000)
 
 static const char *const schemas[2] = {"main", "rules"};
 
@@ -76,6 +95,7 @@ void rls__files_forget(rls_db *db)
             close(db->lite->file_dir[i]);   /* a directory: no lock of SQLite's on it */
         db->lite->file_dir[i] = -1;
         db->lite->file_known[i][0] = db->lite->file_known[i][1] = 0;
+        db->lite->dir_quiet[i] = 0;
     }
 }
 
@@ -171,6 +191,54 @@ static int index_matches(rls_db *db, int i)
     return 1;
 }
 
+static int64_t ts_ns(struct timespec t)
+{
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* 1 when schema i's directory has the times it had when its files were
+ * last found in place, and they may stand for looking the names up (see
+ * the top); *sb is the directory's now, *have whether it was read. */
+static int dir_quiet(rls_db *db, int i, struct stat *sb, int *have)
+{
+    *have = db->lite->file_dir[i] >= 0 && fstat(db->lite->file_dir[i], sb) == 0;
+    return *have && db->lite->dir_quiet[i] && ts_ns(sb->st_mtim) == db->lite->dir_mtime[i] &&
+           ts_ns(sb->st_ctim) == db->lite->dir_ctime[i];
+}
+
+/* The files of schema i were found in place after the directory's times
+ * sb were read: they stand for the next look if the clock is far enough
+ * past them. */
+static void dir_note(rls_db *db, int i, const struct stat *sb)
+{
+    struct timespec now;
+    int64_t m = ts_ns(sb->st_mtim), c = ts_ns(sb->st_ctim);
+    db->lite->dir_mtime[i] = m;
+    db->lite->dir_ctime[i] = c;
+    int64_t quiet = sb->st_mtim.tv_nsec || sb->st_ctim.tv_nsec ? DIR_QUIET_NS
+                                                                : DIR_QUIET_WHOLE_NS;
+    db->lite->dir_quiet[i] = clock_gettime(CLOCK_REALTIME, &now) == 0 &&
+                             ts_ns(now) - (m > c ? m : c) > quiet;
+}
+
+/* The database file and its -wal of schema i at their paths are the ones
+ * found at connect: 0, else GONE_DB or GONE_WAL.  A write looks the names
+ * up only when the directory changed (dir_quiet). */
+static int files_in_place(rls_db *db, int i, int locked)
+{
+    struct stat sb;
+    int have = 0;
+    if (locked && dir_quiet(db, i, &sb, &have))
+        return 0;
+    if (replaced(db, i, 0))
+        return 1;
+    if (replaced(db, i, 1))
+        return 2;
+    if (have)
+        dir_note(db, i, &sb);
+    return 0;
+}
+
 enum { GONE_DB = 1, GONE_WAL, GONE_INDEX };
 
 /* The error of what was found (db->lite->files_gone), for schema i. */
@@ -202,10 +270,9 @@ int rls__files_verify(rls_db *db, int locked)
         /* a write: the files it writes; the doctor: every file */
         if (locked ? !writes(db, i) : i == 1 && !db->lite->split)
             continue;
-        if (replaced(db, i, 0))
-            return gone(db, GONE_DB, i);
-        if (replaced(db, i, 1))
-            return gone(db, GONE_WAL, i);
+        int moved = files_in_place(db, i, locked);
+        if (moved)
+            return gone(db, moved == 1 ? GONE_DB : GONE_WAL, i);
         const char *wal = wal_path(db, i);
         int m = index_matches(db, i);
         if (m == 0 && !locked)

@@ -47,6 +47,9 @@ struct rls_lite {
     ino_t file_ino[2][2];
     int file_known[2][2];
     int file_dir[2];               /* O_PATH descriptor of their directory, or -1 */
+    int64_t dir_mtime[2], dir_ctime[2];  /* the directory's times (ns) when its
+                                          * files were last found in place */
+    int dir_quiet[2];              /* ... and they may stand for a look (filecheck.c) */
     unsigned char wal_salts[2][8]; /* index salts last found in the -wal's header */
     int wal_salts_ok[2];           /* ... valid */
     int files_gone;                /* one was deleted or replaced: no writes */

@@ -136,6 +136,70 @@ static void deleted_wal_applies_the_failure_policy(void **state)
     tu_rmdir(dir);
 }
 
+/* ---- a quiet directory (filecheck.c) ---------------------------------------- */
+
+static int64_t ts_ns(struct timespec t)
+{
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* Waits until dir's times are far enough in the past for a handle to let
+ * them stand for looking its files up (filecheck.c: 250 ms, 3 s for
+ * stamps in whole seconds): the event is the clock passing them. */
+static void wait_quiet(const char *dir)
+{
+    for (;;) {
+        struct stat sb;
+        struct timespec now, pause = {0, 20 * 1000000};
+        assert_int_equal(stat(dir, &sb), 0);
+        assert_int_equal(clock_gettime(CLOCK_REALTIME, &now), 0);
+        int64_t t = ts_ns(sb.st_mtim) > ts_ns(sb.st_ctim) ? ts_ns(sb.st_mtim) : ts_ns(sb.st_ctim);
+        int whole = sb.st_mtim.tv_nsec == 0 && sb.st_ctim.tv_nsec == 0;
+        if (ts_ns(now) - t > (whole ? 3500 : 400) * (int64_t)1000000)
+            return;
+        nanosleep(&pause, NULL);
+    }
+}
+
+/*
+ * While the directory is quiet, a write stands its unchanged times for the
+ * two lookups by name; removing the database file, replacing it by a
+ * rename, or removing its -wal changes the directory, and the next write
+ * refuses (a handle that trusted the directory past such a change would
+ * admit here).
+ */
+static void quiet_directory_still_notices_a_change(void **state)
+{
+    for (int how = 0; how < 3; how++) {
+        char *dir = tu_mkdtemp(), path[4200], other[4200], wal[4300];
+        tu_path(path, sizeof path, dir, "rl.db");
+        tu_path(other, sizeof other, dir, "other");
+        snprintf(wal, sizeof wal, "%s-wal", path);
+        rls_db *a = open_db(path);
+        assert_int_equal(rls_rules_apply_at(a, RULES, strlen(RULES), "r.yaml", NULL, T0, NULL),
+                         RLS_OK);
+        FILE *f = fopen(other, "w");
+        assert_non_null(f);
+        fclose(f);
+        assert_int_equal(checks(a, 1, RLS_OK, "a"), 1);
+        wait_quiet(dir);
+        /* the first write finds the files in place, the next trust the directory */
+        assert_int_equal(checks(a, 3, RLS_OK, "a, directory quiet"), 3);
+        if (how == 0)
+            assert_int_equal(unlink(path), 0);
+        else if (how == 1)
+            assert_int_equal(rename(other, path), 0);
+        else
+            assert_int_equal(unlink(wal), 0);
+        static const char *const what[] = {"database removed", "database replaced",
+                                           "-wal removed"};
+        assert_int_equal(checks(a, 2, RLS_EIO, what[how]), 0);
+        print_message("quiet directory, %s: %s\n", what[how], rls_errmsg(a));
+        rls_close(a);
+        tu_rmdir(dir);
+    }
+}
+
 /* ---- the doctor ----------------------------------------------------------- */
 
 static void sql(sqlite3 *s, const char *q)
@@ -240,6 +304,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(deleted_wal_refuses_writes),
         cmocka_unit_test(deleted_database_refuses_writes),
         cmocka_unit_test(deleted_wal_applies_the_failure_policy),
+        cmocka_unit_test(quiet_directory_still_notices_a_change),
         cmocka_unit_test(doctor_checks_the_indexes_by_default),
         cmocka_unit_test(doctor_reports_a_replaced_wal),
     };
