@@ -203,15 +203,39 @@ static int items_check(const rls__shm *t, const rls__shm_item *items, size_t n)
     return RLS_OK;
 }
 
+/* Starts loading the lines of bucket b (its lock and tags): a table far
+ * larger than the caches costs a miss per line, and the lines of every
+ * bucket and slot a transaction needs are loaded at once, not one after
+ * the other. */
+static void prefetch_bucket(const rls__shm *t, uint32_t b)
+{
+    const unsigned char *p = (const unsigned char *)shm_bucket_at(t, b);
+    __builtin_prefetch(p, 1);
+    __builtin_prefetch(p + 64, 1);
+}
+
+/* ... and of slot s's fields, copies and the start of its key */
+static void prefetch_slot(const rls__shm *t, uint32_t s)
+{
+    const unsigned char *p = (const unsigned char *)shm_slot_at(t, s);
+    __builtin_prefetch(p, 1);
+    __builtin_prefetch(p + 64, 1);
+    __builtin_prefetch(p + sizeof(struct shm_slot), 0);
+}
+
 /* The one of buckets b1, b2 whose tags hold tag, read without its lock
- * (atomic loads: a hint, verified under the lock), or UINT32_MAX. */
+ * (atomic loads: a hint, verified under the lock), or UINT32_MAX; the
+ * first slot with that tag is prefetched. */
 static uint32_t tag_home(const rls__shm *t, uint32_t b1, uint32_t b2, uint32_t tag)
 {
     for (int k = 0; k < 2; k++) {
-        struct shm_bucket *bk = shm_bucket_at(t, k ? b2 : b1);
+        uint32_t b = k ? b2 : b1;
+        struct shm_bucket *bk = shm_bucket_at(t, b);
         for (uint32_t w = 0; w < RLS__SHM_WAYS; w++)
-            if (__atomic_load_n(&bk->tag[w], __ATOMIC_RELAXED) == tag)
-                return k ? b2 : b1;
+            if (__atomic_load_n(&bk->tag[w], __ATOMIC_RELAXED) == tag) {
+                prefetch_slot(t, b * RLS__SHM_WAYS + w);
+                return b;
+            }
     }
     return UINT32_MAX;
 }
@@ -274,6 +298,8 @@ static int lock_items(rls__shm *t, const rls__shm_item *items, size_t n, int64_t
         tx->item[i] = items[i];
         tx->slot[i] = UINT32_MAX;
         placement(t, item_hash(t, &items[i]), &b1[i], &b2[i], &tx->tag[i]);
+        prefetch_bucket(t, b1[i]);
+        prefetch_bucket(t, b2[i]);
     }
     rc = lock_homes(t, items, n, b1, b2, tx);
     if (rc == 1) {
