@@ -172,7 +172,6 @@ const char *rls__mem_path(const rls_db *db)
 int rls__mem_table(rls_db *db, rls__shm **out)
 {
     struct rls_memclass *m = db->mem;
-    char why[256] = "";
     *out = NULL;
     if (!m)
         return rls__error(db, RLS_ENOMEM, "out of memory");
@@ -180,6 +179,7 @@ int rls__mem_table(rls_db *db, rls__shm **out)
         return rls__error(db, RLS_ECANTOPEN, "the shared-memory table of durability: memory "
                           "limits has no name: the database's identity cannot be read");
     if (m->state == 0) {
+        char why[256] = "";
         /* an existing table keeps its geometry (rlstore.h, shm_slots); the
          * tools open with RLS_KEY_MAX_LIMIT to read any key, which is not
          * a length keys are made with: their table takes the default */

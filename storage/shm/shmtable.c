@@ -92,7 +92,8 @@ static void lockset_add(rls__shm_txn *tx, uint32_t b)
         i--;
     if (i > 0 && tx->locked[i - 1] == b)
         return;
-    memmove(&tx->locked[i + 1], &tx->locked[i], (tx->nlocked - i) * sizeof tx->locked[0]);
+    for (size_t j = tx->nlocked; j > i; j--)   /* a few: no memmove call */
+        tx->locked[j] = tx->locked[j - 1];
     tx->locked[i] = b;
     tx->nlocked++;
 }
@@ -287,7 +288,9 @@ static int lock_items(rls__shm *t, const rls__shm_item *items, size_t n, int64_t
     uint32_t b1[RLS__SHM_TXN_MAX], b2[RLS__SHM_TXN_MAX];
     if (!tx)
         return RLS_EINVAL;
-    memset(tx, 0, offsetof(rls__shm_txn, item));
+    tx->t = NULL;   /* what rls__shm_unlock reads; slot, tag set per item below */
+    tx->n = tx->nlocked = 0;
+    memset(tx->fresh, 0, sizeof tx->fresh);
     if (!t || !items || n < 1 || n > RLS__SHM_TXN_MAX)
         return RLS_EINVAL;
     int rc = items_check(t, items, n);
