@@ -517,7 +517,7 @@ static int churn_step(rls__shm *t, const char *keeper, const char *churn)
 static void churn_process(const char *p, int id, int ops, int go)
 {
     rls__shm *t = NULL;
-    char churn[16], keeper[8], c;
+    char churn[32], keeper[16], c;
     if (rls__shm_open(&t, p, &G_SMALL, NULL, 0) != RLS_OK)
         _exit(2);
     if (read(go, &c, 1) != 0)   /* all start together: EOF when the parent closes */
