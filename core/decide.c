@@ -8,7 +8,6 @@
  * denying one with the longest wait (never = -1 dominates), or when admitted
  * the one with the least remaining fraction of its capacity.
  */
-#include <stdio.h>
 #include <string.h>
 #include "arith.h"
 #include "decide.h"
@@ -176,19 +175,39 @@ static int less_fraction(const algo_meta *a, const algo_meta *b)
     return l < r;
 }
 
+/* Is the limit's window_ms its calendar window's real length (a 23-hour
+ * day) rather than the nominal d->window.ms? */
+static int window_is_calendar(const rule_limit *d)
+{
+    return d->window.calendar != DUR_FIXED && d->anchor != ANCHOR_FIRST_HIT &&
+           (d->algorithm == ALGO_FIXED_WINDOW || d->algorithm == ALGO_SLIDING_WINDOW);
+}
+
 int64_t rls__decide_window_ms(const rule_limit *d, int64_t t)
 {
-    if (d->window.calendar == DUR_FIXED || d->anchor == ANCHOR_FIRST_HIT ||
-        (d->algorithm != ALGO_FIXED_WINDOW && d->algorithm != ALGO_SLIDING_WINDOW))
+    if (!window_is_calendar(d))
         return d->window.ms;
     int64_t prev, start, end;
     rls__window_at(&d->window, d->tz, t, &prev, &start, &end);
     return end - start;
 }
 
-static void fill_result(rls_result *res, const decide_item *it, int allowed,
-                        int reason, int64_t t, int64_t skew)
+/* The rule name into res->rule, cut to fit as snprintf("%s") would: a
+ * check fills it every time, and printf's machinery costs more than the
+ * rest of the result. */
+static void copy_rule(rls_result *res, const char *name)
 {
+    size_t n = name ? strnlen(name, sizeof res->rule - 1) : 0;
+    memcpy(res->rule, name ? name : "", n);
+    res->rule[n] = '\0';
+}
+
+/* w: the window the deciding limit was asked in at t (window_ms as
+ * rls__decide_window_ms(def, t) gives it, without computing it again). */
+static void fill_result(rls_result *res, const decide_item *it, const algo_window *w,
+                        int allowed, int reason, int64_t t, int64_t skew)
+{
+    const rule_limit *d = it->rl->def;
     memset(res, 0, sizeof *res);
     res->allowed = allowed;
     res->reason = reason;
@@ -197,8 +216,8 @@ static void fill_result(rls_result *res, const decide_item *it, int allowed,
     res->reset_ms = shift(it->meta.reset_ms, skew);
     res->retry_after_ms = allowed ? 0 : shift(it->meta.retry_after_ms, skew);
     res->delay_ms = allowed ? shift(it->meta.delay_ms, skew) : 0;
-    res->window_ms = rls__decide_window_ms(it->rl->def, t);
-    snprintf(res->rule, sizeof res->rule, "%s", it->rl->def->name);
+    res->window_ms = window_is_calendar(d) ? w->end - w->start : d->window.ms;
+    copy_rule(res, d->name);
 }
 
 int rls__decide_check(decide_item *items, int n, int behaviour, int64_t now,
@@ -292,12 +311,12 @@ int rls__decide_check(decide_item *items, int n, int behaviour, int64_t now,
     out->deciding = deciding;
     never = !all_ok && items[deciding].meta.retry_after_ms < 0;
     if (all_ok) {
-        fill_result(res, &items[deciding], 1,
+        fill_result(res, &items[deciding], &w[deciding], 1,
                     shadow_hit && behaviour != TIER_UNLIMITED
                         ? RLS_REASON_SHADOW : RLS_REASON_OK,
                     t, t - now);
     } else {
-        fill_result(res, &items[deciding], 0,
+        fill_result(res, &items[deciding], &w[deciding], 0,
                     never ? RLS_REASON_COST_EXCEEDS : RLS_REASON_LIMIT, t, t - now);
         /* The penalty of the deciding limit, else of another enforcing
          * limit that denied; never for a request that can never pass. */
@@ -375,7 +394,7 @@ void rls__decide_blocked(rls_result *res, int64_t now, int64_t until_ms,
     res->reason = RLS_REASON_BLOCKED;
     res->retry_after_ms = until_ms > now ? until_ms - now : -1;
     res->reset_ms = res->retry_after_ms > 0 ? res->retry_after_ms : 0;
-    snprintf(res->rule, sizeof res->rule, "%s", rule ? rule : "");
+    copy_rule(res, rule);
 }
 
 void rls__decide_blocked_keep(rls_result *res, int64_t now, int64_t until_ms,

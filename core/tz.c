@@ -61,6 +61,7 @@ struct tz_rule {
 
 struct rls_tz {
     char *name;
+    uint64_t serial;          /* rls__tz_serial: never reused in the process */
     uint32_t timecnt, typecnt;
     int64_t *times;           /* timecnt transition instants, seconds */
     unsigned char *idx;       /* timecnt type indices */
@@ -68,6 +69,10 @@ struct rls_tz {
     int has_rule;
     struct tz_rule rule;
 };
+
+/* The last serial given (rls__tz_serial): a zone freed and another loaded
+ * at its address must not look like the same zone to a cache. */
+static uint64_t tz_next_serial;
 
 /* ---- small arithmetic helpers ------------------------------------------ */
 
@@ -429,6 +434,11 @@ int64_t rls__tz_local_midnight(const rls_tz *tz, int64_t days)
     return rls__tz_local_to_utc(tz, clamp64(days, TZ_DAY_LIMIT) * SECS_DAY * 1000);
 }
 
+uint64_t rls__tz_serial(const rls_tz *tz)
+{
+    return tz ? tz->serial : 0;
+}
+
 const char *rls__tz_name(const rls_tz *tz)
 {
     return tz ? tz->name : "UTC";
@@ -735,6 +745,7 @@ int rls__tz_load(const char *name, rls_tz **out, const char **why)
         *why = "out of memory";
         goto out;
     }
+    tz->serial = __atomic_add_fetch(&tz_next_serial, 1, __ATOMIC_RELAXED);
     if (strcmp(name, "UTC") == 0 || strcmp(name, "Etc/UTC") == 0) {
         tz->typecnt = 1;
         tz->types = calloc(1, sizeof *tz->types);

@@ -25,6 +25,10 @@ typedef struct rls_tz rls_tz;
 int rls__tz_load(const char *name, rls_tz **out, const char **why);
 void rls__tz_free(rls_tz *tz);                /* NULL is a no-op */
 const char *rls__tz_name(const rls_tz *tz);   /* as given to rls__tz_load */
+/* A number naming this loaded zone, never given to another zone of the
+ * process (a zone loaded at a freed zone's address has another): what a
+ * cache of computed windows keys on.  0 for NULL (UTC). */
+uint64_t rls__tz_serial(const rls_tz *tz);
 
 /* Offset from UTC in seconds (local = utc + offset) in force at utc_ms. */
 int32_t rls__tz_offset_at(const rls_tz *tz, int64_t utc_ms);

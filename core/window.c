@@ -165,6 +165,74 @@ static void long_window(int64_t len, const rls_tz *tz, int64_t t,
         *prev = rls__tz_local_to_utc(tz, (k - i) * len);
 }
 
+/* The window of (d, tz) containing t (already clamped). */
+static void compute(const rls_duration *d, const rls_tz *tz, int64_t t, int64_t *p,
+                    int64_t *s, int64_t *e)
+{
+    if (!d || (d->calendar == DUR_FIXED && d->ms <= 0)) {
+        *p = t - 1;
+        *s = t;
+        *e = t + 1;
+    } else if (d->calendar == DUR_DAY || d->calendar == DUR_WEEK ||
+               d->calendar == DUR_MONTH) {
+        calendar_window(d, tz, t, p, s, e);
+    } else if (d->ms < MS_DAY) {
+        subday_window(d->ms, tz, t, p, s, e);
+    } else {
+        long_window(d->ms < DUR_MS_MAX ? d->ms : DUR_MS_MAX, tz, t, p, s, e);
+    }
+}
+
+static int64_t clamp_t(int64_t t)
+{
+    return t < -T_LIMIT ? -T_LIMIT : t > T_LIMIT ? T_LIMIT : t;
+}
+
+/*
+ * The windows computed last by this thread.  The windows of one (length,
+ * zone) partition time (the rules above give every instant exactly one
+ * window, and prev_start depends only on the window), so the window of t
+ * is the cached one whenever start <= t < end: a check charging the same
+ * day's window need not convert local midnights again (a calendar window
+ * costs several time-zone conversions).  Keyed by the zone's serial, never
+ * its address: a zone freed and another loaded there is another zone.
+ * Thread-local: window.c stays safe from any thread without a lock.
+ */
+#define WCACHE_N 4
+struct wcache {
+    uint64_t serial;
+    int64_t ms;
+    int calendar;
+    int64_t prev, start, end;   /* start == end (zeroed): holds nothing */
+};
+static _Thread_local struct wcache wcache[WCACHE_N];
+static _Thread_local unsigned wcache_next;
+
+void rls__window_compute(const rls_duration *d, const rls_tz *tz, int64_t t,
+                         int64_t *prev_start, int64_t *start, int64_t *end)
+{
+    int64_t p, s, e;
+    compute(d, tz, clamp_t(t), &p, &s, &e);
+    if (prev_start)
+        *prev_start = p;
+    if (start)
+        *start = s;
+    if (end)
+        *end = e;
+}
+
+/* The cached window of (d, tz) containing t, or NULL. */
+static const struct wcache *cached(const rls_duration *d, uint64_t serial, int64_t t)
+{
+    for (int i = 0; i < WCACHE_N; i++) {
+        const struct wcache *c = &wcache[i];
+        if (c->serial == serial && c->ms == d->ms && c->calendar == d->calendar &&
+            c->start <= t && t < c->end)
+            return c;
+    }
+    return NULL;
+}
+
 /*
  * Contract: see window.h and the rules above.  d must have ms >= 1 for a
  * fixed duration; a NULL d or a non-positive length gives the 1 ms window
@@ -174,22 +242,21 @@ void rls__window_at(const rls_duration *d, const rls_tz *tz, int64_t t,
                int64_t *prev_start, int64_t *start, int64_t *end)
 {
     int64_t p, s, e;
+    const struct wcache *c;
+    uint64_t serial = rls__tz_serial(tz);
 
-    if (t < -T_LIMIT)
-        t = -T_LIMIT;
-    if (t > T_LIMIT)
-        t = T_LIMIT;
+    t = clamp_t(t);
     if (!d || (d->calendar == DUR_FIXED && d->ms <= 0)) {
-        p = t - 1;
-        s = t;
-        e = t + 1;
-    } else if (d->calendar == DUR_DAY || d->calendar == DUR_WEEK ||
-               d->calendar == DUR_MONTH) {
-        calendar_window(d, tz, t, &p, &s, &e);
-    } else if (d->ms < MS_DAY) {
-        subday_window(d->ms, tz, t, &p, &s, &e);
+        compute(d, tz, t, &p, &s, &e);
+    } else if ((c = cached(d, serial, t)) != NULL) {
+        p = c->prev;
+        s = c->start;
+        e = c->end;
     } else {
-        long_window(d->ms < DUR_MS_MAX ? d->ms : DUR_MS_MAX, tz, t, &p, &s, &e);
+        compute(d, tz, t, &p, &s, &e);
+        if (s <= t && t < e)   /* always (window.h); the cache holds only that */
+            wcache[wcache_next++ % WCACHE_N] =
+                (struct wcache){serial, d->ms, d->calendar, p, s, e};
     }
     if (prev_start)
         *prev_start = p;

@@ -24,4 +24,9 @@
 void rls__window_at(const rls_duration *d, const rls_tz *tz, int64_t t,
                int64_t *prev_start, int64_t *start, int64_t *end);
 
+/* The same, computed without the thread's cache of recent windows (tests
+ * compare the two). */
+void rls__window_compute(const rls_duration *d, const rls_tz *tz, int64_t t,
+                         int64_t *prev_start, int64_t *start, int64_t *end);
+
 #endif

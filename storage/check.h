@@ -19,6 +19,8 @@ struct check_call {
     int64_t ttl;                /* a reservation's (CHECK_OP_RESERVE) */
     int64_t *id;                /* out: the reservation's id, or NULL */
     rls_result *res;            /* out: the answer */
+    int64_t mono_ns;            /* the monotonic clock at entry (metrics.c), 0 unread:
+                                 * one read serves the latency and the denial cache */
 
     /* the denial cache's (deny.c) */
     uint64_t deny_fp, deny_gen;

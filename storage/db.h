@@ -128,6 +128,7 @@ struct rls_db {
     struct rls_events *ev;         /* events, metrics, audit reason (events.h), or NULL */
     struct rls_memclass *mem;      /* `durability: memory` limits (memclass.c), or NULL */
     char *shm_dir_owned;           /* rls_open's copy of opt.shm_dir */
+    struct key_ctx *ctx_spare;     /* a check's key context kept for the next (check.c) */
 };
 
 /* Handle-level driver calls (sql.h). */

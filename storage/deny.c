@@ -88,7 +88,8 @@ int rls__deny_lookup(rls_db *db, struct check_call *call)
     int64_t mono;
     call->deny_usable = 0;
     call->deny_fp = 0;
-    if (db->ident.opt.read_only || !map_gen(db) || (mono = mono_ms()) < 0)
+    mono = call->mono_ns > 0 ? call->mono_ns / 1000000 : mono_ms();   /* one clock read */
+    if (db->ident.opt.read_only || !map_gen(db) || mono < 0)
         return 0;
     call->deny_gen = __atomic_load_n(db->deny.deny_gen, __ATOMIC_ACQUIRE);
     call->deny_usable = 1;

@@ -175,6 +175,7 @@ static void handle_free(rls_db *db)
 {
     db->be->release(db);
     rls__mem_close(db);
+    free(db->ctx_spare);
     free(db->shm_dir_owned);
     free(db->ident.path);
     free(db);

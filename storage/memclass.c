@@ -188,7 +188,6 @@ static void let_go_if_replaced(struct rls_memclass *m)
 int rls__mem_table(rls_db *db, rls__shm **out)
 {
     struct rls_memclass *m = db->mem;
-    char why[256] = "";
     *out = NULL;
     if (!m)
         return rls__error(db, RLS_ENOMEM, "out of memory");
@@ -197,6 +196,7 @@ int rls__mem_table(rls_db *db, rls__shm **out)
                           "limits has no name: the database's identity cannot be read");
     let_go_if_replaced(m);
     if (m->state == 0) {
+        char why[256] = "";
         /* an existing table keeps its geometry (rlstore.h, shm_slots); the
          * tools open with RLS_KEY_MAX_LIMIT to read any key, which is not
          * a length keys are made with: their table takes the default */
@@ -553,13 +553,35 @@ static int fast_allowed(rls_db *db, const struct check_call *call)
     if (!m || !m->trusted || db->conn.in_tx || !db->deny.deny_gen ||
         (call->op != CHECK_OP_CHECK && call->op != CHECK_OP_PEEK))
         return 0;
+    /* the pipeline's entry read of CLOCK_MONOTONIC when there is one: at
+     * or after the coarse clock m->mono was read with, so the trust's
+     * age is never under-estimated */
+    mono = call->mono_ns > 0 ? call->mono_ns / 1000000 : mono_ms();
     if (__atomic_load_n(db->deny.deny_gen, __ATOMIC_ACQUIRE) != m->gen ||
         m->rules != db->rc.rules || m->rules_gen != db->rc.rules_gen ||
-        (mono = mono_ms()) < 0 || mono - m->mono >= MEM_TRUST_MS) {
+        mono < 0 || mono - m->mono >= MEM_TRUST_MS) {
         m->trusted = 0;
         return 0;
     }
     return 1;
+}
+
+/* Can a key of action a resolve to memory-class limits alone?  Only if
+ * the action's own limits or one of its tiers' are all memory-class: the
+ * check that has a durable limit whatever the key's tier skips resolving
+ * the key for the fast path (a mixed action's checks, and a durable
+ * action's on a handle whose fast path is trusted). */
+static int mem_only_possible(const rule_action *a)
+{
+    for (int t = -1; t < a->ntiers; t++) {
+        const rule_limit *ls = t < 0 ? a->limits : a->tiers[t].limits;
+        int n = t < 0 ? a->nlimits : a->tiers[t].nlimits, all = 1;
+        for (int i = 0; i < n && all; i++)
+            all = rls__mem_limit(&ls[i]);
+        if (all)
+            return 1;
+    }
+    return 0;
 }
 
 /* Under the table's locks: read, decide, write. */
@@ -595,7 +617,9 @@ int rls__mem_fast(rls_db *db, struct check_call *call, int *rcp)
     rls__shm_item it[RLS__SHM_TXN_MAX];
     rls__shm_txn tx;
     int rc;
-    if (!fast_allowed(db, call) || !rls__keyctx_resolve_trusted(db, ctx, call->now) ||
+    if (!fast_allowed(db, call) || ctx->planned == KEYCTX_NONE || !ctx->act ||
+        ctx->plan_rules != db->rc.rules || ctx->plan_gen != db->rc.rules_gen ||
+        !mem_only_possible(ctx->act) || !rls__keyctx_resolve_trusted(db, ctx, call->now) ||
         ctx->n > RLS__SHM_TXN_MAX)
         return 0;
     for (int i = 0; i < ctx->n; i++)

@@ -92,7 +92,8 @@ static void lockset_add(rls__shm_txn *tx, uint32_t b)
         i--;
     if (i > 0 && tx->locked[i - 1] == b)
         return;
-    memmove(&tx->locked[i + 1], &tx->locked[i], (tx->nlocked - i) * sizeof tx->locked[0]);
+    for (size_t j = tx->nlocked; j > i; j--)   /* a few: no memmove call */
+        tx->locked[j] = tx->locked[j - 1];
     tx->locked[i] = b;
     tx->nlocked++;
 }
@@ -203,6 +204,81 @@ static int items_check(const rls__shm *t, const rls__shm_item *items, size_t n)
     return RLS_OK;
 }
 
+/* Starts loading the lines of bucket b (its lock and tags): a table far
+ * larger than the caches costs a miss per line, and the lines of every
+ * bucket and slot a transaction needs are loaded at once, not one after
+ * the other. */
+static void prefetch_bucket(const rls__shm *t, uint32_t b)
+{
+    const unsigned char *p = (const unsigned char *)shm_bucket_at(t, b);
+    __builtin_prefetch(p, 1);
+    __builtin_prefetch(p + 64, 1);
+}
+
+/* ... and of slot s's fields, copies and the start of its key */
+static void prefetch_slot(const rls__shm *t, uint32_t s)
+{
+    const unsigned char *p = (const unsigned char *)shm_slot_at(t, s);
+    __builtin_prefetch(p, 1);
+    __builtin_prefetch(p + 64, 1);
+    __builtin_prefetch(p + sizeof(struct shm_slot), 0);
+}
+
+/* The one of buckets b1, b2 whose tags hold tag, read without its lock
+ * (atomic loads: a hint, verified under the lock), or UINT32_MAX; the
+ * first slot with that tag is prefetched. */
+static uint32_t tag_home(const rls__shm *t, uint32_t b1, uint32_t b2, uint32_t tag)
+{
+    for (int k = 0; k < 2; k++) {
+        uint32_t b = k ? b2 : b1;
+        struct shm_bucket *bk = shm_bucket_at(t, b);
+        for (uint32_t w = 0; w < RLS__SHM_WAYS; w++)
+            if (__atomic_load_n(&bk->tag[w], __ATOMIC_RELAXED) == tag) {
+                prefetch_slot(t, b * RLS__SHM_WAYS + w);
+                return b;
+            }
+    }
+    return UINT32_MAX;
+}
+
+/*
+ * The common case, every item's entry present: lock only the bucket each
+ * entry is in (its "home", found by its tag without a lock, then verified
+ * under the lock).  Enough, because an entry is made, reused or dropped
+ * only under the lock of the bucket holding its slot (every path holds both
+ * buckets of its item, one of them the slot's), so an entry found under
+ * its bucket's lock stays there, and its states are read and written under
+ * that lock by every path; and no second entry of the item can be made
+ * meanwhile, since making one takes both its buckets' locks, this one
+ * among them.  The buckets are locked in ascending order as by
+ * lock_items: one global order.  1 done (every lock held), 0 an entry not
+ * found (no lock held: take both buckets), or RLS_ECORRUPT.
+ */
+static int lock_homes(rls__shm *t, const rls__shm_item *items, size_t n, const uint32_t *b1,
+                      const uint32_t *b2, rls__shm_txn *tx)
+{
+    uint32_t home[RLS__SHM_TXN_MAX];
+    for (size_t i = 0; i < n; i++) {
+        home[i] = tag_home(t, b1[i], b2[i], tx->tag[i]);
+        if (home[i] == UINT32_MAX)
+            return 0;
+    }
+    for (size_t i = 0; i < n; i++)
+        lockset_add(tx, home[i]);
+    if (lockset_take(tx) != RLS_OK)
+        return RLS_ECORRUPT;
+    for (size_t i = 0; i < n; i++) {
+        tx->slot[i] = find_in(t, home[i], tx->tag[i], &items[i]);
+        if (tx->slot[i] == UINT32_MAX) {   /* moved or a tag's namesake */
+            rls__shm_unlock(tx);
+            for (size_t j = 0; j < n; j++)
+                tx->slot[j] = UINT32_MAX;
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* rls__shm_lock and rls__shm_lock_peek: with peek, an absent item that
  * finds no room stays without a slot (it reads absent) instead of failing
  * the transaction. */
@@ -212,7 +288,9 @@ static int lock_items(rls__shm *t, const rls__shm_item *items, size_t n, int64_t
     uint32_t b1[RLS__SHM_TXN_MAX], b2[RLS__SHM_TXN_MAX];
     if (!tx)
         return RLS_EINVAL;
-    memset(tx, 0, offsetof(rls__shm_txn, item));
+    tx->t = NULL;   /* what rls__shm_unlock reads; slot, tag set per item below */
+    tx->n = tx->nlocked = 0;
+    memset(tx->fresh, 0, sizeof tx->fresh);
     if (!t || !items || n < 1 || n > RLS__SHM_TXN_MAX)
         return RLS_EINVAL;
     int rc = items_check(t, items, n);
@@ -223,6 +301,18 @@ static int lock_items(rls__shm *t, const rls__shm_item *items, size_t n, int64_t
         tx->item[i] = items[i];
         tx->slot[i] = UINT32_MAX;
         placement(t, item_hash(t, &items[i]), &b1[i], &b2[i], &tx->tag[i]);
+        prefetch_bucket(t, b1[i]);
+        prefetch_bucket(t, b2[i]);
+    }
+    rc = lock_homes(t, items, n, b1, b2, tx);
+    if (rc == 1) {
+        tx->n = n;
+        hook(RLS__SHM_AT_LOCKED, 0);
+        return RLS_OK;
+    }
+    if (rc != 0)
+        return rc;
+    for (size_t i = 0; i < n; i++) {
         lockset_add(tx, b1[i]);
         lockset_add(tx, b2[i]);
     }

@@ -28,9 +28,17 @@
  * Locking: a transaction (one decision: read every state, decide, write
  * every state or none) locks the two buckets of each of its items, in
  * ascending bucket order (one global order: no deadlock among any number
- * of processes and threads), each lock taken once.  Uncontended, a robust
- * mutex is a compare-and-swap in user space (no system call); contended it
- * sleeps on a futex.
+ * of processes and threads), each lock taken once.  When every item's
+ * entry exists (the common case: a key checked before), it locks only
+ * the bucket holding each entry: found by its tag without a lock (atomic
+ * loads, a hint), then verified under that lock; a miss unlocks and takes
+ * the two-bucket path.  One bucket is enough because an entry is made,
+ * reused and dropped only under the lock of the bucket holding its slot
+ * (the two-bucket path holds both, the slot's among them): an entry found
+ * under its bucket's lock cannot move, and no second entry of its item
+ * can be made meanwhile.  Every path still locks in ascending bucket
+ * order.  Uncontended, a robust mutex is a compare-and-swap in user space
+ * (no system call); contended it sleeps on a futex.
  *
  * A process killed while holding locks: the kernel marks its robust
  * mutexes owner-dead and the next locker gets EOWNERDEAD; we call

@@ -288,6 +288,73 @@ static void test_invariants(void **state)
     }
 }
 
+/* rls__window_at (the thread's cache of recent windows) against
+ * rls__window_compute (none) at t. */
+static void same_as_computed(const rls_duration *d, const rls_tz *tz, int64_t t)
+{
+    int64_t p, s, e, p2, s2, e2;
+    rls__window_at(d, tz, t, &p, &s, &e);
+    rls__window_compute(d, tz, t, &p2, &s2, &e2);
+    if (p != p2 || s != s2 || e != e2)
+        fail_msg("%s at %lld: cached [%lld) %lld..%lld, computed [%lld) %lld..%lld",
+                 rls__tz_name(tz), (long long)t, (long long)p, (long long)s, (long long)e,
+                 (long long)p2, (long long)s2, (long long)e2);
+}
+
+/* The window cache never answers with a stale window: walking every
+ * window edge (end - 1, end, end + 1) forward through DST changes and
+ * back, interleaving lengths and zones (more than the cache holds), and a
+ * zone freed and another loaded (maybe at its address) at the same instant. */
+static void test_cache_edges(void **state)
+{
+    static const char *durs[] = {"1d", "1w", "1mo", "1h", "90m", "7m", "24h", "36h", "2d"};
+    const rls_tz *zones[] = {berlin, newyork, havana, NULL};
+    (void)state;
+    for (size_t z = 0; z < sizeof zones / sizeof zones[0]; z++) {
+        for (size_t k = 0; k < sizeof durs / sizeof durs[0]; k++) {
+            rls_duration d = dur(durs[k]), other = dur(durs[(k + 1) % 9]);
+            /* 2026-03-20 .. past Europe's and America's spring changes */
+            int64_t t = 1773964800000LL, s, e, p;
+            for (int i = 0; i < 40; i++) {
+                rls__window_at(&d, zones[z], t, &p, &s, &e);
+                for (int64_t u = e - 2; u <= e + 1; u++) {
+                    same_as_computed(&d, zones[z], u);
+                    same_as_computed(&other, zones[(z + 1) % 4], u);   /* evicts */
+                }
+                same_as_computed(&d, zones[z], s);
+                same_as_computed(&d, zones[z], s - 1);
+                t = e;
+            }
+            for (int i = 0; i < 20; i++) {   /* and back */
+                rls__window_at(&d, zones[z], t, &p, &s, &e);
+                same_as_computed(&d, zones[z], s - 1);
+                same_as_computed(&d, zones[z], s);
+                t = s - 1;
+            }
+        }
+    }
+    /* Fall back in New York, 2026-11-01: the 25-hour day */
+    rls_duration day = dur("1d");
+    for (int64_t u = 1793505600000LL - 3; u < 1793505600000LL + 3; u++)
+        same_as_computed(&day, newyork, u);
+    for (int64_t u = 1793592000000LL - 3; u < 1793592000000LL + 3; u++)
+        same_as_computed(&day, newyork, u);
+    /* a zone freed and another loaded: never the first one's window */
+    const char *why;
+    rls_tz *a = NULL, *b = NULL;
+    int64_t t = 1775000000000LL, sa, sb, p, e;
+    assert_int_equal(rls__tz_load("Asia/Tokyo", &a, &why), 0);
+    uint64_t serial = rls__tz_serial(a);
+    rls__window_at(&day, a, t, &p, &sa, &e);
+    rls__tz_free(a);
+    assert_int_equal(rls__tz_load("America/Los_Angeles", &b, &why), 0);
+    assert_true(rls__tz_serial(b) != serial);
+    rls__window_at(&day, b, t, &p, &sb, &e);
+    assert_true(sa != sb);
+    same_as_computed(&day, b, t);
+    rls__tz_free(b);
+}
+
 static void test_defensive(void **state)
 {
     int64_t p, s, e;
@@ -331,6 +398,7 @@ int main(void)
         cmocka_unit_test(test_subday),
         cmocka_unit_test(test_long_fixed),
         cmocka_unit_test(test_invariants),
+        cmocka_unit_test(test_cache_edges),
         cmocka_unit_test(test_defensive),
     };
     return cmocka_run_group_tests_name("window", tests, setup, teardown);

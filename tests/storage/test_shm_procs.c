@@ -10,7 +10,12 @@
  * call's published part, 200 rounds.  Processes wait for each other
  * through pipes and waitpid: no sleeps, no clocks.
  *
+ * Entries found by their tag are locked by their own bucket alone while
+ * other processes reuse expired entries: no state lands in another item's
+ * entry.
+ *
  * Knobs: RLS_SHM_OPS (transactions per thread, default 20000),
+ * RLS_SHM_CHURN_OPS (per process of the reuse test, default 100000),
  * RLS_SHM_KILL_ROUNDS (default 200).
  */
 #include <stdarg.h>
@@ -81,9 +86,12 @@ static int whole(const algo_state *s)
 }
 
 /* One transaction adding 1 to every item's count; no cmocka (children). */
+static const rls__shm_txn *cur_tx;   /* the victim's (stop_here reports its locks) */
+
 static int incr(rls__shm *t, const rls__shm_item *its, size_t n)
 {
     rls__shm_txn tx;
+    cur_tx = &tx;
     int rc = rls__shm_lock(t, its, n, 0, &tx);
     for (size_t i = 0; rc == RLS_OK && i < n; i++) {
         algo_state s;
@@ -321,8 +329,8 @@ static void stop_here(int point, size_t it)
 {
     if (cur_op != stop_op || point != stop_point || it != stop_item)
         return;
-    char c = 'S';
-    if (write(stop_fd, &c, 1) != 1)
+    char c[2] = {'S', (char)cur_tx->nlocked};   /* the locks it holds */
+    if (write(stop_fd, c, 2) != 2)
         _exit(5);
     for (;;)
         pause();
@@ -356,8 +364,10 @@ static void waiter(const char *p, const rls__shm_item *its, size_t n)
 }
 
 /* Forks the victim and returns its acknowledged transactions once it has
- * stopped at the chosen point (its pid in *pid). */
-static int64_t run_victim(const char *p, const rls__shm_item *its, size_t n, pid_t *pid)
+ * stopped at the chosen point (its pid in *pid, the locks it holds there
+ * in *held). */
+static int64_t run_victim(const char *p, const rls__shm_item *its, size_t n, pid_t *pid,
+                          size_t *held)
 {
     int fds[2];
     assert_int_equal(pipe(fds), 0);
@@ -377,12 +387,22 @@ static int64_t run_victim(const char *p, const rls__shm_item *its, size_t n, pid
             waitpid(*pid, &st, 0);
             fail_msg("the victim ended before its stop (status 0x%x)", st);
         }
-        if (c == 'S')
+        if (c == 'S') {
+            assert_int_equal(read(fds[0], &c, 1), 1);
+            *held = (size_t)c;
             break;
+        }
         acks++;
     }
     close(fds[0]);
     return acks;
+}
+
+static int walk_none(void *ctx, int64_t lid, int kind, const void *key, size_t key_len,
+                     const algo_state *st)
+{
+    (void)ctx, (void)lid, (void)kind, (void)key, (void)key_len, (void)st;
+    return 0;
 }
 
 static void a_process_killed_inside_the_critical_section_wedges_nothing(void **state)
@@ -402,12 +422,12 @@ static void a_process_killed_inside_the_critical_section_wedges_nothing(void **s
         rls__shm_item its[3] = { item(lid, "p"), item(lid, "q"), item(lid + 1, "p") };
         int64_t before[3], after[3];
         rls__shm_info i0, i1;
-        size_t nlocked;
+        size_t held = 0;
         counts(t, its, 3, before, NULL);
         rls__shm_info_get(t, &i0);
 
         pid_t vic, wai = 0;
-        int64_t acks = run_victim(p, its, 3, &vic);
+        int64_t acks = run_victim(p, its, 3, &vic, &held);
         if (with_waiter) {
             wai = fork();
             assert_true(wai >= 0);
@@ -421,7 +441,7 @@ static void a_process_killed_inside_the_critical_section_wedges_nothing(void **s
         if (wai)
             wait_exit0(wai);   /* the others proceed */
 
-        counts(t, its, 3, after, &nlocked);
+        counts(t, its, 3, after, NULL);
         for (size_t i = 0; i < 3; i++) {
             int published = stop_point != RLS__SHM_AT_LOCKED &&
                             (i < stop_item || (i == stop_item &&
@@ -432,9 +452,13 @@ static void a_process_killed_inside_the_critical_section_wedges_nothing(void **s
                          "want %lld", r, names[stop_point], stop_item, stop_op, i,
                          (long long)after[i], (long long)want);
         }
-        /* every lock the victim held was taken over exactly once */
+        /* every lock the victim held was taken over exactly once; with its
+         * entries made (a later op), only their own buckets: 3 items, at
+         * most 3 locks (a new entry takes both of its buckets: up to 6) */
+        assert_int_equal(rls__shm_each(t, 0, walk_none, NULL), RLS_OK);   /* every lock */
         rls__shm_info_get(t, &i1);
-        assert_int_equal(i1.recoveries - i0.recoveries, nlocked);
+        assert_int_equal(i1.recoveries - i0.recoveries, held);
+        assert_true(held >= 1 && held <= (stop_op > 0 ? 3u : 6u));
         seen[stop_point]++;
         if (fresh) {   /* its entries go: any number of rounds fits the table */
             rls__shm_txn tx;
@@ -449,11 +473,113 @@ static void a_process_killed_inside_the_critical_section_wedges_nothing(void **s
     rls__shm_close(t);
 }
 
+/* ---- reuse of expired entries against one-bucket locking ---------------- */
+
+static const rls__shm_geom G_SMALL = { 128, 32, 0 };   /* 8 buckets, 4 keepers, 180 churn keys */
+
+static int64_t key_hash(const char *k)
+{
+    int64_t h = 7;
+    for (; *k; k++)
+        h = h * 31 + (unsigned char)*k;
+    return h;
+}
+
+/* One transaction on a keeper (counted, never expires) and a churn item
+ * (expired as soon as written, so any new entry may take its slot): every
+ * state read must be its own item's (b its limit id, c its key's hash). */
+static int churn_step(rls__shm *t, const char *keeper, const char *churn)
+{
+    rls__shm_item its[2] = { item(1, keeper), item(2, churn) };
+    rls__shm_txn tx;
+    int rc = rls__shm_lock(t, its, 2, 10, &tx);
+    for (size_t i = 0; rc == RLS_OK && i < 2; i++) {
+        algo_state s, w;
+        memset(&s, 0, sizeof s);
+        rc = rls__shm_read(&tx, i, &s);
+        if (rc == RLS_OK && s.present &&
+            (s.b != its[i].lid || s.c != key_hash(its[i].key)))
+            rc = RLS_ECORRUPT;   /* another item's state in this entry */
+        memset(&w, 0, sizeof w);
+        w.present = 1;
+        w.a = s.present ? s.a + 1 : 1;
+        w.b = its[i].lid;
+        w.c = key_hash(its[i].key);
+        w.last_ms = 10;
+        w.expires_ms = i == 0 ? (int64_t)1 << 60 : 1;
+        if (rc == RLS_OK)
+            rc = rls__shm_write(&tx, i, &w);
+    }
+    rls__shm_unlock(&tx);
+    return rc;
+}
+
+static void churn_process(const char *p, int id, int ops, int go)
+{
+    rls__shm *t = NULL;
+    char churn[32], keeper[16], c;
+    if (rls__shm_open(&t, p, &G_SMALL, NULL, 0) != RLS_OK)
+        _exit(2);
+    if (read(go, &c, 1) != 0)   /* all start together: EOF when the parent closes */
+        _exit(5);
+    for (int j = 0; j < ops; j++) {
+        snprintf(keeper, sizeof keeper, "k%d", j % 4);
+        snprintf(churn, sizeof churn, "c%d-%d", id, j % 60);   /* 180 in all: more than the table holds */
+        if (churn_step(t, keeper, churn) != RLS_OK)
+            _exit(3);
+    }
+    rls__shm_close(t);
+    _exit(0);
+}
+
+/* Entries found by their tag are locked by their own bucket only, while
+ * other processes reuse expired entries (which takes both buckets of the
+ * new item): no state ever lands in another item's entry, and the
+ * keepers' counts stay exact. */
+static void reused_entries_never_cross_items(void **state)
+{
+    const int procs = 3, ops = knob("RLS_SHM_CHURN_OPS", 100000);
+    char p[400];
+    int go[2];
+    snprintf(p, sizeof p, "%s/churn.shm", dir);
+    rls__shm *t = NULL;
+    assert_int_equal(rls__shm_open(&t, p, &G_SMALL, NULL, 0), RLS_OK);
+    assert_int_equal(pipe(go), 0);
+    pid_t pid[3];
+    for (int i = 0; i < procs; i++) {
+        pid[i] = fork();
+        assert_true(pid[i] >= 0);
+        if (pid[i] == 0) {
+            close(go[1]);
+            churn_process(p, i, ops, go[0]);
+        }
+    }
+    close(go[0]);
+    close(go[1]);
+    for (int i = 0; i < procs; i++)
+        wait_exit0(pid[i]);
+    rls__shm_item ks[4] = { item(1, "k0"), item(1, "k1"), item(1, "k2"), item(1, "k3") };
+    rls__shm_txn tx;
+    int64_t total = 0;
+    assert_int_equal(rls__shm_lock_peek(t, ks, 4, 10, &tx), RLS_OK);
+    for (size_t i = 0; i < 4; i++) {
+        algo_state s;
+        memset(&s, 0, sizeof s);
+        assert_int_equal(rls__shm_read(&tx, i, &s), RLS_OK);
+        assert_true(s.present && s.b == 1 && s.c == key_hash(ks[i].key));
+        total += s.a;
+    }
+    rls__shm_unlock(&tx);
+    assert_int_equal(total, (int64_t)procs * ops);
+    rls__shm_close(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(racing_creators_all_attach_one_whole_table),
         cmocka_unit_test(processes_and_threads_leave_exact_totals),
+        cmocka_unit_test(reused_entries_never_cross_items),
         cmocka_unit_test(a_process_killed_inside_the_critical_section_wedges_nothing),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -500,6 +500,38 @@ static void a_table_path_is_derived_from_the_identity(void **state)
     assert_int_equal(rls__shm_path(a, sizeof a, NULL, "x"), RLS_EINVAL);
 }
 
+/* An entry that exists is locked by the bucket holding it alone (shmtable.h:
+ * the bucket of its slot, the lock every path that makes, reuses or drops
+ * it holds); an absent one by both its buckets, in ascending order. */
+static void a_present_entry_locks_its_own_bucket_alone(void **state)
+{
+    rls__shm *t = open_ok(new_path(), &G);
+    char key[16];
+    for (int k = 0; k < 20; k++) {
+        snprintf(key, sizeof key, "key-%d", k);
+        rls__shm_item its[2] = { item(1, key), item(2, key) };
+        rls__shm_txn tx;
+        assert_int_equal(rls__shm_lock(t, its, 2, 0, &tx), RLS_OK);   /* both absent */
+        assert_true(tx.nlocked >= 2 && tx.nlocked <= 4);
+        for (size_t i = 1; i < tx.nlocked; i++)
+            assert_true(tx.locked[i - 1] < tx.locked[i]);
+        for (size_t i = 0; i < 2; i++) {
+            algo_state st = state_of(k, INT64_MAX);
+            assert_int_equal(rls__shm_write(&tx, i, &st), RLS_OK);
+        }
+        rls__shm_unlock(&tx);
+        assert_int_equal(rls__shm_lock(t, its, 2, 0, &tx), RLS_OK);   /* both present */
+        uint32_t home0 = tx.slot[0] / RLS__SHM_WAYS, home1 = tx.slot[1] / RLS__SHM_WAYS;
+        assert_int_equal(tx.nlocked, home0 == home1 ? 1 : 2);
+        assert_int_equal(tx.locked[0], home0 < home1 ? home0 : home1);
+        assert_int_equal(tx.locked[tx.nlocked - 1], home0 > home1 ? home0 : home1);
+        rls__shm_unlock(&tx);
+        assert_int_equal(get(t, 1, key), k);
+        assert_int_equal(get(t, 2, key), k);
+    }
+    rls__shm_close(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -510,6 +542,7 @@ int main(void)
         cmocka_unit_test(expired_entries_are_reused_and_a_full_table_changes_nothing),
         cmocka_unit_test(two_choices_fill_most_of_the_table),
         cmocka_unit_test(entries_are_listed_and_dropped),
+        cmocka_unit_test(a_present_entry_locks_its_own_bucket_alone),
         cmocka_unit_test(foreign_and_wrong_size_files_are_refused_and_left_alone),
         cmocka_unit_test(bad_arguments_are_refused),
         cmocka_unit_test(a_table_path_is_derived_from_the_identity),
