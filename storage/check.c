@@ -238,6 +238,14 @@ int rls__check_write(rls_db *db, struct check_call *call)
     if (call->op == CHECK_OP_RESERVE && call->res->allowed &&
         (rc = add_reservation(db, call)))
         return rc;
+    /* A plain check's commit bumps no generation (stmt.c); a penalty block
+     * or a reservation it writes for an action with a memory-class limit
+     * is a row every handle's fast path must see (memclass.c), in every
+     * path that writes it (one check, a group, a batch).  Such rows of
+     * other actions do not concern those actions' keys. */
+    if ((call->penalty || (call->op == CHECK_OP_RESERVE && call->res->allowed)) &&
+        rls__mem_action_has(db->rc.rules, call->action))
+        rls__tx_gave_back(db);
     call->deny_nores = !call->res->allowed && call->deny_usable &&
                        rls__no_reservation_of_key(db, ctx);
     return RLS_OK;
@@ -304,14 +312,6 @@ static int check_tx_once(rls_db *db, struct check_call *call)
     if (charge)
         rls__cache_validate(db);
     call->committed = charge;
-    /* A plain check's commit bumps no generation (stmt.c); a penalty block
-     * or a reservation it wrote for an action with a memory-class limit is
-     * a row other handles' fast paths must see (memclass.c).  Such rows of
-     * other actions do not concern those actions' keys. */
-    if (charge && !call->blocked &&
-        (call->penalty || (call->op == CHECK_OP_RESERVE && call->res->allowed)) &&
-        rls__mem_action_has(db->rc.rules, call->action))
-        rls__deny_bump(db);
     rls__mem_trust(db, call);
     return RLS_OK;
 }
