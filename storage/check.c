@@ -305,6 +305,7 @@ static int check_tx_once(rls_db *db, struct check_call *call)
     }
     rls__cache_check_begin(db, 0);
     if ((rc = rls__commit(db)) != RLS_OK) {
+        rls__mem_trust(db, call);   /* a memory state moved: what it read stands */
         rls__check_uncount(db, call);
         rls__keyctx_release(call->ctx);
         return rc;
@@ -321,9 +322,13 @@ int rls__check_tx(rls_db *db, struct check_call *call)
     int rc, attempt = 0;
     if (call->full_sync)
         sql_durable(db, 1);
+    /* a transaction that failed because a memory-class state moved (a
+     * fast-path check of another process on the same key) is run again,
+     * or answered by the fast path when what it read lets it (memclass.c:
+     * else a hot key's checks could starve it) */
     do {
         rc = check_tx_once(db, call);
-    } while (rls__tx_retry(db, rc, &attempt));
+    } while (rls__tx_retry(db, rc, &attempt) && !rls__mem_fast(db, call, &rc));
     if (call->full_sync)
         rls__durable_restore(db);
     return rc;

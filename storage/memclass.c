@@ -503,8 +503,10 @@ int rls__mem_learn(rls_db *db, struct check_call *call)
 
 void rls__mem_trust(rls_db *db, const struct check_call *call)
 {
+    /* committed, or rolled back only because a memory state moved: what
+     * the transaction read stands (it changed none of it) */
     if (db->mem)
-        rls__memtrust_commit(db, &db->mem->ft, call);
+        rls__memtrust_commit(db, &db->mem->ft, call, call->committed || db->mem->conflict);
 }
 
 /* May the fast path serve this call (memtrust.c)? */

@@ -302,13 +302,16 @@ int rls__memtrust_learn(rls_db *db, struct mem_fast_trust *m, struct check_call 
     return rc ? rc : learn_key(db, m, call);
 }
 
-void rls__memtrust_commit(rls_db *db, struct mem_fast_trust *m, const struct check_call *call)
+void rls__memtrust_commit(rls_db *db, struct mem_fast_trust *m, const struct check_call *call,
+                          int stands)
 {
     const key_ctx *ctx = call->ctx;
     int clean = m->key_clean;
     m->key_clean = 0;
-    if (!call->deny_usable || !call->committed)
+    if (!call->deny_usable || !stands) {
+        m->learned = 0;
         return;   /* nothing learned: the trust stands as it was */
+    }
     int64_t mono = mono_ms();
     if (m->learned) {
         m->trusted = m->pol_none && m->res_none;

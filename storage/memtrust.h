@@ -88,8 +88,11 @@ struct mem_fast_trust {
  * what the trust of every key needs (a statement, unless known for half
  * its time), and whether the call's key is clean. */
 int rls__memtrust_learn(rls_db *db, struct mem_fast_trust *t, struct check_call *call);
-/* After that transaction committed (rls__mem_trust): trusted from now. */
-void rls__memtrust_commit(rls_db *db, struct mem_fast_trust *t, const struct check_call *call);
+/* After that transaction (rls__mem_trust): with stands (it committed, or
+ * failed only because a memory-class state moved, having read the same),
+ * what it learned is trusted from now; else it is forgotten. */
+void rls__memtrust_commit(rls_db *db, struct mem_fast_trust *t, const struct check_call *call,
+                          int stands);
 /* Outside a transaction, for a check or a peek (call planned): may the
  * fast path serve it? */
 int rls__memtrust_allows(rls_db *db, struct mem_fast_trust *t, const struct check_call *call);
