@@ -61,6 +61,12 @@
  *    number of distinct keys costs the same memory; a key it does not
  *    hold takes the database path, as before.
  *
+ * A database transaction that failed only because a memory state moved
+ * (prepare, below) read its policy rows all the same: it keeps the trust
+ * it learned, and its retry is answered by the fast path when that trust
+ * allows (check.c), so other processes' fast checks of a hot key cannot
+ * starve it into RLS_EBUSY.
+ *
  * A handle is used by one thread at a time (a thread-safe handle's calls
  * are serialised: group.h), so the trust needs no lock.  PostgreSQL maps
  * no shared generation (deny.c): its checks never take the fast path.

@@ -8,8 +8,9 @@
  * on four keys, checks of other keys take the fast path (they answer
  * while another connection holds SQLite's write lock) and stay exact,
  * while those four keys never do; a key cached clean and then blocked,
- * moved to a blocked or a smaller tier, overridden, or reserved by another
- * process is answered as the database would at the next check; a penalty
+ * moved to a blocked or a smaller tier (exactly or by a pattern),
+ * overridden, or reserved by another process is answered as the database
+ * would at the next check; a penalty
  * block written by a batch is seen by another handle's fast path; keys
  * respelled (IPv4 forms, a network folded to its prefix) are each answered
  * right; processes checking while another blocks and unblocks in a loop
@@ -114,6 +115,11 @@ static int do_banned(rls_db *db, const char *key)
 static int do_tiny(rls_db *db, const char *key)
 {
     return rls_tier_assign_at(db, "m", key, "tiny", 0, NOW);
+}
+
+static int do_pattern(rls_db *db, const char *pattern)
+{
+    return rls_tier_assign_at(db, "m", pattern, "banned", 0, NOW);
 }
 
 static int do_override(rls_db *db, const char *key)
@@ -241,6 +247,12 @@ static void changes_by_another_process_are_seen(void **state)
      * (ttl 1 s), the key's next check gives it back */
     change_after_clean(t, db, "k-res", "r-res", do_reserve, 0);
     assert_int_equal(admit_on(db, "m", "k-res", 5, NOW + 2000), 3);
+    /* a pattern assignment (the table's, resolved from the rules cache) */
+    rls_result r;
+    assert_int_equal(admit_on(db, "m", "kp:1", 2, NOW), 2);
+    in_child(t, do_pattern, "kp:*");
+    assert_int_equal(rls_check_at(db, "m", "kp:1", 1, NOW + 1, &r), RLS_OK);
+    assert_int_equal(r.reason, RLS_REASON_BLOCKED);
     rls_close(db);
     it_free(t);
 }
