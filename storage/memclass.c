@@ -507,12 +507,19 @@ int rls__mem_learn(rls_db *db, struct check_call *call)
     return db->mem ? rls__memtrust_learn(db, &db->mem->ft, call) : RLS_OK;
 }
 
-void rls__mem_trust(rls_db *db, const struct check_call *call)
+void rls__mem_trust(rls_db *db, struct check_call *call)
 {
     /* committed, or rolled back only because a memory state moved: what
      * the transaction read stands (it changed none of it) */
-    if (db->mem)
-        rls__memtrust_commit(db, &db->mem->ft, call, call->committed || db->mem->conflict);
+    if (!db->mem)
+        return;
+    int retried = !call->committed && db->mem->conflict;
+    rls__memtrust_commit(db, &db->mem->ft, call, call->committed || retried);
+    /* the attempt to come learns under the generation read before it,
+     * not the first attempt's (which may have moved since: its trust
+     * would never hold, and every retry would lose to the fast checks) */
+    if (retried && call->deny_usable && db->deny.deny_gen)
+        call->deny_gen = __atomic_load_n(db->deny.deny_gen, __ATOMIC_ACQUIRE);
 }
 
 /* May the fast path serve this call (memtrust.c)? */

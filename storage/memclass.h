@@ -78,8 +78,9 @@ int rls__mem_retry(rls_db *db, int rc, int *attempt);
 int rls__mem_learn(rls_db *db, struct check_call *call);
 /* After that transaction committed, or failed only because a memory
  * state moved (what it read stands): the handle trusts what it learned
- * while the shared generation stays. */
-void rls__mem_trust(rls_db *db, const struct check_call *call);
+ * while the shared generation stays.  After such a failure, call's
+ * generation is read again for the attempt to come. */
+void rls__mem_trust(rls_db *db, struct check_call *call);
 /* The fast path: 1 when it answered the call (*rc its code), 0 when the
  * call goes down the database path (again, after such a failure). */
 int rls__mem_fast(rls_db *db, struct check_call *call, int *rc);

@@ -10,7 +10,8 @@
  * while those four keys never do; a key cached clean and then blocked,
  * moved to a blocked or a smaller tier (exactly or by a pattern),
  * overridden, or reserved by another process is answered as the database
- * would at the next check; a penalty
+ * would at the next check; a block that ended is clean after its end and
+ * still blocks a check at a time inside it; a penalty
  * block written by a batch is seen by another handle's fast path; keys
  * respelled (IPv4 forms, a network folded to its prefix) are each answered
  * right; processes checking while another blocks and unblocks in a loop
@@ -245,10 +246,20 @@ static void changes_by_another_process_are_seen(void **state)
     change_after_clean(t, db, "k-over", "r-over", do_override, 0);   /* 2 used of 2 */
     /* a reservation of 3 by another process: 5 used; once it expired
      * (ttl 1 s), the key's next check gives it back */
+    rls_result r;
     change_after_clean(t, db, "k-res", "r-res", do_reserve, 0);
     assert_int_equal(admit_on(db, "m", "k-res", 5, NOW + 2000), 3);
+    /* a block that ended: clean from its end on, learned at a later time;
+     * a check at a time inside the block is still blocked (an entry
+     * serves its own time or later only) */
+    rls_db *admin = mk_open(t, 0);
+    assert_int_equal(rls_block_set_at(admin, "m", "k-end", NOW + 1000, "ends", NOW), RLS_OK);
+    rls_close(admin);
+    assert_int_equal(admit_on(db, "m", "k-end", 2, NOW + 2000), 2);   /* no cached denial */
+    assert_int_equal(rls_check_at(db, "m", "k-end", 1, NOW + 500, &r), RLS_OK);
+    assert_int_equal(r.reason, RLS_REASON_BLOCKED);
+    assert_int_equal(admit_on(db, "m", "k-end", 1, NOW + 2001), 1);
     /* a pattern assignment (the table's, resolved from the rules cache) */
-    rls_result r;
     assert_int_equal(admit_on(db, "m", "kp:1", 2, NOW), 2);
     in_child(t, do_pattern, "kp:*");
     assert_int_equal(rls_check_at(db, "m", "kp:1", 1, NOW + 1, &r), RLS_OK);
