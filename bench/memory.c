@@ -24,6 +24,10 @@
  *   mem_check_4        the same, 4 processes (each its own handle), ops in
  *                      total; afterwards every key is peeked and the
  *                      counts must add up to the operations made (exact)
+ *   mem_check_policy   mem_check with one unrelated key blocked in the
+ *                      database (a deployment's usual state: a policy row
+ *                      somewhere), so the fast path trusts per key
+ *                      (storage/memtrust.c) rather than for every key
  *   mem_durable_check  rls_check on the same limit kept durably (the
  *                      baseline of the memory-class targets, same run)
  *   mem_mixed          rls_check on an action with both limits, memory and
@@ -323,6 +327,19 @@ static int check_setup(mem_ctx *c, long keys, char *err, size_t errsize)
     return 0;
 }
 
+/* check_setup, then one key outside the walk blocked forever. */
+static int policy_setup(mem_ctx *c, long keys, char *err, size_t errsize)
+{
+    if (check_setup(c, keys, err, errsize) != 0)
+        return -1;
+    int rc = rls_block_set_at(c->db, "mem", "blocked.example", 0, "bench", wall_ms());
+    if (rc != RLS_OK) {
+        snprintf(err, errsize, "block: %s: %s", rls_errname(rc), rls_errmsg(c->db));
+        return -1;
+    }
+    return 0;
+}
+
 /* A forked process: a handle of its own (a handle is not shared across
  * fork).  Called before the processes are released (mem_child), so that
  * opening it is not timed: the one process's handle is opened by setup. */
@@ -409,6 +426,7 @@ static const mem_impl IMPLS[] = {
     {"floor_shm_hash", 1, 0, zone_setup, zone_op, zone_done},
     {"shm_table", 1, 0, table_setup, table_op, table_done},
     {"mem_check", 1, 0, check_setup, mem_check_op, check_done},
+    {"mem_check_policy", 0, 0, policy_setup, mem_check_op, check_done},
     {"mem_durable_check", 0, 1, check_setup, dur_check_op, check_done},
     {"mem_mixed", 0, 1, check_setup, mix_check_op, check_done},
 };
@@ -598,6 +616,8 @@ void mem_register(const bench_cfg *cfg)
     snprintf(name, sizeof name, "rls_check, durability: memory limit, %d processes",
              MEM_PROCS);
     res_add("mem_check_4", "memory", name);
+    res_add("mem_check_policy", "memory",
+            "rls_check, durability: memory limit, one other key blocked, 1 process");
     res_add("mem_durable_check", "memory", "rls_check, the same limit durable, 1 process");
     res_add("mem_mixed", "memory", "rls_check, memory + durable limit, 1 process");
 }

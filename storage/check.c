@@ -238,6 +238,14 @@ int rls__check_write(rls_db *db, struct check_call *call)
     if (call->op == CHECK_OP_RESERVE && call->res->allowed &&
         (rc = add_reservation(db, call)))
         return rc;
+    /* A plain check's commit bumps no generation (stmt.c); a penalty block
+     * or a reservation it writes for an action with a memory-class limit
+     * is a row every handle's fast path must see (memclass.c), in every
+     * path that writes it (one check, a group, a batch).  Such rows of
+     * other actions do not concern those actions' keys. */
+    if ((call->penalty || (call->op == CHECK_OP_RESERVE && call->res->allowed)) &&
+        rls__mem_action_has(db->rc.rules, call->action))
+        rls__tx_gave_back(db);
     call->deny_nores = !call->res->allowed && call->deny_usable &&
                        rls__no_reservation_of_key(db, ctx);
     return RLS_OK;
@@ -297,6 +305,7 @@ static int check_tx_once(rls_db *db, struct check_call *call)
     }
     rls__cache_check_begin(db, 0);
     if ((rc = rls__commit(db)) != RLS_OK) {
+        rls__mem_trust(db, call);   /* a memory state moved: what it read stands */
         rls__check_uncount(db, call);
         rls__keyctx_release(call->ctx);
         return rc;
@@ -304,14 +313,6 @@ static int check_tx_once(rls_db *db, struct check_call *call)
     if (charge)
         rls__cache_validate(db);
     call->committed = charge;
-    /* A plain check's commit bumps no generation (stmt.c); a penalty block
-     * or a reservation it wrote for an action with a memory-class limit is
-     * a row other handles' fast paths must see (memclass.c).  Such rows of
-     * other actions do not concern those actions' keys. */
-    if (charge && !call->blocked &&
-        (call->penalty || (call->op == CHECK_OP_RESERVE && call->res->allowed)) &&
-        rls__mem_action_has(db->rc.rules, call->action))
-        rls__deny_bump(db);
     rls__mem_trust(db, call);
     return RLS_OK;
 }
@@ -321,9 +322,13 @@ int rls__check_tx(rls_db *db, struct check_call *call)
     int rc, attempt = 0;
     if (call->full_sync)
         sql_durable(db, 1);
+    /* a transaction that failed because a memory-class state moved (a
+     * fast-path check of another process on the same key) is run again,
+     * or answered by the fast path when what it read lets it (memclass.c:
+     * else a hot key's checks could starve it) */
     do {
         rc = check_tx_once(db, call);
-    } while (rls__tx_retry(db, rc, &attempt));
+    } while (rls__tx_retry(db, rc, &attempt) && !rls__mem_fast(db, call, &rc));
     if (call->full_sync)
         rls__durable_restore(db);
     return rc;

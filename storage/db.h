@@ -58,7 +58,8 @@ struct rls_conn {
     uint32_t rng;                  /* busy-wait jitter */
     int tx_write;                  /* the open transaction is BEGIN IMMEDIATE */
     int check_tx;                  /* ... is a charging check */
-    int gave_back;                 /* ... that refunded a reservation */
+    int gave_back;                 /* ... that refunded a reservation, or wrote a row
+                                    * a fast path must see: its commit bumps */
 };
 
 /* The active rule set, valid while rules_gen matches the database. */
@@ -181,7 +182,7 @@ int rls__exec_simple(rls_db *db, int id);     /* step a no-result statement */
  * (backend.h: begin, commit, after_commit, rollback). */
 int rls__begin(rls_db *db, int write);
 void rls__tx_mark_check(rls_db *db, int on);  /* a charging check: no give-back */
-void rls__tx_gave_back(rls_db *db);           /* ... that refunded units */
+void rls__tx_gave_back(rls_db *db);           /* ... that refunded units (or must bump) */
 void rls__stmt_forget(rls_db *db);            /* a forked child */
 int rls__commit(rls_db *db);
 void rls__rollback(rls_db *db);

@@ -31,12 +31,48 @@
  * two leaves its own unacknowledged call charged on the memory limits and
  * not on the durable ones.
  *
- * The fast path trusts the handle's cached rules and the emptiness of the
- * policy and reservation tables (learned in its last check's transaction)
- * while the shared generation of "<db>-ckpt" (deny.c) has not moved since
- * before that transaction, for at most MEM_TRUST_MS of real time (the bound
- * for a writer killed between its commit and its bump, and for the stats
- * the handle counts meanwhile, which the next transaction flushes).
+ * The fast path trusts the handle's cached rules and what a committed
+ * transaction read about the policy and reservation tables, while the
+ * shared generation of "<db>-ckpt" (deny.c) has not moved since before
+ * that transaction, for at most MEMTRUST_TTL_MS of real time (the bound for
+ * a writer killed between its commit and its bump, and for the stats the
+ * handle counts meanwhile, which the next transaction flushes).  Every
+ * write of a policy row (blocks, tier assignments, overrides: policy.c,
+ * the bulk and edit paths, rules, copies) is a transaction that bumps the
+ * generation when it commits (stmt.c), and so is a check that writes a
+ * penalty block or a reservation for an action with a memory limit
+ * (rls__check_write asks it, in every path: one check, a group, a batch).
+ * Two grains of trust:
+ *
+ *  - every key: the tables hold no policy row and no reservation at all
+ *    (pol_none, res_none, one statement, STMT_EMPTIES).  The zero-cost
+ *    case: one transaction per handle and half a second renews it.
+ *  - per key (memtrust.h): "this (action, key as given) has no policy
+ *    row that applies and no reservation", from the rows the transaction
+ *    of a check of that key read (keyctx.c's load: its own rows, the rows
+ *    of every action in the key's spellings, everykey.c's addresses) and
+ *    whether it holds a reservation.  A row that had expired at the
+ *    check's time counts as none: an expired row stays expired, so the
+ *    entry serves only checks at that time or later.  A key whose rows
+ *    apply (blocked, a tier, an override) is never cached: the database
+ *    path answers it every time, and a block that ends makes it clean at
+ *    its next check there.  The tier from patterns (rc.patterns: YAML and
+ *    the table's) is resolved from the cached rules at each fast check,
+ *    as the database path resolves it; a pattern changed in the table
+ *    moves the rules generation and the deny generation.  The table is
+ *    bounded (16384 entries, keys up to 48 bytes: memtrust.h), so any
+ *    number of distinct keys costs the same memory; a key it does not
+ *    hold takes the database path, as before.
+ *
+ * A database transaction that failed only because a memory state moved
+ * (prepare, below) read its policy rows all the same: it keeps the trust
+ * it learned, and its retry is answered by the fast path when that trust
+ * allows (check.c), so other processes' fast checks of a hot key cannot
+ * starve it into RLS_EBUSY.
+ *
+ * A handle is used by one thread at a time (a thread-safe handle's calls
+ * are serialised: group.h), so the trust needs no lock.  PostgreSQL maps
+ * no shared generation (deny.c): its checks never take the fast path.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,12 +81,13 @@
 #include <time.h>
 #include "check.h"
 #include "memclass.h"
+#include "memtrust.h"
 
-#define MEM_TRUST_MS 1000
 #define MEM_LOG_CAP ((RULES_MEMORY_LOG_MAX + 2) * ALGO_LOG_ENTRY)
 #define MEM_KEY_CAP (RLS_KEY_MAX_LIMIT + 64)
 #define MEM_RETRIES 64
 #define MEM_TO_DB (-1)   /* fast path: the call goes to the database path */
+#define MEM_LOOK_MS 1000 /* how often the table's path is looked at again */
 
 /* One entry a database transaction read (and maybe changed). */
 struct mem_pend {
@@ -73,12 +110,7 @@ struct rls_memclass {
     int64_t now;
     int written;                        /* prepare wrote them */
     int conflict;                       /* prepare found a snapshot moved */
-    /* the fast path's trust */
-    int learned, pol_none, res_none;    /* in the open transaction */
-    int trusted;
-    uint64_t gen;
-    int64_t rules_gen, mono;
-    const ruleset *rules;
+    struct mem_fast_trust ft;           /* the fast path's trust (memtrust.h) */
     int64_t seen_ms;                    /* when the path last named m->t */
     unsigned mode;                      /* a table this handle makes: its */
     long gid;                           /* mode and group (backend.h)     */
@@ -141,6 +173,7 @@ void rls__mem_close(rls_db *db)
     if (!db->mem)
         return;
     rls__shm_close(db->mem->t);
+    rls__memtrust_fini(&db->mem->ft);
     free(db->mem);
     db->mem = NULL;
 }
@@ -150,7 +183,7 @@ void rls__mem_after_fork(rls_db *db)
     if (!db->mem)
         return;
     db->mem->n = 0;
-    db->mem->trusted = db->mem->learned = 0;
+    rls__memtrust_forget(&db->mem->ft);
 }
 
 const char *rls__mem_path(const rls_db *db)
@@ -173,7 +206,7 @@ static void let_go_if_replaced(struct rls_memclass *m)
     struct stat sb;
     rls__shm_info info;
     int64_t mono = mono_ms();
-    if (m->state != 1 || mono < 0 || mono - m->seen_ms < MEM_TRUST_MS)
+    if (m->state != 1 || mono < 0 || mono - m->seen_ms < MEM_LOOK_MS)
         return;
     m->seen_ms = mono;
     if (rls__shm_info_get(m->t, &info) == RLS_OK && stat(m->path, &sb) == 0 &&
@@ -182,7 +215,6 @@ static void let_go_if_replaced(struct rls_memclass *m)
     rls__shm_close(m->t);
     m->t = NULL;
     m->state = 0;
-    m->trusted = 0;
 }
 
 int rls__mem_table(rls_db *db, rls__shm **out)
@@ -501,69 +533,30 @@ int rls__mem_retry(rls_db *db, int rc, int *attempt)
 
 int rls__mem_learn(rls_db *db, struct check_call *call)
 {
-    struct rls_memclass *m = db->mem;
-    if (!m)
-        return RLS_OK;
-    m->learned = 0;   /* what an earlier transaction learned is not this one's */
-    if (!call->deny_usable || !rls__mem_action_has(db->rc.rules, call->action))
-        return RLS_OK;
-    /* a trust with more than half its time left needs no statement (a mixed
-     * action's checks would pay one each) */
-    int64_t mono = mono_ms();
-    if (m->trusted && mono >= 0 && mono - m->mono < MEM_TRUST_MS / 2 &&
-        __atomic_load_n(db->deny.deny_gen, __ATOMIC_ACQUIRE) == m->gen)
-        return RLS_OK;
-    if (db->trust.tx_trusted && db->trust.empties_known) {
-        m->pol_none = db->trust.policy_none;
-        m->res_none = db->trust.res_none;
-        m->learned = 1;
-        return RLS_OK;
-    }
-    rls_stmt *st = rls__stmt(db, STMT_EMPTIES);
-    if (!st)
-        return rls__stmt_failed(db);
-    int rc = sql_step(st);
-    if (rc == SQL_ROW) {
-        m->pol_none = sql_column_int(st, 0);
-        m->res_none = sql_column_int(st, 1);
-        m->learned = 1;
-    }
-    sql_reset(st);
-    return rc == SQL_ROW ? RLS_OK : rls__sql_error(db, rc, "cannot read tables");
+    return db->mem ? rls__memtrust_learn(db, &db->mem->ft, call) : RLS_OK;
 }
 
-void rls__mem_trust(rls_db *db, const struct check_call *call)
+void rls__mem_trust(rls_db *db, struct check_call *call)
 {
-    struct rls_memclass *m = db->mem;
-    if (!m || !call->deny_usable || !call->committed || !m->learned)
-        return;   /* nothing learned: the trust stands as it was (fast_allowed) */
-    m->trusted = m->pol_none && m->res_none;
-    m->learned = 0;
-    m->gen = call->deny_gen;
-    m->rules_gen = db->rc.rules_gen;
-    m->rules = db->rc.rules;
-    m->mono = mono_ms();
+    /* committed, or rolled back only because a memory state moved: what
+     * the transaction read stands (it changed none of it) */
+    if (!db->mem)
+        return;
+    int retried = !call->committed && db->mem->conflict;
+    rls__memtrust_commit(db, &db->mem->ft, call, call->committed || retried);
+    /* the attempt to come learns under the generation read before it,
+     * not the first attempt's (which may have moved since: its trust
+     * would never hold, and every retry would lose to the fast checks) */
+    if (retried && call->deny_usable && db->deny.deny_gen)
+        call->deny_gen = __atomic_load_n(db->deny.deny_gen, __ATOMIC_ACQUIRE);
 }
 
-/* May the fast path serve this call? */
+/* May the fast path serve this call (memtrust.c)? */
 static int fast_allowed(rls_db *db, const struct check_call *call)
 {
-    struct rls_memclass *m = db->mem;
-    int64_t mono;
-    if (!m || !m->trusted || db->conn.in_tx || !db->deny.deny_gen ||
-        (call->op != CHECK_OP_CHECK && call->op != CHECK_OP_PEEK))
-        return 0;
-    /* the pipeline's entry read of CLOCK_MONOTONIC when there is one: at
-     * or after the coarse clock m->mono was read with, so the trust's
-     * age is never under-estimated */
-    mono = call->mono_ns > 0 ? call->mono_ns / 1000000 : mono_ms();
-    if (__atomic_load_n(db->deny.deny_gen, __ATOMIC_ACQUIRE) != m->gen ||
-        m->rules != db->rc.rules || m->rules_gen != db->rc.rules_gen ||
-        mono < 0 || mono - m->mono >= MEM_TRUST_MS) {
-        m->trusted = 0;
-        return 0;
-    }
-    return 1;
+    return db->mem && !db->conn.in_tx && db->deny.deny_gen &&
+           (call->op == CHECK_OP_CHECK || call->op == CHECK_OP_PEEK) &&
+           rls__memtrust_allows(db, &db->mem->ft, call);
 }
 
 /* Can a key of action a resolve to memory-class limits alone?  Only if

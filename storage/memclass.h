@@ -7,7 +7,8 @@
  *
  *  - The fast path (rls__mem_fast): a check or peek whose limits are all
  *    memory-class, on a handle that may trust its cached rules and knows
- *    that no key has policy rows or reservations: one shared-memory
+ *    that no key has policy rows or reservations, or that this key has
+ *    none that apply (memtrust.h): one shared-memory
  *    transaction (lock, read, core decides, write, unlock), no database
  *    transaction at all.
  *  - Inside a database transaction (any other check, a batch, a refund, a
@@ -79,13 +80,16 @@ int rls__mem_retry(rls_db *db, int rc, int *attempt);
 
 /* ---- the check pipeline (check.c) ------------------------------------ */
 /* In a charging check's transaction, after the load: learns what the
- * fast path needs to trust (no policy rows, no reservations). */
+ * fast path needs to trust (memtrust.h: no policy rows or reservations at
+ * all, or none that apply to this key). */
 int rls__mem_learn(rls_db *db, struct check_call *call);
-/* After that transaction committed: the handle may trust what it learned
- * while the shared generation stays. */
-void rls__mem_trust(rls_db *db, const struct check_call *call);
+/* After that transaction committed, or failed only because a memory
+ * state moved (what it read stands): the handle trusts what it learned
+ * while the shared generation stays.  After such a failure, call's
+ * generation is read again for the attempt to come. */
+void rls__mem_trust(rls_db *db, struct check_call *call);
 /* The fast path: 1 when it answered the call (*rc its code), 0 when the
- * call goes down the database path. */
+ * call goes down the database path (again, after such a failure). */
 int rls__mem_fast(rls_db *db, struct check_call *call, int *rc);
 
 /* ---- tools ------------------------------------------------------------ */

@@ -202,7 +202,9 @@ int rls__audit(rls_db *db, int64_t now, const char *op, const char *action,
 /* The open transaction is a charging check (check.c), or the stats flush
  * of a closing handle (handle.c): its commit gives nothing back (deny.c). */
 void rls__tx_mark_check(rls_db *db, int on) { db->conn.check_tx = on; }
-/* It gave units back (refund.c): cached denials are stale at its commit. */
+/* It gave units back (refund.c): cached denials are stale at its commit;
+ * or it wrote a row the memory-class fast path must see (check.c): the
+ * commit bumps the generation either way (deny.c). */
 void rls__tx_gave_back(rls_db *db) { db->conn.gave_back = 1; }
 
 /* A forked child: the parent's statements are forgotten, never finalized. */
