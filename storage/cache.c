@@ -330,14 +330,20 @@ int rls__cache_empties(rls_db *db)
 {
     if (!db->trust.tx_trusted || db->trust.empties_known)
         return RLS_OK;
+    int rc = rls__empties_read(db, &db->trust.policy_none, &db->trust.res_none);
+    db->trust.empties_known = rc == RLS_OK;
+    return rc;
+}
+
+int rls__empties_read(rls_db *db, int *policy_none, int *res_none)
+{
     rls_stmt *st = rls__stmt(db, STMT_EMPTIES);
     if (!st)
         return rls__stmt_failed(db);
     int rc = sql_step(st);
     if (rc == SQL_ROW) {
-        db->trust.policy_none = sql_column_int(st, 0);
-        db->trust.res_none = sql_column_int(st, 1);
-        db->trust.empties_known = 1;
+        *policy_none = sql_column_int(st, 0);
+        *res_none = sql_column_int(st, 1);
     }
     sql_reset(st);
     return rc == SQL_ROW ? RLS_OK : rls__sql_error(db, rc, "cannot read tables");

@@ -226,6 +226,9 @@ void rls__limit_regname(const rule_limit *l, char *buf, size_t size);
 
 void rls__cache_validate(rls_db *db);         /* right after a check's commit */
 int rls__cache_empties(rls_db *db);           /* learn policy_none, res_none */
+/* Reads whether the policy tables and the reservations are empty (one
+ * statement): RLS_OK, or an error recorded. */
+int rls__empties_read(rls_db *db, int *policy_none, int *res_none);
 int rls__no_policy_rows(const rls_db *db);    /* none for any key: skip reading */
 int rls__no_reservations(const rls_db *db);
 void rls__cache_free(rls_db *db);

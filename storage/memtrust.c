@@ -235,17 +235,9 @@ static int learn_every_key(rls_db *db, struct mem_fast_trust *m)
         m->learned = 1;
         return RLS_OK;
     }
-    rls_stmt *st = rls__stmt(db, STMT_EMPTIES);
-    if (!st)
-        return rls__stmt_failed(db);
-    int rc = sql_step(st);
-    if (rc == SQL_ROW) {
-        m->pol_none = sql_column_int(st, 0);
-        m->res_none = sql_column_int(st, 1);
-        m->learned = 1;
-    }
-    sql_reset(st);
-    return rc == SQL_ROW ? RLS_OK : rls__sql_error(db, rc, "cannot read tables");
+    int rc = rls__empties_read(db, &m->pol_none, &m->res_none);
+    m->learned = rc == RLS_OK;
+    return rc;
 }
 
 /* A row read by the load (keyctx.c) that had expired at now: it cannot

@@ -139,8 +139,8 @@ static void sqlite_hard_link_is_refused_not_counted_apart(void **state)
     it_free(t);
 }
 
-/* Removes the one table in dir; 1 if there was one. */
-static int remove_table(const char *dir)
+/* The path of the one table in dir into buf; 1 if found. */
+static int table_path(const char *dir, char *buf, size_t size)
 {
     DIR *d = opendir(dir);
     struct dirent *e;
@@ -150,14 +150,22 @@ static int remove_table(const char *dir)
         size_t len = strlen(e->d_name);
         if (strncmp(e->d_name, "rlstore-", 8) == 0 && len > 4 &&
             strcmp(e->d_name + len - 4, ".shm") == 0) {
-            char p[PATH_MAX];
-            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-            assert_int_equal(unlink(p), 0);
+            snprintf(buf, size, "%s/%s", dir, e->d_name);
             n++;
         }
     }
     closedir(d);
-    return n;
+    return n == 1;
+}
+
+/* Removes the one table in dir; 1 if there was one. */
+static int remove_table(const char *dir)
+{
+    char p[PATH_MAX];
+    if (!table_path(dir, p, sizeof p))
+        return 0;
+    assert_int_equal(unlink(p), 0);
+    return 1;
 }
 
 static int64_t used_by(rls_db *db, const char *key)
@@ -188,25 +196,6 @@ static void a_removed_table_is_let_go(void **state)
     rls_close(b);
     rls_close(a);
     it_free(t);
-}
-
-/* The path of the one table in dir into buf; 1 if found. */
-static int table_path(const char *dir, char *buf, size_t size)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    int n = 0;
-    assert_non_null(d);
-    while ((e = readdir(d)) != NULL) {
-        size_t len = strlen(e->d_name);
-        if (strncmp(e->d_name, "rlstore-", 8) == 0 && len > 4 &&
-            strcmp(e->d_name + len - 4, ".shm") == 0) {
-            snprintf(buf, size, "%s/%s", dir, e->d_name);
-            n++;
-        }
-    }
-    closedir(d);
-    return n == 1;
 }
 
 /* A group this process may give files to, other than its own when it can

@@ -89,6 +89,32 @@ static inline void rel_sleep_us(long us)
     }
 }
 
+/*
+ * PostgreSQL: waits until no session named app (its application_name)
+ * is left on the server of path: a killed client's last COMMIT may still
+ * be carried out by its session, which then notices the end of the
+ * connection and ends.  A judge that reads several things one after the
+ * other waits for it first.  Fails the test after 60 s.  SQLite: returns.
+ */
+static inline void rel_pg_session_gone(const char *path, const char *app)
+{
+    char sql[200];
+    if (!it_is_uri(path))
+        return;
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM pg_stat_activity WHERE application_name = '%s'", app);
+    for (int64_t end = rel_mono_ms() + 60000;;) {
+        PGresult *r = it_pg_run(path, sql);
+        int left = atoi(PQgetvalue(r, 0, 0));
+        PQclear(r);
+        if (left == 0)
+            return;
+        if (rel_mono_ms() > end)
+            fail_msg("the session '%s' of a killed client is still there after 60 s", app);
+        rel_sleep_us(1000);
+    }
+}
+
 /* Zeroed memory shared with every child forked afterwards. */
 static inline void *rel_shared(size_t size)
 {

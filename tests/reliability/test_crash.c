@@ -423,14 +423,10 @@ static void make_file(struct ruleset_file *f, const char *dir, long n, const cha
     rel_write_file(f->path, f->bytes, f->len);
 }
 
-/*
- * On PostgreSQL a killed client's COMMIT may still be in the server's
- * hands when the kill returns: its session commits it, notices the end of
- * the connection and ends.  The judge reads the rules through several
- * connections one after the other, so it waits for that session to end
- * first (else one read could see the old rules and the next the new).
- * The apply's session is found by its application_name (apply_uri).
- */
+/* The judge reads the rules through several connections: on PostgreSQL
+ * it first waits for the killed apply's session (named by apply_uri),
+ * which may still carry out its COMMIT (reltest.h), else one read could
+ * see the old rules and the next the new. */
 static void apply_uri(const itest *t, long round, char *buf, size_t size)
 {
     if (it_is_uri(t->path))
@@ -442,22 +438,9 @@ static void apply_uri(const itest *t, long round, char *buf, size_t size)
 
 static void apply_session_gone(const itest *t, long round)
 {
-    char sql[160];
-    if (!it_is_uri(t->path))
-        return;
-    snprintf(sql, sizeof sql, "SELECT count(*) FROM pg_stat_activity WHERE application_name"
-             " = 'rlapply_%ld_%ld'", (long)getpid(), round);
-    for (int64_t end = rel_mono_ms() + 60000;;) {
-        PGresult *r = it_pg_run(t->path, sql);
-        int left = atoi(PQgetvalue(r, 0, 0));
-        PQclear(r);
-        if (left == 0)
-            return;
-        if (rel_mono_ms() > end)
-            fail_msg("round %ld: the killed apply's server session is still there after 60 s",
-                     round);
-        rel_sleep_us(1000);
-    }
+    char app[64];
+    snprintf(app, sizeof app, "rlapply_%ld_%ld", (long)getpid(), round);
+    rel_pg_session_gone(t->path, app);
 }
 
 static int rlctl_apply(const char *rlctl, const char *db, const char *file, pid_t *pid_out)

@@ -177,33 +177,15 @@ static void writer_path(const itest *t, long round, char *buf, size_t size)
         snprintf(buf, size, "%s", t->path);
 }
 
-/*
- * On PostgreSQL a killed client's last COMMIT may still be in the server's
- * hands: its session commits it, notices the end of the connection and
- * ends.  The judge reads several keys one after the other, so it waits for
- * that session to end first (else it could read one key before that
- * commit and the next after it: atomic commits seen torn by a judge that
- * is not atomic).
- */
+/* The judge reads key after key: on PostgreSQL it first waits for the
+ * killed writer's session, which may still carry out its last COMMIT
+ * (reltest.h), else it could see one key before that commit and the next
+ * after it. */
 static void writer_gone(const itest *t, long round)
 {
-    char sql[160];
-    if (!it_is_uri(t->path))
-        return;
-    snprintf(sql, sizeof sql,
-             "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'rlcg_%ld_%ld'",
-             (long)getpid(), round);
-    for (int64_t end = rel_mono_ms() + 60000;;) {
-        PGresult *r = it_pg_run(t->path, sql);
-        int left = atoi(PQgetvalue(r, 0, 0));
-        PQclear(r);
-        if (left == 0)
-            return;
-        if (rel_mono_ms() > end)
-            fail_msg("round %ld: the killed writer's server session is still there after 60 s",
-                     round);
-        rel_sleep_us(1000);
-    }
+    char app[64];
+    snprintf(app, sizeof app, "rlcg_%ld_%ld", (long)getpid(), round);
+    rel_pg_session_gone(t->path, app);
 }
 
 static void reap_killed(const itest *t, pid_t pid, long round)
