@@ -236,22 +236,23 @@ static void steps_with_day_windows(void **state)
 /* The same for `durability: memory` limits (16: a memory sliding_log's
  * most): a state in the shared-memory table is as safe from a clock that
  * steps as a row. */
-static void steps_with_hour_windows_memory(void **state)
+static void steps_in_memory(const char *window, int64_t w)
 {
     LIMIT = 16;
     DURABILITY = "memory";
-    steps_for("1h", H);
+    steps_for(window, w);
     LIMIT = 30;
     DURABILITY = "normal";
 }
 
+static void steps_with_hour_windows_memory(void **state)
+{
+    steps_in_memory("1h", H);
+}
+
 static void steps_with_day_windows_memory(void **state)
 {
-    LIMIT = 16;
-    DURABILITY = "memory";
-    steps_for("1d", D);
-    LIMIT = 30;
-    DURABILITY = "normal";
+    steps_in_memory("1d", D);
 }
 
 /* A 1970 clock on a key that has never been seen, and on the check path of
