@@ -99,7 +99,7 @@ static void a_group_over_the_table_bound_commits_in_parts(void **state)
 
 static int batch_of(itest *t, rls_db *db, int n, const char *prefix)
 {
-    rls_item it[RLS_BATCH_MAX];
+    rls_item it[RLS_BATCH_MAX] = {{0}};
     rls_result r[RLS_BATCH_MAX];
     char keys[RLS_BATCH_MAX][16];
     (void)t;
