@@ -1,5 +1,5 @@
 /*
- * cmd_doctor.c - `rlctl doctor [--full] [--fix] [--shm-dir DIR]`: the
+ * cmd_doctor.c - `rlctl doctor [--full] [--fix]` (--shm-dir global): the
  * library's health report (SQLite version, journal mode, schema,
  * integrity, file modes, WAL size, rules, the memory-class table and
  * tables of earlier boots, which --fix removes).  Exits 0 unless a check
@@ -18,9 +18,6 @@ int cmd_doctor(rlctl_ctx *ctx)
 {
     rls_rows *rows = NULL;
     int failed = 0, rc;
-    const char *dir = opt_get(ctx, "shm-dir");
-    if (dir && !*dir)
-        return fail_usage(ctx, "invalid value for --shm-dir: the path is empty");
     if ((rc = db_open(ctx, 0)))
         return rc;
     unsigned int flags = (opt_flag(ctx, "full") ? RLS_DOCTOR_FULL : 0) |

@@ -168,8 +168,9 @@ int db_open(rlctl_ctx *ctx, int create)
      * one host must not upgrade a database that older libraries of other
      * hosts still use (a rolling deploy; rlctl migrate, once). */
     opt.no_upgrade = !create;
-    /* where the applications keep the memory-class table (doctor) */
-    opt.shm_dir = ctx->cmd ? opt_get(ctx, "shm-dir") : NULL;
+    /* where the applications keep the memory-class table: their counts
+     * (check, usage, explain, reset) and doctor's rows */
+    opt.shm_dir = ctx->shm_dir;
     if (ctx->cmd && opt_flag(ctx, "syslog") && strcmp(ctx->cmd->name, "hold") != 0)
         opt.log_fn = rlctl_syslog_line;   /* penalty events, one line each (syslog.c) */
     path_esc = db_name(ctx->db_path);

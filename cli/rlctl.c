@@ -20,6 +20,7 @@
 static const rlctl_opt global_opts[] = {
     {"db", "PATH", "database file or postgresql:// URI (default: $RLSTORE_DB, then ./rlstore.db)"},
     {"counters", "PATH", "split deployment: counters database; --db is the rules database"},
+    {"shm-dir", "DIR", "folder of the memory-class table, as the applications' shm_dir (default: $RLSTORE_SHM_DIR, then /dev/shm)"},
     {"now", "TIME", "clock for every operation: epoch ms or ISO-8601 UTC"},
     {"json", NULL, "machine output: exactly one JSON object or array on stdout"},
     {"quiet", NULL, "print no confirmations and no check results"},
@@ -157,7 +158,6 @@ static const rlctl_opt stats_opts[] = {
 static const rlctl_opt doctor_opts[] = {
     {"full", NULL, "also run the slow full integrity check"},
     {"fix", NULL, "remove the shared-memory tables of this database left by an earlier boot"},
-    {"shm-dir", "DIR", "folder of the memory-class table, as the applications' shm_dir (default /dev/shm)"},
     {NULL, NULL, NULL},
 };
 
@@ -248,6 +248,7 @@ static const rlctl_cmd commands[] = {
 static const char *const env_help[][2] = {
     {"RLSTORE_DB", "database file when --db is not given"},
     {"RLSTORE_COUNTERS", "counters database when --counters is not given"},
+    {"RLSTORE_SHM_DIR", "folder of the memory-class table when --shm-dir is not given"},
     {"RLSTORE_SYSLOG", "syslog socket of --syslog (default /dev/log)"},
 };
 
@@ -562,6 +563,10 @@ static int set_global(rlctl_ctx *ctx, flags *fl, const char *name, const char *v
             return fail_usage(ctx, "invalid value for --counters: the path is empty");
         ctx->counters_path = val;
         ctx->counters_env = 0;
+    } else if (strcmp(name, "shm-dir") == 0) {
+        if (!*val)
+            return fail_usage(ctx, "invalid value for --shm-dir: the path is empty");
+        ctx->shm_dir = val;
     } else if (strcmp(name, "now") == 0) {
         if (rls_time_parse(val, &ctx->now_ms) != RLS_OK)
             return fail_usage(ctx, "invalid time for --now: '%s' (expected epoch ms or "
@@ -668,6 +673,8 @@ static int run(rlctl_ctx *ctx, int argc, char **argv)
     env = getenv("RLSTORE_COUNTERS");
     ctx->counters_path = env && *env ? env : NULL;
     ctx->counters_env = ctx->counters_path != NULL;
+    env = getenv("RLSTORE_SHM_DIR");
+    ctx->shm_dir = env && *env ? env : NULL;
     ctx->now_ms = real_now();
     ctx->tty = isatty(STDOUT_FILENO);
     for (int k = 1; k < argc && strcmp(argv[k], "--") != 0; k++)

@@ -62,6 +62,7 @@ struct rlctl_ctx {
     const char *db_path;
     const char *counters_path; /* --counters / $RLSTORE_COUNTERS: split deployment */
     int counters_env;          /* counters_path came from $RLSTORE_COUNTERS */
+    const char *shm_dir;       /* --shm-dir / $RLSTORE_SHM_DIR: the memory table's folder */
     int64_t now_ms;          /* --now, else the real clock at start      */
     int json, quiet, tty;
     /* the command being run and its parsed arguments */

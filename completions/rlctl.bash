@@ -14,7 +14,7 @@
 # tests/install/test_completion.sh compares them with `rlctl --help`, so they
 # cannot drift apart.  Self-contained: needs no helper of bash-completion.
 
-_rlctl_global_opts='--db --counters --now --json --quiet --help --version'
+_rlctl_global_opts='--db --counters --shm-dir --now --json --quiet --help --version'
 _rlctl_commands='init apply lint export rules versions rollback set-limit check refund reserve commit cancel usage explain block unblock blocks tier override reset audit events gc stats doctor copy-from metrics migrate hold help'
 
 # _rlctl_subs COMMAND: its subcommands, if it has any.
@@ -53,7 +53,7 @@ _rlctl_opts()
     migrate) echo '--dry-run' ;;
     gc) echo '--rows' ;;
     stats) echo '--seconds --prometheus' ;;
-    doctor) echo '--full --fix --shm-dir' ;;
+    doctor) echo '--full --fix' ;;
     copy-from) echo '--rules --policy --counters --from-counters --dry-run' ;;
     hold) echo '--for --syslog' ;;
     esac
@@ -82,7 +82,7 @@ _rlctl_args()
 _rlctl_takes_value()
 {
     case $1 in
-    --db | --counters | --now | --comment | --cost | --ttl | --action | --key | --top | \
+    --db | --counters | --shm-dir | --now | --comment | --cost | --ttl | --action | --key | --top | \
         --sort | --audit | --for | --reason | --limit | --rows | --seconds | --mode | \
         --group | --from-counters | --tier | --if-version | --older-than | --event | \
         --since | --output) return 0 ;;
@@ -158,6 +158,7 @@ _rlctl()
     if [ $dashdash = 0 ] && _rlctl_takes_value "$prev"; then
         case $prev in
         --db | --counters | --from-counters) _rlctl_files ;;
+        --shm-dir) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -d -- "$cur")) ;;
         --group) COMPREPLY=($(compgen -g -- "$cur")) ;;
         --sort) COMPREPLY=($(compgen -W 'used key reset denied' -- "$cur")) ;;
         --action) COMPREPLY=($(compgen -W "$(_rlctl_query actions)" -- "$cur")) ;;

@@ -32,6 +32,8 @@ static const opt opts[] = {
     {"db", 0, "PATH", "database file or postgresql:// URI (default: $RLSTORE_DB, then "
                      "./rlstore.db); never created"},
     {"counters", 0, "PATH", "split deployment: counters database; --db is the rules database"},
+    {"shm-dir", 0, "DIR", "folder of the memory-class table, as the applications' shm_dir "
+                          "(default: $RLSTORE_SHM_DIR, then /dev/shm)"},
     {"action", 0, "ACTION", "show only the keys and rates of ACTION"},
     {"delay", 'd', "SECONDS", "refresh interval in seconds, decimals allowed (default 1)"},
     {"batch", 'b', NULL, "print snapshots as plain text instead (also when stdout is not a terminal)"},
@@ -57,7 +59,8 @@ static const key_entry key_table[] = {
 
 static void print_help(void)
 {
-    printf("usage: rltop [--db PATH] [--counters PATH] [--action ACTION] [-d SECONDS]\n"
+    printf("usage: rltop [--db PATH] [--counters PATH] [--shm-dir DIR] [--action ACTION]\n"
+           "             [-d SECONDS]\n"
            "             [-b [-n N] [--rows N]]\n\n"
            "The live console of rlstore: which keys are limited right now, and the means\n"
            "to act on them (unblock, block, tier, override, reset, edit a limit, roll back).\n"
@@ -83,6 +86,7 @@ static void print_help(void)
     printf("\nEnvironment:\n"
            "  RLSTORE_DB  database file when --db is not given\n"
            "  RLSTORE_COUNTERS  counters database when --counters is not given\n"
+           "  RLSTORE_SHM_DIR  folder of the memory-class table when --shm-dir is not given\n"
            "  NO_COLOR  when set and not empty, no colours are used\n");
 }
 
@@ -109,7 +113,7 @@ static int parse_int(const char *s, long min, long max, long *out)
 }
 
 typedef struct args {
-    const char *db, *counters, *action;
+    const char *db, *counters, *action, *shm_dir;
     double delay;
     int batch, help, version;
     long n, rows;
@@ -128,6 +132,10 @@ static int set_opt(args *g, const opt *o, const char *val)
         if (!*val)
             return usage_error("invalid value for --counters: the path is empty");
         g->counters = val;
+    } else if (strcmp(n, "shm-dir") == 0) {
+        if (!*val)
+            return usage_error("invalid value for --shm-dir: the path is empty");
+        g->shm_dir = val;
     } else if (strcmp(n, "action") == 0) {
         if (!*val)
             return usage_error("invalid value for --action: the name is empty");
@@ -241,7 +249,7 @@ static int check_target(const char *path, const char *counters, int counters_env
     return 0;
 }
 
-static int open_db(app *a, const char *path, const char *counters)
+static int open_db(app *a, const char *path, const char *counters, const char *shm_dir)
 {
     struct stat sb;
     rls_options o;
@@ -266,6 +274,7 @@ static int open_db(app *a, const char *path, const char *counters)
     /* keys up to the largest max_key_len any application may open with */
     o.max_key_len = RLS_KEY_MAX_LIMIT;
     o.counters_path = counters;
+    o.shm_dir = shm_dir;   /* the applications' memory-class counts */
     /* an operator's console never upgrades a schema other hosts share:
      * that is `rlctl migrate`'s, once, on purpose */
     o.no_upgrade = 1;
@@ -435,7 +444,7 @@ static int interactive(app *a)
 int main(int argc, char **argv)
 {
     static app a;
-    args g = {NULL, NULL, NULL, 1.0, 0, 0, 0, 1, 20};
+    args g = {NULL, NULL, NULL, NULL, 1.0, 0, 0, 0, 1, 20};
     setlocale(LC_ALL, "");
     int rc = parse_args(argc, argv, &g);
     if (rc)
@@ -468,7 +477,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "rltop: standard input is not a terminal; use --batch\n");
         return RLTOP_EXIT_USAGE;
     }
-    if ((rc = open_db(&a, a.db_path, counters)) != 0)
+    env = getenv("RLSTORE_SHM_DIR");
+    const char *shm_dir = g.shm_dir ? g.shm_dir : env && *env ? env : NULL;
+    if ((rc = open_db(&a, a.db_path, counters, shm_dir)) != 0)
         return rc;
     if ((rc = check_action(&a)) != 0) {
         rls_close(a.m.db);

@@ -154,6 +154,20 @@ tassert "it is gone" test ! -e "shm/$STALE"
 tassert "the table in use, the one of unknown boot and the other database's stay" \
     test -e "shm/$MINE" -a -e "shm/$UNKNOWN" -a -e "shm/$THEIRS" -a -e "shm/$OSTALE"
 tassert "the application goes on with its counts" memapp mem.db a
+tcase "--shm-dir (global) reads the applications' memory counts" 0 \
+    --json 'assert d["limits"][0]["name"] == "mm" and d["limits"][0]["used"] == 2, d["limits"]' \
+    -- --db mem.db --shm-dir shm explain m a --json
+RLSTORE_SHM_DIR=shm tcase "RLSTORE_SHM_DIR does the same" 0 \
+    --json 'assert d["limits"][0]["used"] == 2, d["limits"]' \
+    -- --db mem.db explain m a --json
+tcase "without it, /dev/shm: not the applications' table" 0 \
+    --json 'assert d["limits"][0]["used"] == 0, d["limits"]' \
+    -- --db mem.db explain m a --json
+tcase "a check through rlctl charges the applications' table" 0 \
+    -- --db mem.db --shm-dir shm check m a
+tcase "and it is in the applications' table" 0 \
+    --json 'assert d["limits"][0]["used"] == 3, d["limits"]' \
+    -- --db mem.db --shm-dir shm explain m a --json
 tcase "doctor --fix again: nothing more to remove" 0 \
     --json 's = [r for r in d["checks"] if r["check"] == "memory_stale"]; assert len(s) == 1 and s[0]["status"] == "warn" and "'"$UNKNOWN"'" in s[0]["detail"], s' \
     -- --db mem.db doctor --shm-dir shm --fix --json

@@ -45,6 +45,22 @@ check "not a terminal: batch automatically" grep -q '^ACTION  KEY ' out
 RLSTORE_DB=db "$RLTOP" -b >out 2>err
 check "RLSTORE_DB names the database" grep -q 'rules v1' out
 
+# ---- the memory class: the applications' table (--shm-dir) ----
+mkdir -p shmd
+printf '%s\n' 'version: 1' 'actions:' '  burst:' \
+    '    limits: [ { name: b, algorithm: fixed_window, limit: 3, window: 1h, durability: memory } ]' \
+    >mem.yaml
+"$RLCTL" --db memdb init mem.yaml >/dev/null 2>&1
+for i in 1 2 3; do "$RLCTL" --db memdb --shm-dir shmd check burst 203.0.113.5 >/dev/null 2>&1; done
+run --db memdb --shm-dir shmd -b
+check "--shm-dir: a memory-class key at its limit" grep -q '^burst  *203\.0\.113\.5 .*3  *3  *0 .*limited$' out
+RLSTORE_SHM_DIR=shmd "$RLTOP" --db memdb -b </dev/null >out 2>err
+check "RLSTORE_SHM_DIR names the folder" grep -q '^burst  *203\.0\.113\.5 ' out
+run --db memdb -b
+check "without it: /dev/shm holds no count of this database" sh -c "! grep -q '203\.0\.113\.5' out"
+run --db memdb --shm-dir '' -b
+expect_rc "--shm-dir empty: usage error" 2
+
 # ---- errors and exit statuses ----
 run --db missing.db -b
 expect_rc "missing database: exit 3" 3
