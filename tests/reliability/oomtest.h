@@ -423,10 +423,12 @@ static inline void known_bug(int bug, const char *op, long n, int layer, int sti
 /* Failing allocations N = 1..100 one by one, then (sticky loops only: the
  * once loops take every N) every STICKY_STRIDE-th, to bound the run time.
  * Under valgrind (VALGRIND=1, as make valgrind sets it) every loop strides
- * SLOW_STRIDE times further past N = 100. */
+ * SLOW_STRIDE times further past N = 100; RLS_OOM_STRIDE=K does the same
+ * K times (the sanitizer pass of make test: the plain pass takes every N,
+ * the sanitized one every K-th past 100, where ASan is 5x slower). */
 #define STICKY_STRIDE 5
 #define SLOW_STRIDE 5
-static int slow;
+static long slow = 1;
 
 /*
  * For N = 1, 2, ... fails the N-th allocation of layer during one call of
@@ -439,7 +441,7 @@ static inline long oom_loop(ox *x, const oom_op *op, int layer, int sticky, int 
 {
     long n, total = 0, errors = 0, calls = 0, allocs = 0;
     int is_open = op->opens;
-    long stride = (sticky ? STICKY_STRIDE : 1) * (slow ? SLOW_STRIDE : 1);
+    long stride = (sticky ? STICKY_STRIDE : 1) * slow;
     long bugs0[BUG__COUNT];
     memcpy(bugs0, bug_hits, sizeof bugs0);
     for (n = 1; n <= MAX_N; n += n >= 100 ? stride : 1) {
@@ -535,7 +537,10 @@ static inline int oom_setup(void)
     /* fixed bugs fail again if they come back; RLS_KNOWN_BUGS=tolerate counts
      * them instead, to go on testing the rest while one is being fixed */
     bugs_fail = !(getenv("RLS_KNOWN_BUGS") && strcmp(getenv("RLS_KNOWN_BUGS"), "tolerate") == 0);
-    slow = getenv("VALGRIND") && strcmp(getenv("VALGRIND"), "1") == 0;
+    const char *k = getenv("RLS_OOM_STRIDE");
+    slow = getenv("VALGRIND") && strcmp(getenv("VALGRIND"), "1") == 0 ? SLOW_STRIDE
+           : k && atol(k) > 1 && atol(k) <= 100                      ? atol(k)
+                                                                      : 1;
     /* Tens of thousands of opens and commits: on a RAM file system, where
      * fsync costs nothing (durability is suite 2's and 3's subject). */
     if (!getenv("TMPDIR") && access("/dev/shm", W_OK | X_OK) == 0)
