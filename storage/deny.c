@@ -15,9 +15,8 @@
  *    in any process is seen at the next check.  Plain checks only consume,
  *    which cannot make a denied request admissible sooner.
  *  - A cached denial is also trusted for at most DENYCACHE_TTL_MS of real
- *    time: the bound for a check that bumps after its commit only (a
- *    penalty block or reservation of a memory-class action: check.c), and
- *    for changes made to the file by something else than the library.
+ *    time: the bound for changes made to the file by something else than
+ *    the library.
  *  - Only denials whose answer is fixed until their retry time are cached
  *    (rls__deny_cacheable), for the key exactly as given when normalising it
  *    changes nothing, and limit denials only when the key held no

@@ -35,11 +35,12 @@
  * transaction read about the policy and reservation tables, while the
  * shared generation of "<db>-ckpt" (deny.c) has not moved since before
  * that transaction, for at most MEMTRUST_TTL_MS of real time (the bound for
- * a writer killed between its commit and its bump, and for the stats the
- * handle counts meanwhile, which the next transaction flushes).  Every
+ * changes made to the file by something else than the library, and for
+ * the stats the handle counts meanwhile, which the next transaction
+ * flushes).  Every
  * write of a policy row (blocks, tier assignments, overrides: policy.c,
  * the bulk and edit paths, rules, copies) is a transaction that bumps the
- * generation when it commits (stmt.c), and so is a check that writes a
+ * generation before and after it commits (stmt.c), and so is a check that writes a
  * penalty block or a reservation for an action with a memory limit
  * (rls__check_write asks it, in every path: one check, a group, a batch).
  * Two grains of trust:
@@ -116,9 +117,7 @@ struct rls_memclass {
     long gid;                           /* mode and group (backend.h)     */
 };
 
-/* The coarse clock (a few ms of resolution) is enough for a one-second
- * bound, and costs no time-stamp counter read. */
-static int64_t mono_ms(void)
+int64_t rls__mem_coarse_ms(void)
 {
     struct timespec ts;
     if (clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) != 0)
@@ -205,7 +204,7 @@ static void let_go_if_replaced(struct rls_memclass *m)
 {
     struct stat sb;
     rls__shm_info info;
-    int64_t mono = mono_ms();
+    int64_t mono = rls__mem_coarse_ms();
     if (m->state != 1 || mono < 0 || mono - m->seen_ms < MEM_LOOK_MS)
         return;
     m->seen_ms = mono;
@@ -244,7 +243,7 @@ int rls__mem_table(rls_db *db, rls__shm **out)
                               "durability: memory limits: %s", m->path,
                               why[0] ? why : "failed");
         m->state = 1;
-        m->seen_ms = mono_ms();
+        m->seen_ms = rls__mem_coarse_ms();
     }
     *out = m->t;
     return RLS_OK;
@@ -610,9 +609,11 @@ int rls__mem_fast(rls_db *db, struct check_call *call, int *rcp)
     rls__shm_item it[RLS__SHM_TXN_MAX];
     rls__shm_txn tx;
     int rc;
-    if (!fast_allowed(db, call) || ctx->planned == KEYCTX_NONE || !ctx->act ||
-        ctx->plan_rules != db->rc.rules || ctx->plan_gen != db->rc.rules_gen ||
-        !mem_only_possible(ctx->act) || !rls__keyctx_resolve_trusted(db, ctx, call->now) ||
+    /* the plan's own tests first: a mixed or durable action never pays
+     * for the trust's lookup (a hash of the key, memtrust.c) */
+    if (ctx->planned == KEYCTX_NONE || !ctx->act || ctx->plan_rules != db->rc.rules ||
+        ctx->plan_gen != db->rc.rules_gen || !mem_only_possible(ctx->act) ||
+        !fast_allowed(db, call) || !rls__keyctx_resolve_trusted(db, ctx, call->now) ||
         ctx->n > RLS__SHM_TXN_MAX)
         return 0;
     for (int i = 0; i < ctx->n; i++)
@@ -668,7 +669,7 @@ static int attach(rls_db *db)
         return -rls__error(db, rc, "cannot open the shared-memory table '%s': %s",
                            db->mem->path, why);
     db->mem->state = 1;
-    db->mem->seen_ms = mono_ms();
+    db->mem->seen_ms = rls__mem_coarse_ms();
     return 1;
 }
 

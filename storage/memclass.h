@@ -43,6 +43,11 @@ int rls__mem_action_has(const ruleset *rs, const char *action);
 int rls__mem_action_count(const ruleset *rs, const char *action);
 #define RLS__MEM_TXN_MAX RLS__SHM_TXN_MAX
 
+/* A coarse monotonic clock in ms (a few ms of resolution, no time-stamp
+ * counter read): enough for the one-second bounds of the table's look
+ * and of the fast path's trust (memtrust.c); -1 if it cannot be read. */
+int64_t rls__mem_coarse_ms(void);
+
 /* At rls_open: records the database's identity (the table's name).
  * Never fails: an identity it cannot take makes the table unavailable,
  * which the first memory-class check reports. */

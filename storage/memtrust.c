@@ -200,16 +200,6 @@ size_t rls__memtrust_bytes(const mem_trust *c)
 
 /* ---- the trust ------------------------------------------------------------ */
 
-/* The coarse clock (a few ms of resolution) is enough for a one-second
- * bound, and costs no time-stamp counter read. */
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    if (clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) != 0)
-        return -1;
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Is what the trust of every key learned (pol_none, res_none) as of the
  * current generation and rules, with more than half its time left?  Then
  * a transaction needs no statement to learn it again (a mixed action's
@@ -217,7 +207,7 @@ static int64_t mono_ms(void)
  * each). */
 static int known_fresh(rls_db *db, const struct mem_fast_trust *m)
 {
-    int64_t mono = mono_ms();
+    int64_t mono = rls__mem_coarse_ms();
     return m->known && mono >= 0 && mono - m->mono < MEMTRUST_TTL_MS / 2 &&
            m->rules == db->rc.rules && m->rules_gen == db->rc.rules_gen &&
            __atomic_load_n(db->deny.deny_gen, __ATOMIC_ACQUIRE) == m->gen;
@@ -304,7 +294,7 @@ void rls__memtrust_commit(rls_db *db, struct mem_fast_trust *m, const struct che
         m->learned = 0;
         return;   /* nothing learned: the trust stands as it was */
     }
-    int64_t mono = mono_ms();
+    int64_t mono = rls__mem_coarse_ms();
     if (m->learned) {
         m->trusted = m->pol_none && m->res_none;
         m->known = 1;
@@ -335,7 +325,10 @@ int rls__memtrust_allows(rls_db *db, struct mem_fast_trust *m, const struct chec
     if (!m->trusted && !m->keys)
         return 0;
     uint64_t gen = __atomic_load_n(db->deny.deny_gen, __ATOMIC_ACQUIRE);
-    if ((mono = mono_ms()) < 0)
+    /* the pipeline's entry read of CLOCK_MONOTONIC when there is one: at
+     * or after the coarse clock the trust was learned with, so its age is
+     * never under-estimated */
+    if ((mono = call->mono_ns > 0 ? call->mono_ns / 1000000 : rls__mem_coarse_ms()) < 0)
         return 0;
     if (m->trusted) {
         if (gen == m->gen && m->rules == db->rc.rules && m->rules_gen == db->rc.rules_gen &&

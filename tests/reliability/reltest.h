@@ -89,6 +89,16 @@ static inline void rel_sleep_us(long us)
     }
 }
 
+/* path for a client named app: on PostgreSQL the URI with that
+ * application_name (rel_pg_session_gone finds its session), else path. */
+static inline void rel_named_path(const char *path, const char *app, char *buf, size_t size)
+{
+    if (it_is_uri(path))
+        snprintf(buf, size, "%s&application_name=%s", path, app);
+    else
+        snprintf(buf, size, "%s", path);
+}
+
 /*
  * PostgreSQL: waits until no session named app (its application_name)
  * is left on the server of path: a killed client's last COMMIT may still

@@ -424,23 +424,12 @@ static void make_file(struct ruleset_file *f, const char *dir, long n, const cha
 }
 
 /* The judge reads the rules through several connections: on PostgreSQL
- * it first waits for the killed apply's session (named by apply_uri),
+ * it first waits for the killed apply's session (named by apply_app),
  * which may still carry out its COMMIT (reltest.h), else one read could
  * see the old rules and the next the new. */
-static void apply_uri(const itest *t, long round, char *buf, size_t size)
+static void apply_app(long round, char *app, size_t size)
 {
-    if (it_is_uri(t->path))
-        snprintf(buf, size, "%s&application_name=rlapply_%ld_%ld", t->path, (long)getpid(),
-                 round);
-    else
-        snprintf(buf, size, "%s", t->path);
-}
-
-static void apply_session_gone(const itest *t, long round)
-{
-    char app[64];
-    snprintf(app, sizeof app, "rlapply_%ld_%ld", (long)getpid(), round);
-    rel_pg_session_gone(t->path, app);
+    snprintf(app, size, "rlapply_%ld_%ld", (long)getpid(), round);
 }
 
 static int rlctl_apply(const char *rlctl, const char *db, const char *file, pid_t *pid_out)
@@ -618,8 +607,9 @@ static void sigkill_rlctl_apply_keeps_old_or_new_rules(void **state)
             break;
         struct ruleset_file next;
         make_file(&next, t->dir, nact, round % 2 ? "b" : "a", round);
-        char uri[4200];
-        apply_uri(t, round, uri, sizeof uri);
+        char uri[4200], app[64];
+        apply_app(round, app, sizeof app);
+        rel_named_path(t->path, app, uri, sizeof uri);
         assert_true(rlctl_apply(rlctl, uri, next.path, &pid));
         int targeted = round % 2 == 1;
         if (targeted && wait_for_writer(t->path, pid)) {
@@ -636,7 +626,7 @@ static void sigkill_rlctl_apply_keeps_old_or_new_rules(void **state)
         if (finished && WEXITSTATUS(status) != 0)
             fail_msg("round %ld: rlctl apply failed by itself (exit %d)", round,
                      WEXITSTATUS(status));
-        apply_session_gone(t, round);
+        rel_pg_session_gone(t->path, app);
         int is_new = judge_apply(rlctl, t, &cur, &next, versions, round);
         if (finished && !is_new)
             fail_msg("round %ld: rlctl apply succeeded but the old rules are active", round);

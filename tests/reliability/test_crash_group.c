@@ -166,25 +166,26 @@ static void drain(int fd, int64_t *acked, int64_t *pending)
     close(fd);
 }
 
-/* The path a writer opens: on PostgreSQL the test's URI with the
- * writer's own application_name, so that the judge can wait for its
- * server session to end (writer_gone). */
-static void writer_path(const itest *t, long round, char *buf, size_t size)
-{
-    if (it_is_uri(t->path))
-        snprintf(buf, size, "%s&application_name=rlcg_%ld_%ld", t->path, (long)getpid(), round);
-    else
-        snprintf(buf, size, "%s", t->path);
-}
-
-/* The judge reads key after key: on PostgreSQL it first waits for the
+/* The name of round's writer: on PostgreSQL the judge waits for the
  * killed writer's session, which may still carry out its last COMMIT
  * (reltest.h), else it could see one key before that commit and the next
  * after it. */
+static void writer_app(long round, char *app, size_t size)
+{
+    snprintf(app, size, "rlcg_%ld_%ld", (long)getpid(), round);
+}
+
+static void writer_path(const itest *t, long round, char *buf, size_t size)
+{
+    char app[64];
+    writer_app(round, app, sizeof app);
+    rel_named_path(t->path, app, buf, size);
+}
+
 static void writer_gone(const itest *t, long round)
 {
     char app[64];
-    snprintf(app, sizeof app, "rlcg_%ld_%ld", (long)getpid(), round);
+    writer_app(round, app, sizeof app);
     rel_pg_session_gone(t->path, app);
 }
 
