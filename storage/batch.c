@@ -272,15 +272,12 @@ static void batch_cache_notes(rls_db *db, const struct batch *b, int rc)
             rls__deny_note(db, &b->calls[i]);
 }
 
-static void batch_free(struct batch *b)
+static void batch_free(rls_db *db, struct batch *b)
 {
     if (!b->calls)
         return;
     for (size_t i = 0; i < b->n; i++)
-        if (b->calls[i].ctx) {
-            rls__keyctx_release(b->calls[i].ctx);
-            free(b->calls[i].ctx);
-        }
+        rls__keyctx_give_back(db, b->calls[i].ctx);
     free(b->calls);
 }
 
@@ -306,7 +303,7 @@ int rls_check_many_at(rls_db *db, const rls_item *items, size_t n, int64_t now_m
     }
     rc = batch_validate(db, &b);
     if (rc == RLS_OK && batch_deny_cache(db, &b)) {
-        batch_free(&b);
+        batch_free(db, &b);
         return RLS_OK;   /* a denial that cannot have changed (deny.c) */
     }
     if (rc == RLS_OK)
@@ -315,7 +312,7 @@ int rls_check_many_at(rls_db *db, const rls_item *items, size_t n, int64_t now_m
         rc = batch_tx(db, &b);
     batch_result(db, &b, rc);
     batch_cache_notes(db, &b, rc);
-    batch_free(&b);
+    batch_free(db, &b);
     return rc;
 }
 

@@ -90,6 +90,8 @@ void rls__group_close(rls_db *db)
         pthread_mutex_destroy(&g->lock);
         pthread_mutex_destroy(&g->q);
     }
+    for (int i = 0; i < g->npool; i++)
+        free(g->pool[i]);
     free(g);
     db->group = NULL;
 }

@@ -12,6 +12,9 @@
  * group's first member and the transaction's length. */
 #define GROUP_MAX 64
 #define RLS_GROUP_ERRMSG 512
+/* Key contexts (keyctx.h, about 29 kB each) a group's members leave for
+ * the next group's (group_tx.c): a malloc and a free per member otherwise. */
+#define GROUP_POOL 8
 
 /* A check waiting in the queue, on its caller's stack. */
 struct group_member {
@@ -34,6 +37,8 @@ struct rls_group {
     size_t returning;              /* members decided whose threads have not
                                     * yet left rls__group_check */
     unsigned long epoch;           /* rls__fork_epoch() the locks were made in */
+    struct key_ctx *pool[GROUP_POOL];   /* spare contexts (handle lock held) */
+    int npool;
 };
 
 /* handle.c: a number that changes in a forked child (the fork count). */

@@ -48,13 +48,31 @@ static int run_single(rls_db *db, struct check_call *c)
     }
 }
 
-static void member_free_ctx(struct check_call *c)
+/* A member's context, done with: kept in the group's pool for the next
+ * group's members (the handle lock is the leader's), else freed. */
+static void member_free_ctx(rls_db *db, struct check_call *c)
 {
-    if (c->ctx) {
-        rls__keyctx_release(c->ctx);
+    struct rls_group *g = db->group;
+    if (!c->ctx)
+        return;
+    rls__keyctx_release(c->ctx);
+    if (g->npool < GROUP_POOL)
+        g->pool[g->npool++] = c->ctx;
+    else
         free(c->ctx);
-        c->ctx = NULL;
-    }
+    c->ctx = NULL;
+}
+
+/* The pool's next context as the handle's spare, which rls__check_plan
+ * takes (a lone member's plain pipeline gives it back itself). */
+static void pool_to_spare(rls_db *db)
+{
+    struct rls_group *g = db->group;
+    key_ctx *none = NULL;
+    if (g->npool > 0 &&
+        __atomic_compare_exchange_n(&db->ctx_spare, &none, g->pool[g->npool - 1], 0,
+                                    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+        g->npool--;
 }
 
 /* A member answered: rc, the detail, on failure the failure policy (as
@@ -72,7 +90,7 @@ static void member_answer(rls_db *db, struct group_member *m, int rc)
     } else if (c->committed) {
         rls__deny_note(db, c);
     }
-    member_free_ctx(c);
+    member_free_ctx(db, c);
 }
 
 /* Before the transaction: 1 when the member needs it, 0 when answered
@@ -89,8 +107,10 @@ static int member_prepare(rls_db *db, struct group_member *m)
         member_answer(db, m, RLS_OK);
         return 0;
     }
-    if (rc == RLS_OK)
+    if (rc == RLS_OK) {
+        pool_to_spare(db);
         rc = rls__check_plan(db, c);
+    }
     if (rc != RLS_OK) {
         member_answer(db, m, rc);
         return 0;

@@ -489,3 +489,14 @@ void rls__keyctx_release(key_ctx *ctx)
         }
     }
 }
+
+void rls__keyctx_give_back(rls_db *db, key_ctx *ctx)
+{
+    key_ctx *none = NULL;
+    if (!ctx)
+        return;
+    rls__keyctx_release(ctx);
+    if (!__atomic_compare_exchange_n(&db->ctx_spare, &none, ctx, 0, __ATOMIC_RELEASE,
+                                     __ATOMIC_RELAXED))
+        free(ctx);   /* another call's is the spare already */
+}

@@ -127,4 +127,10 @@ int rls__peek_refunds(rls_db *db, key_ctx *ctx, int64_t now);
 /* Frees the log buffers of the states. */
 void rls__keyctx_release(key_ctx *ctx);
 
+/* A context a call is done with (allocated by rls__check_plan): released,
+ * and kept as the handle's spare for the next call (check.c) unless one
+ * is kept already, else freed.  A batch takes the spare for one item and
+ * allocates the others: each batch would otherwise allocate all. */
+void rls__keyctx_give_back(rls_db *db, key_ctx *ctx);
+
 #endif

@@ -41,7 +41,9 @@ static const char *RULES =
     "    limits: [ { name: l, algorithm: fixed_window, limit: 5, window: 1h } ]\n"
     "  lenient2:\n"
     "    on_error: allow\n"
-    "    limits: [ { name: l2, algorithm: fixed_window, limit: 5, window: 1h } ]\n";
+    "    limits: [ { name: l2, algorithm: fixed_window, limit: 5, window: 1h } ]\n"
+    "  slog:\n"
+    "    limits: [ { name: sl, algorithm: sliding_log, limit: 3, window: 1h } ]\n";
 
 /* Units of (action, key) still admissible at now, by a peek. */
 static int64_t left(itest *t, const char *action, const char *key)
@@ -300,6 +302,40 @@ static void storage_failure_follows_every_policy(void **state)
     it_free(t);
 }
 
+/* A batch leaves its items' key contexts to the next call (keyctx.c,
+ * rls__keyctx_give_back): batches, checks and peeks in turn on keys of
+ * their own, each decided from its own key's rows alone (a sliding log's
+ * entries, a state read before, never carried into the next call). */
+static void calls_after_a_batch_start_clean(void **state)
+{
+    (void)state;
+    itest *t = it_new(RULES);
+    rls_result r[2];
+    char key[16], fresh[16];
+    for (int round = 0; round < 4; round++) {
+        snprintf(key, sizeof key, "k%d", round);
+        snprintf(fresh, sizeof fresh, "f%d", round);
+        rls_item it[2] = {{"slog", key, 1}, {"a", key, 1}};
+        assert_int_equal(many(t, it, 2, r), RLS_OK);
+        assert_true(r[0].allowed && r[1].allowed);
+        assert_int_equal(r[0].remaining, 2);
+        assert_int_equal(rls_check_at(t->db, "slog", key, 1, NOW, &r[0]), RLS_OK);
+        assert_true(r[0].allowed);
+        assert_int_equal(r[0].remaining, 1);
+        assert_int_equal(many(t, it, 2, r), RLS_OK);
+        assert_true(r[0].allowed && r[1].allowed);
+        assert_int_equal(r[0].remaining, 0);
+        assert_int_equal(r[1].remaining, 0);
+        assert_int_equal(many(t, it, 2, r), RLS_OK);   /* both at their limit */
+        assert_false(r[0].allowed || r[1].allowed);
+        assert_int_equal(left(t, "slog", key), 0);
+        assert_int_equal(left(t, "slog", fresh), 3);
+        assert_int_equal(rls_check_at(t->db, "a", fresh, 1, NOW, &r[0]), RLS_OK);
+        assert_int_equal(r[0].remaining, 1);
+    }
+    it_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -313,6 +349,7 @@ int main(void)
         cmocka_unit_test(invalid_item_names_its_index),
         cmocka_unit_test(cached_denial_answers_the_batch),
         cmocka_unit_test(storage_failure_follows_every_policy),
+        cmocka_unit_test(calls_after_a_batch_start_clean),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
