@@ -331,6 +331,79 @@ int rls__decide_check(decide_item *items, int n, int behaviour, int64_t now,
     return 0;
 }
 
+/* Does the algorithm of p read the aligned window (algo.h)? */
+static int uses_window(const algo_params *p)
+{
+    return !p->anchor_first_hit &&
+           (p->kind == ALGO_FIXED_WINDOW || p->kind == ALGO_SLIDING_WINDOW);
+}
+
+/* The window of d at t as item_window computes it, from *wc when it holds
+ * t; else computed and kept there. */
+static void cached_window(const rule_limit *d, int64_t t, decide_wcache *wc, algo_window *w)
+{
+    if (!wc || t < wc->start || t >= wc->end) {
+        item_window(d, t, w);
+        if (!wc || t < w->start || t >= w->end)
+            return;   /* never (window.h): not kept then */
+        wc->prev_start = w->prev_start;
+        wc->start = w->start;
+        wc->end = w->end;
+        wc->next_end = w->next_end;
+        return;
+    }
+    w->prev_start = wc->prev_start;
+    w->start = wc->start;
+    w->end = wc->end;
+    w->next_end = wc->next_end;
+}
+
+int rls__decide_one(decide_item *it, int64_t now, int64_t cost, decide_wcache *wc,
+                    rls_result *res, decide_out *out)
+{
+    const rule_limit *d = it->rl->def;
+    algo_state *st = it->st;
+    algo_params p;
+    algo_window w = {0, 0, 0, 0};
+    /* the general decision asks first and charges after: one call is the
+     * same unless a denial is charged too (count_denied), a shadow limit
+     * is asked (never charged when it would deny), or a sliding_log charge
+     * has no room (the ask succeeds, the charge is refused) */
+    if (it->nsib > 0 || d->mode != MODE_ENFORCE || d->count_denied ||
+        (d->algorithm == ALGO_SLIDING_LOG &&
+         (!st->log || st->log_cap < (st->present ? st->log_len : 0) + ALGO_LOG_ENTRY)))
+        return rls__decide_check(it, 1, TIER_NORMAL, now, 0, cost, 1, res, out);
+    int64_t last = st->present ? st->last_ms : it->floor_ms;
+    int64_t t = now > 0 ? now : 0;   /* clock_safe's floor_ms is 0 */
+    if (last > t)
+        t = last;
+    out->now = t;
+    out->deciding = -1;
+    out->penalty = -1;
+    item_params(it->rl, &p);
+    /* only a window algorithm reads the window (and only its result's
+     * length can be a calendar window's) */
+    if (uses_window(&p))
+        cached_window(d, t, wc, &w);
+    it->changed = 0;
+    if (rls__algo_decide(&p, &w, st, t, cost, 1, &it->meta) != 0)
+        return -1;
+    it->denied = !it->meta.allowed;
+    it->changed = !it->denied && st->present;
+    nominal_meta(it->rl, &p, &it->meta);
+    out->deciding = 0;
+    if (!it->denied) {
+        fill_result(res, it, &w, 1, RLS_REASON_OK, t, t - now);
+        return 0;
+    }
+    int never = it->meta.retry_after_ms < 0;
+    fill_result(res, it, &w, 0, never ? RLS_REASON_COST_EXCEEDS : RLS_REASON_LIMIT, t,
+                t - now);
+    if (!never && d->nblock_for > 0)
+        out->penalty = 0;
+    return 0;
+}
+
 int rls__decide_refund(decide_item *items, int n, int64_t now, int64_t floor_ms,
                   int64_t charged_at, int64_t cost)
 {
