@@ -317,6 +317,17 @@ static int check_tx_once(rls_db *db, struct check_call *call)
     return RLS_OK;
 }
 
+/* The fast path answering a run again (rls__check_tx): the trust it
+ * needs may have been learned by the attempt that just failed, after the
+ * pipeline's entry read of the clock, which would take that trust for one
+ * learned in the future (memtrust.c refuses it): its age is measured from
+ * a read made now. */
+static int fast_after_conflict(rls_db *db, struct check_call *call, int *rc)
+{
+    call->mono_ns = rls__metrics_clock();
+    return rls__mem_fast(db, call, rc);
+}
+
 int rls__check_tx(rls_db *db, struct check_call *call)
 {
     int rc, attempt = 0;
@@ -328,7 +339,7 @@ int rls__check_tx(rls_db *db, struct check_call *call)
      * else a hot key's checks could starve it) */
     do {
         rc = check_tx_once(db, call);
-    } while (rls__tx_retry(db, rc, &attempt) && !rls__mem_fast(db, call, &rc));
+    } while (rls__tx_retry(db, rc, &attempt) && !fast_after_conflict(db, call, &rc));
     if (call->full_sync)
         rls__durable_restore(db);
     return rc;
@@ -431,6 +442,10 @@ static int check_common(rls_db *db, const char *action, const char *key, int64_t
                         int64_t now, int op, int64_t ttl, int64_t *id, rls_result *res)
 {
     struct check_call call;
+    int rc;
+    if (op == CHECK_OP_CHECK && !rls__group_routes(db) &&
+        rls__mem_lane_check(db, action, key, cost, now, res, &rc))
+        return rc;   /* memory-class limits only: the fast lane (memlane.c) */
     memset(&call, 0, sizeof call);
     call.action = action;
     call.key = key;
