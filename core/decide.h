@@ -63,10 +63,13 @@ int rls__decide_check(decide_item *items, int n, int behaviour, int64_t now,
  * decides one limit again and again (the memory-class fast lane): valid
  * for every t with start <= t < end, because the windows of one (length,
  * zone) partition time (window.h).  start == end (zeroed): holds nothing.
- * Belongs to one rule_limit: zero it when the limit changes.
+ * It keeps the limit's parameters too: it belongs to one resolved limit
+ * (its rule_limit, limit and burst): zero it when that changes.
  */
 typedef struct decide_wcache {
     int64_t prev_start, start, end, next_end;
+    algo_params p;               /* the limit's parameters, when have_p */
+    int have_p;
 } decide_wcache;
 
 /*

@@ -442,10 +442,6 @@ static int check_common(rls_db *db, const char *action, const char *key, int64_t
                         int64_t now, int op, int64_t ttl, int64_t *id, rls_result *res)
 {
     struct check_call call;
-    int rc;
-    if (op == CHECK_OP_CHECK && !rls__group_routes(db) &&
-        rls__mem_lane_check(db, action, key, cost, now, res, &rc))
-        return rc;   /* memory-class limits only: the fast lane (memlane.c) */
     memset(&call, 0, sizeof call);
     call.action = action;
     call.key = key;
@@ -460,16 +456,33 @@ static int check_common(rls_db *db, const char *action, const char *key, int64_t
     return check_pipeline(db, &call);
 }
 
+/* A check the memory-class fast lane may answer (memlane.c): a handle
+ * whose calls are not routed to a group (there the leader's thread runs
+ * the call: group.c). */
+static int lane_check(rls_db *db, const char *action, const char *key, int64_t cost,
+                      int64_t now, rls_result *res, int *rc)
+{
+    return db && (!db->group || !rls__group_routes(db)) &&
+           rls__mem_lane_check(db, action, key, cost, now, res, rc);
+}
+
 int rls_check_at(rls_db *db, const char *action, const char *key, int64_t cost,
                  int64_t now_ms, rls_result *res)
 {
+    int rc;
+    if (lane_check(db, action, key, cost, now_ms, res, &rc))
+        return rc;
     return check_common(db, action, key, cost, now_ms, CHECK_OP_CHECK, 0, NULL, res);
 }
 
 int rls_check(rls_db *db, const char *action, const char *key, int64_t cost,
               rls_result *res)
 {
-    return check_common(db, action, key, cost, rls__now_or_invalid(), CHECK_OP_CHECK, 0, NULL, res);
+    int rc;
+    int64_t now = rls__now_or_invalid();
+    if (lane_check(db, action, key, cost, now, res, &rc))
+        return rc;
+    return check_common(db, action, key, cost, now, CHECK_OP_CHECK, 0, NULL, res);
 }
 
 int rls_peek_at(rls_db *db, const char *action, const char *key, int64_t cost,

@@ -669,7 +669,14 @@ rls__shm *rls__mem_lane_open(rls_db *db, int act, const char *key, size_t keylen
 {
     struct rls_memclass *m = db->mem;
     rls__shm *t;
-    if (db->conn.in_tx || !db->deny.deny_gen ||
+    const struct mem_fast_trust *ft = &m->ft;
+    if (db->conn.in_tx || !db->deny.deny_gen)
+        return NULL;
+    /* the trust of every key, as rls__memtrust_allows_key tests it first
+     * (which also forgets it when it no longer holds) */
+    if (!(ft->trusted && mono >= 0 && ft->rules == db->rc.rules &&
+          ft->rules_gen == db->rc.rules_gen && mono - ft->mono < MEMTRUST_TTL_MS &&
+          __atomic_load_n(db->deny.deny_gen, __ATOMIC_ACQUIRE) == ft->gen) &&
         !rls__memtrust_allows_key(db, &m->ft, act, key, keylen, now, mono))
         return NULL;
     /* looked at within MEM_LOOK_MS by the coarse clock, which is never

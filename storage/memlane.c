@@ -201,8 +201,7 @@ static int decide(struct rls_memlane *l, struct lane_act *e, const rls__shm_txn 
 {
     decide_out out;
     for (int i = 0; i < n; i++) {
-        memset(&st[i], 0, sizeof st[i]);
-        st[i].log = l->log[i];
+        st[i].log = l->log[i];   /* the read sets every other field */
         st[i].log_cap = LANE_LOG_CAP;
         if (rls__shm_read(tx, (size_t)i, &st[i]) != RLS_OK)
             return -1;
@@ -210,9 +209,11 @@ static int decide(struct rls_memlane *l, struct lane_act *e, const rls__shm_txn 
             st[i].log = NULL;
             st[i].log_len = st[i].log_cap = 0;
         }
-        memset(&items[i], 0, sizeof items[i]);
-        items[i].rl = &rl[i];
+        items[i].rl = &rl[i];    /* meta, changed, denied: the decision's */
         items[i].st = &st[i];
+        items[i].floor_ms = 0;
+        items[i].sib = NULL;
+        items[i].nsib = 0;
     }
     int rc;
     if (n == 1 && behaviour == TIER_NORMAL) {
@@ -301,7 +302,10 @@ int rls__mem_lane_check(rls_db *db, const char *action, const char *key, int64_t
         return 1;
     }
     rls__stats_count_hint(db, e->name, now, res->allowed, &e->stat_hint);
-    rls__keystat_note(db, e->name, nkey, nlen, res, now);
+    /* a check admitted with less than a quarter of its limit used is not
+     * under pressure (core/pressure.c: half): keystats.c would note nothing */
+    if (!res->allowed || res->limit <= 0 || res->limit - res->remaining >= res->limit / 4)
+        rls__keystat_note(db, e->name, nkey, nlen, res, now);
     rls__metrics_lane(db, action, &e->met_hint, res, items, rl, n, t0);
     l->served++;
     *rcp = RLS_OK;

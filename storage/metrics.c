@@ -88,7 +88,7 @@ static void count_rule(struct met_act *a, const char *rule, int shadow)
 /* One check counted in a: its reason, its deciding limit's denial, the
  * shadow limits among items (their limits rl, n of them; NULL: none
  * decided) that would have denied, and its latency from t0. */
-static void count_check(struct met_act *a, const rls_result *res, const decide_item *items,
+static inline void count_check(struct met_act *a, const rls_result *res, const decide_item *items,
                         const resolved_limit *rl, int n, int64_t t0)
 {
     int reason = res->reason;

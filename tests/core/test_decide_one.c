@@ -77,6 +77,15 @@ static void random_limit(one *o)
     rule_limit *d = &o->def;
     memset(o, 0, sizeof *o);
     snprintf(d->name, sizeof d->name, "%s", rnd() % 8 ? "lim" : "a-limit-name-that-is-long");
+    if (rnd() % 4 == 0) {   /* any length up to the array's, bytes that test the word
+                             * copy (high, 0x01), what follows the NUL not zero */
+        static const unsigned char b[] = {'a', 0x01, 0x80, 0xff, 0x7f, '_'};
+        size_t len = (size_t)(rnd() % sizeof d->name), fill = rnd() % 2;
+        for (size_t i = 0; i < sizeof d->name; i++)
+            d->name[i] = (char)(i < len ? b[rnd() % sizeof b] : fill ? b[rnd() % sizeof b] : 0);
+        if (len < sizeof d->name && rnd() % 8)
+            d->name[len] = '\0';   /* else no NUL at all: cut at 63 bytes */
+    }
     d->algorithm = 1 + (int)(rnd() % 6);
     d->limit = PICK(limits);
     if (d->algorithm == ALGO_SLIDING_LOG && d->limit > 16 && rnd() % 4)
@@ -175,6 +184,11 @@ static void expect_same(const one *a, const one *b, int rca, int rcb, const rls_
     if (rca != 0)
         return;
     assert_memory_equal(ra, rb, sizeof *ra);
+    /* the rule: the limit's name as snprintf("%s") cuts it, zeros after */
+    char want[sizeof ra->rule];
+    memset(want, 0, sizeof want);
+    memcpy(want, a->def.name, strnlen(a->def.name, sizeof want - 1));
+    assert_memory_equal(ra->rule, want, sizeof want);
     assert_int_equal(oa->now, ob->now);
     assert_int_equal(oa->deciding, ob->deciding);
     assert_int_equal(oa->penalty, ob->penalty);
@@ -246,7 +260,7 @@ static void test_random_same(void **state)
         random_limit(&o);
         one_link(&o);
         random_state(&o, now);
-        decide_wcache wc = {0, 0, 0, 0};
+        decide_wcache wc = {0};
         compare(&o, now, PICK(costs), rnd() % 2 ? &wc : NULL);
     }
 }
@@ -262,7 +276,7 @@ static void test_cache_walk(void **state)
     (void)state;
     for (int round = 0; round < 3000; round++) {
         one g, f;
-        decide_wcache wc = {0, 0, 0, 0};
+        decide_wcache wc = {0};
         int64_t now = random_now();
         random_limit(&g);
         g.def.limit = g.def.limit == 0 ? 1 : g.def.limit;
@@ -320,7 +334,7 @@ static void test_fixed_cases(void **state)
     o.rl.def = &o.def;
     o.rl.limit = o.rl.burst = 2;
     one_link(&o);
-    decide_wcache wc = {0, 0, 0, 0};
+    decide_wcache wc = {0};
     for (int i = 0; i < 2; i++) {
         assert_int_equal(rls__decide_one(&o.it, NOW + 10, 1, &wc, &res, &out), 0);
         assert_true(res.allowed);
@@ -360,7 +374,8 @@ static void test_fixed_cases(void **state)
             a.it.sib = &sib;
             a.it.nsib = 1;
         }
-        compare(&a, NOW + 5, 1, &wc);
+        decide_wcache fresh = {0};
+        compare(&a, NOW + 5, 1, &fresh);
     }
 }
 
