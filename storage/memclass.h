@@ -113,6 +113,9 @@ void rls__memlane_free(struct rls_memlane *l);   /* NULL: no-op */
 extern int rls__memlane_enabled;
 /* The checks the lane of db answered (tests). */
 uint64_t rls__memlane_served(rls_db *db);
+/* The action entries the lane of db made (tests: a rule set reloaded is
+ * prepared again, never taken for the one before). */
+uint64_t rls__memlane_prepared(rls_db *db);
 /* memclass.c's part: where the handle keeps its lane (NULL: no memory
  * class), and the table when the trust lets the fast path serve
  * (act, key) at (now, mono): NULL otherwise (nothing recorded). */

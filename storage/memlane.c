@@ -46,8 +46,12 @@
 
 /* What the rules make of one action. */
 struct lane_act {
-    /* valid while the handle's rules and patterns are these */
+    /* valid while the handle's rules and patterns are these: the rule
+     * set by its serial too (its pointers are kept here: a rule set freed
+     * and reloaded at the same address, of the same generation, after a
+     * fork or a copy rolled back, is another) */
     const ruleset *rules;
+    uint64_t serial;
     int64_t rules_gen;
     const assign_cand *patterns;
     int npatterns;
@@ -74,6 +78,7 @@ struct rls_memlane {
     char key[RLS_KEY_MAX_LIMIT + 64]; /* a key normalised */
     unsigned char log[LANE_MAX][LANE_LOG_CAP];   /* the states' logs */
     uint64_t served;                  /* checks answered (tests) */
+    uint64_t prepared;                /* entries made (tests) */
 };
 
 int rls__memlane_enabled = 1;
@@ -82,6 +87,12 @@ uint64_t rls__memlane_served(rls_db *db)
 {
     struct rls_memlane **slot = rls__mem_lane_slot(db);
     return slot && *slot ? (*slot)->served : 0;
+}
+
+uint64_t rls__memlane_prepared(rls_db *db)
+{
+    struct rls_memlane **slot = rls__mem_lane_slot(db);
+    return slot && *slot ? (*slot)->prepared : 0;
 }
 
 void rls__memlane_free(struct rls_memlane *l)
@@ -124,6 +135,7 @@ static void prepare(rls_db *db, struct lane_act *e, const char *action, size_t a
     const ruleset *rs = db->rc.rules;
     memset(e, 0, sizeof *e);
     e->rules = rs;
+    e->serial = rls__ruleset_serial(db->rc.rules);
     e->rules_gen = db->rc.rules_gen;
     e->patterns = db->rc.patterns;
     e->npatterns = db->rc.npatterns;
@@ -157,7 +169,8 @@ static struct lane_act *find(rls_db *db, struct rls_memlane *l, const char *acti
     for (int k = 0; k < LANE_ACTS; k++) {
         int i = (l->last + k) % LANE_ACTS;
         struct lane_act *e = &l->a[i];
-        if (e->rules == db->rc.rules && e->rules_gen == db->rc.rules_gen &&
+        if (e->rules == db->rc.rules && e->serial == db->rc.rules->serial_ &&
+            e->rules_gen == db->rc.rules_gen &&
             e->patterns == db->rc.patterns && e->npatterns == db->rc.npatterns &&
             strcmp(e->name, action) == 0) {
             l->last = i;
@@ -169,6 +182,7 @@ static struct lane_act *find(rls_db *db, struct rls_memlane *l, const char *acti
         return NULL;
     l->last = (int)(l->next++ % LANE_ACTS);
     prepare(db, &l->a[l->last], action, alen);
+    l->prepared++;
     return &l->a[l->last];
 }
 

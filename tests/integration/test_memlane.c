@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <time.h>
 #include "itest.h"
+#include "db.h"
 #include "memclass.h"
 
 static const char *RULES =
@@ -300,11 +301,42 @@ static void lane_serves_the_common_case(void **state)
     it_free(t);
 }
 
+/* A rule set freed and loaded again, of the same generation (as after a
+ * fork, or a copy whose stored rules rolled back), quite likely at the
+ * same address: the lane's entries keep pointers into the old one, and
+ * must never be taken for the new one's (its serial, core/rules.c). */
+static void reloaded_rules_are_prepared_again(void **state)
+{
+    (void)state;
+    if (it_pg())
+        skip();
+    itest *t = it_new(RULES);
+    rls_db *db = open_mem(t);
+    int64_t now = 1774740000000LL;
+    assert_true(served(db, "fw", "k1", 1, now));
+    for (int round = 0; round < 20; round++) {
+        uint64_t before = rls__memlane_prepared(db);
+        int64_t gen = db->rc.rules_gen;
+        rls__cache_free(db);   /* storage/cache.c: what a reload after a fork does */
+        rls_result r;
+        int64_t at = now + (round + 1) * 60000;   /* a window of its own: admitted,
+                                                   * no denial cached (deny.c) */
+        assert_int_equal(rls_check_at(db, "fw", "k1", 1, at, &r), RLS_OK);
+        assert_true(r.allowed);
+        assert_int_equal(db->rc.rules_gen, gen);   /* the same generation */
+        assert_true(served(db, "fw", "k1", 1, at));
+        assert_int_equal(rls__memlane_prepared(db), before + 1);
+    }
+    rls_close(db);
+    it_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(lane_answers_as_the_pipeline),
         cmocka_unit_test(lane_serves_the_common_case),
+        cmocka_unit_test(reloaded_rules_are_prepared_again),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
