@@ -50,7 +50,9 @@ static void item_window(const rule_limit *d, int64_t t, algo_window *w)
 static void nominal_meta(const resolved_limit *rl, const algo_params *p,
                          algo_meta *m)
 {
-    int64_t nominal = rls__algo_is_bucket(p->kind) ? rl->burst : rl->limit;
+    int64_t nominal = p->kind == ALGO_TOKEN_BUCKET || p->kind == ALGO_GCRA ||
+                              p->kind == ALGO_LEAKY_BUCKET   /* rls__algo_is_bucket */
+                          ? rl->burst : rl->limit;
     int64_t extra = m->capacity - nominal;
     if (extra > 0) {
         m->remaining = m->remaining > extra ? m->remaining - extra : 0;
@@ -202,6 +204,32 @@ static void copy_rule(rls_result *res, const char *name)
     res->rule[n] = '\0';
 }
 
+/* copy_rule of a limit's name, a whole array of RULES_NAME_MAX + 1 bytes
+ * (readable to its end), into a result zeroed before: eight bytes at a
+ * time up to the word holding the first NUL, whose bytes from the NUL on
+ * stay zero.  The lowest byte the zero-byte test flags is always the
+ * first NUL (a borrow flags only bytes above it). */
+static void copy_limit_name(rls_result *res, const char *name)
+{
+    _Static_assert(sizeof res->rule == RULES_NAME_MAX + 1 && sizeof res->rule % 8 == 0,
+                   "a limit's name fills the result's rule");
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    for (size_t i = 0; i < sizeof res->rule; i += 8) {
+        uint64_t w, z;
+        memcpy(&w, name + i, 8);
+        z = (w - 0x0101010101010101ULL) & ~w & 0x8080808080808080ULL;
+        if (z)
+            w &= ((z & -z) >> 7) - 1;   /* the bytes before the first NUL */
+        memcpy(res->rule + i, &w, 8);
+        if (z)
+            return;
+    }
+    res->rule[sizeof res->rule - 1] = '\0';   /* cut as snprintf would */
+#else
+    copy_rule(res, name);
+#endif
+}
+
 /* w: the window the deciding limit was asked in at t (window_ms as
  * rls__decide_window_ms(def, t) gives it, without computing it again). */
 static void fill_result(rls_result *res, const decide_item *it, const algo_window *w,
@@ -217,7 +245,7 @@ static void fill_result(rls_result *res, const decide_item *it, const algo_windo
     res->retry_after_ms = allowed ? 0 : shift(it->meta.retry_after_ms, skew);
     res->delay_ms = allowed ? shift(it->meta.delay_ms, skew) : 0;
     res->window_ms = window_is_calendar(d) ? w->end - w->start : d->window.ms;
-    copy_rule(res, d->name);
+    copy_limit_name(res, d->name);
 }
 
 int rls__decide_check(decide_item *items, int n, int behaviour, int64_t now,
@@ -328,6 +356,87 @@ int rls__decide_check(decide_item *items, int n, int behaviour, int64_t now,
                 out->penalty = j;
         }
     }
+    return 0;
+}
+
+/* Does the algorithm of p read the aligned window (algo.h)? */
+static int uses_window(const algo_params *p)
+{
+    return !p->anchor_first_hit &&
+           (p->kind == ALGO_FIXED_WINDOW || p->kind == ALGO_SLIDING_WINDOW);
+}
+
+/* The window of d at t as item_window computes it, from *wc when it holds
+ * t; else computed and kept there. */
+static void cached_window(const rule_limit *d, int64_t t, decide_wcache *wc, algo_window *w)
+{
+    if (!wc || t < wc->start || t >= wc->end) {
+        item_window(d, t, w);
+        if (!wc || t < w->start || t >= w->end)
+            return;   /* never (window.h): not kept then */
+        wc->prev_start = w->prev_start;   /* its parameters stay */
+        wc->start = w->start;
+        wc->end = w->end;
+        wc->next_end = w->next_end;
+        return;
+    }
+    w->prev_start = wc->prev_start;
+    w->start = wc->start;
+    w->end = wc->end;
+    w->next_end = wc->next_end;
+}
+
+int rls__decide_one(decide_item *it, int64_t now, int64_t cost, decide_wcache *wc,
+                    rls_result *res, decide_out *out)
+{
+    const rule_limit *d = it->rl->def;
+    algo_state *st = it->st;
+    algo_params p;
+    algo_window w = {0, 0, 0, 0};
+    /* the general decision asks first and charges after: one call is the
+     * same unless a denial is charged too (count_denied), a shadow limit
+     * is asked (never charged when it would deny), or a sliding_log charge
+     * has no room (the ask succeeds, the charge is refused) */
+    if (it->nsib > 0 || d->mode != MODE_ENFORCE || d->count_denied ||
+        (d->algorithm == ALGO_SLIDING_LOG &&
+         (!st->log || st->log_cap < (st->present ? st->log_len : 0) + ALGO_LOG_ENTRY)))
+        return rls__decide_check(it, 1, TIER_NORMAL, now, 0, cost, 1, res, out);
+    int64_t last = st->present ? st->last_ms : it->floor_ms;
+    int64_t t = now > 0 ? now : 0;   /* clock_safe's floor_ms is 0 */
+    if (last > t)
+        t = last;
+    out->now = t;
+    out->deciding = -1;
+    out->penalty = -1;
+    if (wc && wc->have_p) {
+        p = wc->p;
+    } else {
+        item_params(it->rl, &p);
+        if (wc) {
+            wc->p = p;
+            wc->have_p = 1;
+        }
+    }
+    /* only a window algorithm reads the window (and only its result's
+     * length can be a calendar window's) */
+    if (uses_window(&p))
+        cached_window(d, t, wc, &w);
+    it->changed = 0;
+    if (rls__algo_decide(&p, &w, st, t, cost, 1, &it->meta) != 0)
+        return -1;
+    it->denied = !it->meta.allowed;
+    it->changed = !it->denied && st->present;
+    nominal_meta(it->rl, &p, &it->meta);
+    out->deciding = 0;
+    if (!it->denied) {
+        fill_result(res, it, &w, 1, RLS_REASON_OK, t, t - now);
+        return 0;
+    }
+    int never = it->meta.retry_after_ms < 0;
+    fill_result(res, it, &w, 0, never ? RLS_REASON_COST_EXCEEDS : RLS_REASON_LIMIT, t,
+                t - now);
+    if (!never && d->nblock_for > 0)
+        out->penalty = 0;
     return 0;
 }
 

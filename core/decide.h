@@ -57,6 +57,34 @@ int rls__decide_check(decide_item *items, int n, int behaviour, int64_t now,
                  int64_t floor_ms, int64_t cost, int charge,
                  rls_result *res, decide_out *out);
 
+/*
+ * One limit's window as rls__decide_check asks it (prev_start, start, end
+ * and, for sliding_window, the next window's end), kept by a caller that
+ * decides one limit again and again (the memory-class fast lane): valid
+ * for every t with start <= t < end, because the windows of one (length,
+ * zone) partition time (window.h).  start == end (zeroed): holds nothing.
+ * It keeps the limit's parameters too: it belongs to one resolved limit
+ * (its rule_limit, limit and burst): zero it when that changes.
+ */
+typedef struct decide_wcache {
+    int64_t prev_start, start, end, next_end;
+    algo_params p;               /* the limit's parameters, when have_p */
+    int have_p;
+} decide_wcache;
+
+/*
+ * rls__decide_check(it, 1, TIER_NORMAL, now, 0, cost, 1, res, out) for
+ * one item with no other variants (it->nsib == 0), the same result, state,
+ * meta and out bit for bit (tests/core/test_decide_one.c compares them):
+ * one algorithm call where the general decision makes two (ask, then
+ * charge), when one is the same (an enforcing limit without count_denied,
+ * a charge with room); the window from *wc when it holds t (wc NULL:
+ * computed), refreshed when it does not.  Anything else is the general
+ * decision.  Returns 0, or -1 as rls__decide_check.
+ */
+int rls__decide_one(decide_item *it, int64_t now, int64_t cost, decide_wcache *wc,
+                    rls_result *res, decide_out *out);
+
 /* Gives back `cost` charged at charged_at to every item (rls_refund and
  * cancelled reservations).  Sets changed on each. Returns 0 or -1. */
 int rls__decide_refund(decide_item *items, int n, int64_t now, int64_t floor_ms,

@@ -391,6 +391,57 @@ int rls__key_normalize(int kind, int ipv4_prefix, int ipv6_prefix,
     }
 }
 
+/* A dotted quad as parse_v4 accepts it (four parts 0..255, no leading
+ * zero) is printed back by format_addr as it is written. */
+static int v4_is_normal(const char *s, size_t n)
+{
+    size_t i = 0;
+    for (int part = 0; part < 4; part++) {
+        size_t start = i;
+        unsigned v = 0;
+        while (i < n && s[i] >= '0' && s[i] <= '9' && i - start < 3)
+            v = v * 10 + (unsigned)(s[i++] - '0');
+        if (i == start || v > 255 || (i - start > 1 && s[start] == '0'))
+            return 0;
+        if (part < 3 && (i >= n || s[i++] != '.'))
+            return 0;
+    }
+    return i == n;
+}
+
+/* norm_email's checks, and nothing it would change: no upper-case
+ * letter, no +tag (a '+' before the '@'). */
+static int email_is_normal(const char *key, size_t n)
+{
+    size_t at = n, ats = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)key[i];
+        if (c <= 0x20 || c == 0x7f || (c >= 'A' && c <= 'Z') || (c == '+' && ats == 0))
+            return 0;
+        if (c == '@' && ats++ == 0)
+            at = i;
+    }
+    return ats == 1 && at > 0 && at + 1 < n;
+}
+
+int rls__key_is_normal(int kind, int ipv4_prefix, int ipv6_prefix, const char *key,
+                       size_t keylen)
+{
+    if (!key || keylen == 0 || keylen > INT_MAX / 2 || memchr(key, '\0', keylen))
+        return 0;
+    switch (kind) {
+    case KEY_STRING:
+        return 1;
+    case KEY_IP:
+        return ipv4_prefix == 32 && ipv6_prefix >= 0 && ipv6_prefix <= 128 &&
+               keylen < IP_TEXT_MAX && v4_is_normal(key, keylen);
+    case KEY_EMAIL:
+        return email_is_normal(key, keylen);
+    default:
+        return 0;
+    }
+}
+
 /* ---- patterns ----------------------------------------------------------- */
 
 /* addr/bits where addr has only IP characters and at least one '.' or ':',

@@ -36,6 +36,18 @@ int rls__key_normalize(int kind, int ipv4_prefix, int ipv6_prefix,
                   const char **why);
 
 /*
+ * Is key (length keylen) its own normal form: would rls__key_normalize
+ * accept it and return it unchanged (keylen bytes, the same)?  1 or 0.  A
+ * quick test for the common spellings: every string key; an IPv4 address
+ * in dotted-quad form with ipv4_prefix 32 (an IPv6 key, a folded one:
+ * 0); an email address already lower-case, without a +tag.  0 never means
+ * invalid, only "normalise it" (tests/core/test_keynorm_fast.c compares
+ * the two over random and edge keys).
+ */
+int rls__key_is_normal(int kind, int ipv4_prefix, int ipv6_prefix, const char *key,
+                       size_t keylen);
+
+/*
  * The canonical form of a key given for every action (a block or a tier
  * assignment without an action): an IP address as its full-length
  * canonical text (IPv4-mapped IPv6 as IPv4, IPv6 lower-case and

@@ -187,8 +187,16 @@ _Static_assert(sizeof(rule_limit) == 328, "rule_limit changed: update limit_same
 _Static_assert(sizeof(rule_action) == 112, "rule_action changed: update action_same()");
 _Static_assert(sizeof(rule_tier) == 72, "rule_tier changed: update rls__ruleset_same()");
 _Static_assert(sizeof(rule_assignment) == 144, "rule_assignment changed: update assign_same()");
-_Static_assert(sizeof(ruleset) == 152, "ruleset changed: update rls__ruleset_same()");
+_Static_assert(sizeof(ruleset) == 160, "ruleset changed: update rls__ruleset_same()");
 #endif
+
+uint64_t rls__ruleset_serial(ruleset *rs)
+{
+    static uint64_t last;   /* shared by every handle: atomic */
+    if (!rs->serial_)
+        rs->serial_ = __atomic_add_fetch(&last, 1, __ATOMIC_RELAXED);
+    return rs->serial_;
+}
 
 static int zone_same(const rls_tz *a, const rls_tz *b)
 {

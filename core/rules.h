@@ -100,9 +100,18 @@ typedef struct ruleset {
     /* private to rules.c: owned zones and string storage */
     rls_tz **zones_;
     int nzones_;
+    uint64_t serial_;            /* rls__ruleset_serial's; 0 until asked */
 } ruleset;
 
 void rls__ruleset_free(ruleset *rs);  /* NULL is a no-op */
+
+/* A number naming rs for as long as it lives, never given to another rule
+ * set of this process (a rule set freed and another loaded at its address
+ * has another): what a cache that keeps pointers into rs checks (the
+ * memory-class fast lane: a reload of the same generation at the same
+ * address is another rule set).  Not part of its content
+ * (rls__ruleset_same ignores it). */
+uint64_t rls__ruleset_serial(ruleset *rs);
 
 const rule_action *rls__ruleset_action(const ruleset *rs, const char *name);
 

@@ -317,6 +317,17 @@ static int check_tx_once(rls_db *db, struct check_call *call)
     return RLS_OK;
 }
 
+/* The fast path answering a run again (rls__check_tx): the trust it
+ * needs may have been learned by the attempt that just failed, after the
+ * pipeline's entry read of the clock, which would take that trust for one
+ * learned in the future (memtrust.c refuses it): its age is measured from
+ * a read made now. */
+static int fast_after_conflict(rls_db *db, struct check_call *call, int *rc)
+{
+    call->mono_ns = rls__metrics_clock();
+    return rls__mem_fast(db, call, rc);
+}
+
 int rls__check_tx(rls_db *db, struct check_call *call)
 {
     int rc, attempt = 0;
@@ -328,7 +339,7 @@ int rls__check_tx(rls_db *db, struct check_call *call)
      * else a hot key's checks could starve it) */
     do {
         rc = check_tx_once(db, call);
-    } while (rls__tx_retry(db, rc, &attempt) && !rls__mem_fast(db, call, &rc));
+    } while (rls__tx_retry(db, rc, &attempt) && !fast_after_conflict(db, call, &rc));
     if (call->full_sync)
         rls__durable_restore(db);
     return rc;
@@ -445,16 +456,33 @@ static int check_common(rls_db *db, const char *action, const char *key, int64_t
     return check_pipeline(db, &call);
 }
 
+/* A check the memory-class fast lane may answer (memlane.c): a handle
+ * whose calls are not routed to a group (there the leader's thread runs
+ * the call: group.c). */
+static int lane_check(rls_db *db, const char *action, const char *key, int64_t cost,
+                      int64_t now, rls_result *res, int *rc)
+{
+    return db && (!db->group || !rls__group_routes(db)) &&
+           rls__mem_lane_check(db, action, key, cost, now, res, rc);
+}
+
 int rls_check_at(rls_db *db, const char *action, const char *key, int64_t cost,
                  int64_t now_ms, rls_result *res)
 {
+    int rc;
+    if (lane_check(db, action, key, cost, now_ms, res, &rc))
+        return rc;
     return check_common(db, action, key, cost, now_ms, CHECK_OP_CHECK, 0, NULL, res);
 }
 
 int rls_check(rls_db *db, const char *action, const char *key, int64_t cost,
               rls_result *res)
 {
-    return check_common(db, action, key, cost, rls__now_or_invalid(), CHECK_OP_CHECK, 0, NULL, res);
+    int rc;
+    int64_t now = rls__now_or_invalid();
+    if (lane_check(db, action, key, cost, now, res, &rc))
+        return rc;
+    return check_common(db, action, key, cost, now, CHECK_OP_CHECK, 0, NULL, res);
 }
 
 int rls_peek_at(rls_db *db, const char *action, const char *key, int64_t cost,

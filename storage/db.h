@@ -251,6 +251,10 @@ void rls__cache_resv_never_set(rls_db *db, int never);
  * rls__stats_uncount takes a count back (a transaction that counted it and
  * is run again), unless a flush took it already. */
 int rls__stats_count(rls_db *db, const char *action, int64_t now, int allowed);
+/* rls__stats_count trying first the index *hint the action's count had
+ * (the memory-class fast lane counts one action again and again); *hint
+ * is set to its index now. */
+int rls__stats_count_hint(rls_db *db, const char *action, int64_t now, int allowed, int *hint);
 void rls__stats_uncount(rls_db *db, const char *action, int64_t now, int allowed);
 int rls__stats_flush(rls_db *db, int64_t now, int force);
 int rls__gc_step(rls_db *db, int64_t now, int max_rows, int64_t *deleted);

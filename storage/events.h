@@ -76,6 +76,11 @@ int64_t rls__metrics_clock(void);
 /* At a check's end (check.c): its reason, deciding rule and duration,
  * counted in process (peeks and invalid calls are not counted). */
 void rls__metrics_check(rls_db *db, const struct check_call *call, int rc, int64_t t0);
+/* rls__metrics_check of a check the memory-class fast lane decided
+ * (memlane.c): items (limits rl, n) as decided, *hint the index of the
+ * action's counts last time, tried first. */
+void rls__metrics_lane(rls_db *db, const char *action, int *hint, const rls_result *res,
+                       const decide_item *items, const resolved_limit *rl, int n, int64_t t0);
 /* Anything counted and not yet written? */
 int rls__metrics_pending(const rls_db *db);
 /* Inside a write transaction, with the stats (gc.c): writes the counts. */

@@ -60,6 +60,24 @@ int rls__stats_count(rls_db *db, const char *action, int64_t now, int allowed)
     return 1;
 }
 
+int rls__stats_count_hint(rls_db *db, const char *action, int64_t now, int allowed, int *hint)
+{
+    int64_t sec = now / 1000;
+    int i = *hint;
+    stat_acc *s = i >= 0 && i < db->stats.nstats ? &db->stats.acc[i] : NULL;
+    if (s && s->sec == sec && strcmp(s->action, action) == 0) {
+        if (allowed)
+            s->allowed++;
+        else
+            s->denied++;
+        return 1;
+    }
+    int ok = rls__stats_count(db, action, now, allowed);
+    s = ok ? stat_of(db, action, sec) : NULL;
+    *hint = s ? (int)(s - db->stats.acc) : -1;
+    return ok;
+}
+
 void rls__stats_uncount(rls_db *db, const char *action, int64_t now, int allowed)
 {
     stat_acc *s = stat_of(db, action, now / 1000);

@@ -115,6 +115,7 @@ struct rls_memclass {
     int64_t seen_ms;                    /* when the path last named m->t */
     unsigned mode;                      /* a table this handle makes: its */
     long gid;                           /* mode and group (backend.h)     */
+    struct rls_memlane *lane;           /* the fast lane's actions (memlane.c) */
 };
 
 int64_t rls__mem_coarse_ms(void)
@@ -173,6 +174,7 @@ void rls__mem_close(rls_db *db)
         return;
     rls__shm_close(db->mem->t);
     rls__memtrust_fini(&db->mem->ft);
+    rls__memlane_free(db->mem->lane);
     free(db->mem);
     db->mem = NULL;
 }
@@ -648,6 +650,44 @@ int rls__mem_fast(rls_db *db, struct check_call *call, int *rcp)
     }
     *rcp = rc;
     return 1;
+}
+
+/* ---- the fast lane's (memlane.c) ------------------------------------------ */
+
+int rls__mem_lane_failed(rls_db *db, int rc)
+{
+    return shm_error(db, rc);
+}
+
+struct rls_memlane **rls__mem_lane_slot(rls_db *db)
+{
+    return db->mem ? &db->mem->lane : NULL;
+}
+
+rls__shm *rls__mem_lane_open(rls_db *db, int act, const char *key, size_t keylen,
+                             int64_t now, int64_t mono)
+{
+    struct rls_memclass *m = db->mem;
+    rls__shm *t;
+    const struct mem_fast_trust *ft = &m->ft;
+    if (db->conn.in_tx || !db->deny.deny_gen)
+        return NULL;
+    /* the trust of every key, as rls__memtrust_allows_key tests it first
+     * (which also forgets it when it no longer holds) */
+    if (!(ft->trusted && mono >= 0 && ft->rules == db->rc.rules &&
+          ft->rules_gen == db->rc.rules_gen && mono - ft->mono < MEMTRUST_TTL_MS &&
+          __atomic_load_n(db->deny.deny_gen, __ATOMIC_ACQUIRE) == ft->gen) &&
+        !rls__memtrust_allows_key(db, &m->ft, act, key, keylen, now, mono))
+        return NULL;
+    /* looked at within MEM_LOOK_MS by the coarse clock, which is never
+     * ahead of mono: let_go_if_replaced would not look now either */
+    if (m->state == 1 && mono >= m->seen_ms && mono - m->seen_ms < MEM_LOOK_MS)
+        return m->t;
+    if (rls__mem_table(db, &t) != RLS_OK) {
+        db->errmsg[0] = '\0';   /* the fast path or the database path reports it */
+        return NULL;
+    }
+    return t;
 }
 
 /* ---- tools ------------------------------------------------------------- */

@@ -97,6 +97,34 @@ void rls__mem_trust(rls_db *db, struct check_call *call);
  * call goes down the database path (again, after such a failure). */
 int rls__mem_fast(rls_db *db, struct check_call *call, int *rc);
 
+/* ---- the fast lane (memlane.c) ---------------------------------------- */
+struct rls_memlane;
+/* rls_check of an action whose limits are all memory-class, for a trusted
+ * key, the common case served with what the handle prepared for the
+ * action: 1 when served (*rc its return, *res filled, counted as the
+ * pipeline counts it), 0 when it is not the case (nothing done: the
+ * pipeline runs).  Equal in every answer and count to the pipeline's fast
+ * path (rls__mem_fast). */
+int rls__mem_lane_check(rls_db *db, const char *action, const char *key, int64_t cost,
+                        int64_t now, rls_result *res, int *rc);
+void rls__memlane_free(struct rls_memlane *l);   /* NULL: no-op */
+/* 0: the lane serves nothing (tests/integration/test_memlane.c compares
+ * the answers with and without it); 1 by default. */
+extern int rls__memlane_enabled;
+/* The checks the lane of db answered (tests). */
+uint64_t rls__memlane_served(rls_db *db);
+/* The action entries the lane of db made (tests: a rule set reloaded is
+ * prepared again, never taken for the one before). */
+uint64_t rls__memlane_prepared(rls_db *db);
+/* memclass.c's part: where the handle keeps its lane (NULL: no memory
+ * class), and the table when the trust lets the fast path serve
+ * (act, key) at (now, mono): NULL otherwise (nothing recorded). */
+struct rls_memlane **rls__mem_lane_slot(rls_db *db);
+/* The table's refusal rc of a state recorded as the fast path records it. */
+int rls__mem_lane_failed(rls_db *db, int rc);
+rls__shm *rls__mem_lane_open(rls_db *db, int act, const char *key, size_t keylen,
+                             int64_t now, int64_t mono);
+
 /* ---- tools ------------------------------------------------------------ */
 /* Every live entry at now (rls__shm_each); RLS_OK without a table. */
 int rls__mem_each(rls_db *db, int64_t now, rls__shm_each_fn fn, void *arg);

@@ -315,33 +315,38 @@ void rls__memtrust_commit(rls_db *db, struct mem_fast_trust *m, const struct che
                       call->deny_gen, call->now, mono);
 }
 
-/* The trust of every key, else of the call's key (the key as the caller
- * gave it: its action's normalisation, canonical form and spelling are
- * what the load matched rows by). */
-int rls__memtrust_allows(rls_db *db, struct mem_fast_trust *m, const struct check_call *call)
+int rls__memtrust_allows_key(rls_db *db, struct mem_fast_trust *m, int act, const char *key,
+                             size_t keylen, int64_t now, int64_t mono)
 {
-    const key_ctx *ctx = call->ctx;
-    int64_t mono;
-    if (!m->trusted && !m->keys)
+    if ((!m->trusted && !m->keys) || mono < 0)
         return 0;
     uint64_t gen = __atomic_load_n(db->deny.deny_gen, __ATOMIC_ACQUIRE);
-    /* the pipeline's entry read of CLOCK_MONOTONIC when there is one: at
-     * or after the coarse clock the trust was learned with, so its age is
-     * never under-estimated */
-    if ((mono = call->mono_ns > 0 ? call->mono_ns / 1000000 : rls__mem_coarse_ms()) < 0)
-        return 0;
     if (m->trusted) {
         if (gen == m->gen && m->rules == db->rc.rules && m->rules_gen == db->rc.rules_gen &&
             mono - m->mono < MEMTRUST_TTL_MS)
             return 1;
         m->trusted = 0;
     }
-    if (!m->keys || ctx->planned == KEYCTX_NONE || !db->rc.rules ||
-        ctx->plan_rules != db->rc.rules || ctx->plan_gen != db->rc.rules_gen)
+    if (!m->keys || act < 0 || !db->rc.rules)
         return 0;
-    return rls__memtrust_get(m->keys, db->rc.rules, db->rc.rules_gen,
-                             (int)(ctx->act - db->rc.rules->actions), call->key,
-                             strlen(call->key), gen, call->now, mono);
+    return rls__memtrust_get(m->keys, db->rc.rules, db->rc.rules_gen, act, key, keylen, gen,
+                             now, mono);
+}
+
+/* The trust of every key, else of the call's key (the key as the caller
+ * gave it: its action's normalisation, canonical form and spelling are
+ * what the load matched rows by). */
+int rls__memtrust_allows(rls_db *db, struct mem_fast_trust *m, const struct check_call *call)
+{
+    const key_ctx *ctx = call->ctx;
+    /* the pipeline's entry read of CLOCK_MONOTONIC when there is one: at
+     * or after the coarse clock the trust was learned with, so its age is
+     * never under-estimated */
+    int64_t mono = call->mono_ns > 0 ? call->mono_ns / 1000000 : rls__mem_coarse_ms();
+    int planned = ctx->planned != KEYCTX_NONE && db->rc.rules &&
+                  ctx->plan_rules == db->rc.rules && ctx->plan_gen == db->rc.rules_gen;
+    return rls__memtrust_allows_key(db, m, planned ? (int)(ctx->act - db->rc.rules->actions) : -1,
+                                    call->key, planned ? strlen(call->key) : 0, call->now, mono);
 }
 
 void rls__memtrust_forget(struct mem_fast_trust *t)

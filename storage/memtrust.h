@@ -96,6 +96,11 @@ void rls__memtrust_commit(rls_db *db, struct mem_fast_trust *t, const struct che
 /* Outside a transaction, for a check or a peek (call planned): may the
  * fast path serve it? */
 int rls__memtrust_allows(rls_db *db, struct mem_fast_trust *t, const struct check_call *call);
+/* The same for a check of action index act (-1: the trust of every key
+ * only) and key as the caller gave it, at the caller's now and monotonic
+ * mono ms (a read at or after the coarse clock the trust learned with). */
+int rls__memtrust_allows_key(rls_db *db, struct mem_fast_trust *t, int act, const char *key,
+                             size_t keylen, int64_t now, int64_t mono);
 /* A forked child: trusts nothing yet. */
 void rls__memtrust_forget(struct mem_fast_trust *t);
 /* rls_close: frees the table. */

@@ -85,6 +85,31 @@ static void count_rule(struct met_act *a, const char *rule, int shadow)
     r->shadow = shadow;
 }
 
+/* One check counted in a: its reason, its deciding limit's denial, the
+ * shadow limits among items (their limits rl, n of them; NULL: none
+ * decided) that would have denied, and its latency from t0. */
+static inline void count_check(struct met_act *a, const rls_result *res, const decide_item *items,
+                        const resolved_limit *rl, int n, int64_t t0)
+{
+    int reason = res->reason;
+    if (reason >= 0 && reason < 8)
+        a->reason[reason]++;
+    if (!res->allowed && reason == RLS_REASON_LIMIT && res->rule[0])
+        count_rule(a, res->rule, 0);
+    /* every shadow limit that would have denied, whatever decided: the
+     * result names only the deciding limit */
+    for (int i = 0; items && i < n; i++)
+        if (items[i].denied && rl[i].def->mode == MODE_SHADOW)
+            count_rule(a, rl[i].def->name, 1);
+    int64_t us = (rls__metrics_clock() - t0) / 1000;
+    int b = 0;
+    while (b < RLS_MET_BUCKETS - 1 && us > bucket_us[b])
+        b++;
+    a->lat[b]++;
+    a->lat_sum_us += us;
+    a->lat_count++;
+}
+
 void rls__metrics_check(rls_db *db, const struct check_call *call, int rc, int64_t t0)
 {
     if (!db || call->op == CHECK_OP_PEEK || !call->res)
@@ -94,24 +119,26 @@ void rls__metrics_check(rls_db *db, const struct check_call *call, int rc, int64
     struct met_act *a = act_of(db, call->action);
     if (!a)
         return;
-    int reason = call->res->reason;
-    if (reason >= 0 && reason < 8)
-        a->reason[reason]++;
-    if (!call->res->allowed && reason == RLS_REASON_LIMIT && call->res->rule[0])
-        count_rule(a, call->res->rule, 0);
-    /* every shadow limit that would have denied, whatever decided: the
-     * result names only the deciding limit */
     const key_ctx *ctx = call->ctx;
-    for (int i = 0; rc == RLS_OK && ctx && !call->blocked && i < ctx->n; i++)
-        if (ctx->items[i].denied && ctx->rl[i].def->mode == MODE_SHADOW)
-            count_rule(a, ctx->rl[i].def->name, 1);
-    int64_t us = (rls__metrics_clock() - t0) / 1000;
-    int b = 0;
-    while (b < RLS_MET_BUCKETS - 1 && us > bucket_us[b])
-        b++;
-    a->lat[b]++;
-    a->lat_sum_us += us;
-    a->lat_count++;
+    int decided = rc == RLS_OK && ctx && !call->blocked;
+    count_check(a, call->res, decided ? ctx->items : NULL, decided ? ctx->rl : NULL,
+                decided ? ctx->n : 0, t0);
+}
+
+void rls__metrics_lane(rls_db *db, const char *action, int *hint, const rls_result *res,
+                       const decide_item *items, const resolved_limit *rl, int n, int64_t t0)
+{
+    struct rls_events *ev = db->ev;
+    struct met_act *a;
+    int i = *hint;
+    if (ev && i >= 0 && i < ev->nacts && strcmp(ev->acts[i].action, action) == 0) {
+        a = &ev->acts[i];
+    } else {
+        if (!(a = act_of(db, action)))
+            return;
+        *hint = (int)(a - db->ev->acts);
+    }
+    count_check(a, res, items, rl, n, t0);
 }
 
 int rls__metrics_pending(const rls_db *db)
