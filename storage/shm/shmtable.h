@@ -227,6 +227,19 @@ int rls__shm_write(rls__shm_txn *tx, size_t i, const algo_state *st);
  */
 int rls__shm_drop(rls__shm_txn *tx, size_t i);
 
+/*
+ * The state of one item read without any lock (a seqlock read, see the
+ * file comment): a state the entry held whole at one moment during the
+ * call, or absent when no entry of the item was seen.  For a reader that
+ * verifies what it read under the lock before acting on it (memclass.c's
+ * snapshot, compared at commit): an item made, reused or dropped during
+ * the call may read either way.  The log is copied as by rls__shm_read.
+ * RLS_OK; RLS_EBUSY when the entry kept moving under the reader (a few
+ * tries: take the lock then); RLS_EINVAL (bad arguments, log buffer too
+ * small), RLS_EKEY.
+ */
+int rls__shm_snap(const rls__shm *t, const rls__shm_item *it, algo_state *st);
+
 /* Releases every lock of tx.  Idempotent. */
 void rls__shm_unlock(rls__shm_txn *tx);
 
