@@ -218,12 +218,23 @@ static uint32_t free_ways(const rls__shm *t, uint32_t b)
     return (uint32_t)__builtin_popcount(tag_mask(t, b, 0));
 }
 
+/* The way an item's entry takes in either bucket when it is free: a
+ * lookup prefetches that way's hot record with the buckets, before the
+ * tags say where the entry is, so that the two misses overlap. */
+static inline uint32_t first_way(uint32_t tag)
+{
+    return (tag * 7u) % RLS__SHM_WAYS;
+}
+
 /* A slot of bucket b for a new entry: free (expired == 0) or holding a
- * state expired at now (expired == 1), not taken by tx; UINT32_MAX if none. */
-static uint32_t spare_in(const rls__shm_txn *tx, size_t n, uint32_t b, int64_t now, int expired)
+ * state expired at now (expired == 1), not taken by tx; UINT32_MAX if
+ * none.  Ways from the item's first way on. */
+static uint32_t spare_in(const rls__shm_txn *tx, size_t n, uint32_t b, int64_t now, int expired,
+                         uint32_t first)
 {
     struct shm_bucket *bk = shm_bucket_at(tx->t, b);
-    for (uint32_t w = 0; w < RLS__SHM_WAYS; w++) {
+    for (uint32_t k = 0; k < RLS__SHM_WAYS; k++) {
+        uint32_t w = (first + k) % RLS__SHM_WAYS;
         uint32_t s = b * RLS__SHM_WAYS + w;
         if (taken(tx, n, s))
             continue;
@@ -247,13 +258,14 @@ static int reserve(rls__shm_txn *tx, size_t i, uint32_t b1, uint32_t b2, int64_t
         b1 = b2;
         b2 = x;
     }
-    uint32_t s = spare_in(tx, tx->n, b1, now, 0);
+    uint32_t f = first_way(tx->tag[i]);
+    uint32_t s = spare_in(tx, tx->n, b1, now, 0, f);
     if (s == UINT32_MAX)
-        s = spare_in(tx, tx->n, b2, now, 0);
+        s = spare_in(tx, tx->n, b2, now, 0, f);
     if (s == UINT32_MAX)
-        s = spare_in(tx, tx->n, b1, now, 1);
+        s = spare_in(tx, tx->n, b1, now, 1, f);
     if (s == UINT32_MAX)
-        s = spare_in(tx, tx->n, b2, now, 1);
+        s = spare_in(tx, tx->n, b2, now, 1, f);
     if (s == UINT32_MAX)
         return RLS_EFULL;
     tx->slot[i] = s;
@@ -275,13 +287,15 @@ static int items_check(const rls__shm *t, const rls__shm_item *items, size_t n)
     return RLS_OK;
 }
 
-/* Starts loading the lines of bucket b (its lock and tags): a table far
- * larger than the caches costs a miss per line, and the lines of every
- * bucket and hot record a transaction needs are loaded at once, not one
- * after the other. */
-static void prefetch_bucket(const rls__shm *t, uint32_t b)
+/* Starts loading the line of bucket b (its lock and tags) and the hot
+ * record of the item's first way in it: a table far larger than the
+ * caches costs a miss per line, and the lines a transaction needs are
+ * loaded at once, not one after the other. */
+static void prefetch_bucket(const rls__shm *t, uint32_t b, uint32_t tag)
 {
-    const unsigned char *p = (const unsigned char *)shm_bucket_at(t, b);
+    __builtin_prefetch(shm_bucket_at(t, b), 1);
+    const unsigned char *p =
+        (const unsigned char *)shm_hot_at(t, b * RLS__SHM_WAYS + first_way(tag));
     __builtin_prefetch(p, 1);
     __builtin_prefetch(p + 64, 1);
 }
@@ -382,8 +396,8 @@ static int lock_items(rls__shm *t, const rls__shm_item *items, size_t n, int64_t
         tx->item[i] = items[i];
         tx->slot[i] = UINT32_MAX;
         placement(t, item_hash(t, &items[i]), &b1[i], &b2[i], &tx->tag[i]);
-        prefetch_bucket(t, b1[i]);
-        prefetch_bucket(t, b2[i]);
+        prefetch_bucket(t, b1[i], tx->tag[i]);
+        prefetch_bucket(t, b2[i], tx->tag[i]);
     }
     rc = lock_homes(t, items, n, b1, b2, tx);
     if (rc == 1) {
@@ -578,6 +592,7 @@ static int snap_try(const rls__shm *t, uint32_t b, uint32_t s, uint32_t tag,
     const struct shm_hot *h = shm_hot_at(t, s);
     const uint8_t *tp = &shm_bucket_at(t, b)->tag[s % RLS__SHM_WAYS];
     uint64_t seq = __atomic_load_n(&h->seq, __ATOMIC_ACQUIRE);
+    hook(RLS__SHM_AT_SNAP, 0);
     int same = entry_is(t, s, h, it);
     uint32_t cur = (uint32_t)(seq & 1), meta = h->meta[cur];
     uint32_t log_len = SHM_META_LOG(meta);

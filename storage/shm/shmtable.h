@@ -265,7 +265,9 @@ enum {
     RLS__SHM_AT_LOCKED = 1,    /* every lock held, nothing written          */
     RLS__SHM_AT_HALF = 2,      /* half of a new copy written                */
     RLS__SHM_AT_WRITTEN = 3,   /* a new copy written, not yet published     */
-    RLS__SHM_AT_PUBLISHED = 4  /* that copy published                       */
+    RLS__SHM_AT_PUBLISHED = 4, /* that copy published                       */
+    RLS__SHM_AT_SNAP = 5       /* rls__shm_snap (no lock held): the publish
+                                  counter read, the state not yet copied     */
 };
 extern void (*rls__shm_hook)(int point, size_t item);
 
