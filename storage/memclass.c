@@ -15,7 +15,8 @@
  * attaches it as made.
  *
  * Exactness inside a database transaction (optimistic, as a compare and
- * swap): the decision is made on snapshots; just before COMMIT every entry
+ * swap): the decision is made on snapshots (read without a lock,
+ * rls__shm_snap, in a write transaction); just before COMMIT every entry
  * the transaction read is locked at once (one shm transaction, buckets in
  * one global order), each snapshot compared with what the entry holds now,
  * and only when all still hold are the new states written.  A snapshot

@@ -86,7 +86,8 @@ static void placement(const rls__shm *t, uint64_t h, uint32_t *b1, uint32_t *b2,
     *b2 = (uint32_t)(((h >> 32) * nb) >> 32);
     if (*b2 == *b1)
         *b2 = (*b1 + 1) % t->nbuckets;
-    *tag = 1u + (uint32_t)(((h * 0xc4ceb9fe1a85ec53ull) >> 32) % 255u);   /* 1..255 */
+    uint32_t g = (uint32_t)((h * 0xc4ceb9fe1a85ec53ull) >> 56);
+    *tag = g | (g == 0);   /* 1..255 */
 }
 
 static int same_item(const rls__shm_item *a, const rls__shm_item *b)
@@ -300,20 +301,18 @@ static void prefetch_bucket(const rls__shm *t, uint32_t b, uint32_t tag)
     __builtin_prefetch(p + 64, 1);
 }
 
-/* The first slot of buckets b1, b2 whose tag is tag, read without a lock
- * (a hint, verified under the lock), or UINT32_MAX; its hot record's two
- * lines are prefetched. */
-static uint32_t tag_home(const rls__shm *t, uint32_t b1, uint32_t b2, uint32_t tag)
+/* The slot of buckets b1, b2 that holds item it (tag and identity), read
+ * without a lock (a hint, verified under the lock: a namesake tag in b1
+ * does not hide the entry in b2), or UINT32_MAX. */
+static uint32_t tag_home(const rls__shm *t, uint32_t b1, uint32_t b2, uint32_t tag,
+                         const rls__shm_item *it)
 {
     for (int k = 0; k < 2; k++) {
         uint32_t b = k ? b2 : b1;
-        uint32_t m = tag_mask(t, b, tag);
-        if (m) {
+        for (uint32_t m = tag_mask(t, b, tag); m; m &= m - 1) {
             uint32_t s = b * RLS__SHM_WAYS + (uint32_t)__builtin_ctz(m);
-            const unsigned char *p = (const unsigned char *)shm_hot_at(t, s);
-            __builtin_prefetch(p, 1);
-            __builtin_prefetch(p + 64, 1);
-            return s;
+            if (entry_is(t, s, shm_hot_at(t, s), it))
+                return s;
         }
     }
     return UINT32_MAX;
@@ -347,7 +346,7 @@ static int lock_homes(rls__shm *t, const rls__shm_item *items, size_t n, const u
 {
     uint32_t hint[RLS__SHM_TXN_MAX];
     for (size_t i = 0; i < n; i++) {
-        hint[i] = tag_home(t, b1[i], b2[i], tx->tag[i]);
+        hint[i] = tag_home(t, b1[i], b2[i], tx->tag[i], &items[i]);
         if (hint[i] == UINT32_MAX)
             return 0;
     }
@@ -498,7 +497,7 @@ int rls__shm_read(const rls__shm_txn *tx, size_t i, algo_state *st)
 
 /* Fills copy k of slot s (hot record h) with st: the test hook may stop
  * us halfway, to show that a half-written copy is never current. */
-static void copy_fill(const rls__shm_txn *tx, size_t i, uint32_t s, struct shm_hot *h,
+static inline void copy_fill(const rls__shm_txn *tx, size_t i, uint32_t s, struct shm_hot *h,
                       uint32_t k, const algo_state *st)
 {
     struct shm_state *c = &h->copy[k];
