@@ -303,15 +303,18 @@ static void prefetch_bucket(const rls__shm *t, uint32_t b, uint32_t tag)
 
 /* The slot of buckets b1, b2 that holds item it (tag and identity), read
  * without a lock (a hint, verified under the lock: a namesake tag in b1
- * does not hide the entry in b2), or UINT32_MAX. */
+ * does not hide the entry in b2), or UINT32_MAX; *seq: the slot's publish
+ * counter, read before its identity. */
 static uint32_t tag_home(const rls__shm *t, uint32_t b1, uint32_t b2, uint32_t tag,
-                         const rls__shm_item *it)
+                         const rls__shm_item *it, uint64_t *seq)
 {
     for (int k = 0; k < 2; k++) {
         uint32_t b = k ? b2 : b1;
         for (uint32_t m = tag_mask(t, b, tag); m; m &= m - 1) {
             uint32_t s = b * RLS__SHM_WAYS + (uint32_t)__builtin_ctz(m);
-            if (entry_is(t, s, shm_hot_at(t, s), it))
+            const struct shm_hot *h = shm_hot_at(t, s);
+            *seq = __atomic_load_n(&h->seq, __ATOMIC_ACQUIRE);
+            if (entry_is(t, s, h, it))
                 return s;
         }
     }
@@ -319,11 +322,18 @@ static uint32_t tag_home(const rls__shm *t, uint32_t b1, uint32_t b2, uint32_t t
 }
 
 /* Under bucket s / WAYS's lock: slot s if it holds item (tag, it), else
- * the slot of its bucket that does, or UINT32_MAX. */
-static uint32_t find_at(rls__shm *t, uint32_t s, uint32_t tag, const rls__shm_item *it)
+ * the slot of its bucket that does, or UINT32_MAX.  Slot s needs no second
+ * look at its identity when its tag is still tag and its publish counter
+ * still seq: every change of an entry's identity (a new entry) bumps seq
+ * under this lock, and an identity read while one was being written was
+ * followed by that bump. */
+static uint32_t find_at(rls__shm *t, uint32_t s, uint32_t tag, const rls__shm_item *it,
+                        uint64_t seq)
 {
     uint32_t b = s / RLS__SHM_WAYS;
-    if (shm_bucket_at(t, b)->tag[s % RLS__SHM_WAYS] == tag && entry_is(t, s, shm_hot_at(t, s), it))
+    const struct shm_hot *h = shm_hot_at(t, s);
+    if (shm_bucket_at(t, b)->tag[s % RLS__SHM_WAYS] == tag &&
+        (h->seq == seq || entry_is(t, s, h, it)))
         return s;
     return find_in(t, b, tag, it);
 }
@@ -345,8 +355,9 @@ static int lock_homes(rls__shm *t, const rls__shm_item *items, size_t n, const u
                       const uint32_t *b2, rls__shm_txn *tx)
 {
     uint32_t hint[RLS__SHM_TXN_MAX];
+    uint64_t seq[RLS__SHM_TXN_MAX];
     for (size_t i = 0; i < n; i++) {
-        hint[i] = tag_home(t, b1[i], b2[i], tx->tag[i], &items[i]);
+        hint[i] = tag_home(t, b1[i], b2[i], tx->tag[i], &items[i], &seq[i]);
         if (hint[i] == UINT32_MAX)
             return 0;
     }
@@ -362,7 +373,7 @@ static int lock_homes(rls__shm *t, const rls__shm_item *items, size_t n, const u
             return RLS_ECORRUPT;
     }
     for (size_t i = 0; i < n; i++) {
-        tx->slot[i] = find_at(t, hint[i], tx->tag[i], &items[i]);
+        tx->slot[i] = find_at(t, hint[i], tx->tag[i], &items[i], seq[i]);
         if (tx->slot[i] == UINT32_MAX) {   /* moved or a tag's namesake */
             rls__shm_unlock(tx);
             for (size_t j = 0; j < n; j++)
