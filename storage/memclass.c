@@ -15,7 +15,8 @@
  * attaches it as made.
  *
  * Exactness inside a database transaction (optimistic, as a compare and
- * swap): the decision is made on snapshots; just before COMMIT every entry
+ * swap): the decision is made on snapshots (read without a lock,
+ * rls__shm_snap, in a write transaction); just before COMMIT every entry
  * the transaction read is locked at once (one shm transaction, buckets in
  * one global order), each snapshot compared with what the entry holds now,
  * and only when all still hold are the new states written.  A snapshot
@@ -337,6 +338,28 @@ static int too_many(rls_db *db)
 
 static int attach(rls_db *db);
 
+static void snap_clear(struct mem_pend *p)
+{
+    memset(&p->snap, 0, sizeof p->snap);
+    p->snap.log = p->snaplog;
+    p->snap.log_cap = MEM_LOG_CAP;
+}
+
+/* Snapshots of it[0..k) into m->p[first..] without a lock: RLS_OK, RLS_EBUSY
+ * (an entry kept moving: take the lock), or another error. */
+static int snap_free(struct rls_memclass *m, rls__shm *t, const rls__shm_item *it,
+                     size_t first, int k)
+{
+    for (int j = 0; j < k; j++) {
+        struct mem_pend *p = &m->p[first + (size_t)j];
+        snap_clear(p);
+        int rc = rls__shm_snap(t, &it[j], &p->snap);
+        if (rc)
+            return rc;
+    }
+    return RLS_OK;
+}
+
 /* Snapshots of the memory items of ctx not yet in the transaction, in one
  * shm transaction, as new entries of m->p (from index first). */
 static int snapshot(rls_db *db, key_ctx *ctx, const int *idx, int k)
@@ -371,19 +394,27 @@ static int snapshot(rls_db *db, key_ctx *ctx, const int *idx, int k)
         p->dirty = 0;
         item_of(&it[j], p->lid, p->kind, p->key, p->keylen);
     }
+    /* a write transaction compares every snapshot under the lock before
+     * it writes (rls__mem_prepare): its snapshots need no lock, only to
+     * be whole (rls__shm_snap); a read's answer is its snapshots, taken
+     * under the lock at one moment */
+    if (!reading && (rc = snap_free(m, t, it, first, k)) != RLS_EBUSY) {
+        if (rc)
+            return shm_error(db, rc);
+        m->n = first + (size_t)k;
+        return RLS_OK;
+    }
     if ((rc = rls__shm_lock_peek(t, it, (size_t)k, ctx->now, &tx)))
         return shm_error(db, rc);
     for (int j = 0; j < k && rc == RLS_OK; j++) {
         struct mem_pend *p = &m->p[first + (size_t)j];
-        memset(&p->snap, 0, sizeof p->snap);
-        p->snap.log = p->snaplog;
-        p->snap.log_cap = MEM_LOG_CAP;
+        snap_clear(p);
         rc = rls__shm_read(&tx, (size_t)j, &p->snap);
     }
     rls__shm_unlock(&tx);
     if (rc)
         return shm_error(db, rc);
-    if (db->conn.in_tx && db->conn.tx_write)
+    if (!reading)
         m->n = first + (size_t)k;   /* a read (a peek, a listing) keeps nothing */
     return RLS_OK;
 }

@@ -5,9 +5,15 @@
  *
  *   [0, SHM_HEAD_SIZE)          struct shm_head
  *   [SHM_HEAD_SIZE, slots_off)  nbuckets x struct shm_bucket (SHM_BUCKET_SIZE)
- *   [slots_off, file_size)      nbuckets * RLS__SHM_WAYS slots of slot_size:
- *                               struct shm_slot, the key (key_max bytes),
- *                               then two logs of log_max entries
+ *   [slots_off, cold_off)       nbuckets * RLS__SHM_WAYS hot records, struct
+ *                               shm_hot (SHM_HOT_SIZE: two cache lines)
+ *   [cold_off, file_size)       as many cold records of slot_size bytes: the
+ *                               whole key (key_max bytes), then two logs of
+ *                               log_max entries (one per state copy)
+ *
+ * Format version 2 (version 1 kept the key and both logs inline in one
+ * slot of ~900 bytes in the default geometry; it is refused as another
+ * version, RLS_ENOTDB).
  */
 #ifndef RLS_SHM_INT_H
 #define RLS_SHM_INT_H
@@ -17,9 +23,12 @@
 #include "shmtable.h"
 
 #define SHM_MAGIC "rlsshm\0\x01"   /* 8 bytes                                  */
-#define SHM_VERSION 1u
+#define SHM_VERSION 2u
 #define SHM_HEAD_SIZE 4096u
-#define SHM_BUCKET_SIZE 128u       /* two cache lines: no false sharing      */
+#define SHM_BUCKET_SIZE 64u        /* one cache line: lock and tags together */
+#define SHM_HOT_SIZE 128u          /* two lines, 128-aligned: the adjacent-
+                                      line prefetcher loads them as a pair  */
+#define SHM_KEY_INLINE 16u         /* key bytes copied into the hot record   */
 #define SHM_FILE_MAX ((uint64_t)1 << 40)
 
 struct shm_head {
@@ -29,49 +38,63 @@ struct shm_head {
     uint32_t mutex_size;     /* sizeof(pthread_mutex_t) of the maker       */
     uint32_t ways;
     uint32_t bucket_size;
-    uint32_t slot_size;
+    uint32_t slot_size;      /* bytes of a cold record                      */
     uint32_t nbuckets;
     uint32_t key_max;
     uint32_t log_max;
-    uint32_t reserved;
-    uint64_t slots_off;
+    uint32_t hot_size;       /* SHM_HOT_SIZE of the maker                   */
+    uint64_t slots_off;      /* the hot records                             */
     uint64_t file_size;
     uint64_t recoveries;     /* atomic: EOWNERDEAD locks taken over         */
     uint64_t boot;           /* hash of the boot id it was made in, 0 unknown */
     uint64_t seed;           /* random, per table: the placement hash's key,
                                 so keys cannot be chosen to fill one bucket */
+    uint64_t cold_off;       /* the cold records                            */
 };
 
 struct shm_bucket {
     pthread_mutex_t mu;                  /* robust, process-shared          */
-    uint32_t tag[RLS__SHM_WAYS];         /* 0 free; stored last on publish  */
+    uint8_t tag[RLS__SHM_WAYS];          /* 0 free, else 1..255 from the
+                                            hash; stored last on publish   */
 };
 
-/* One copy of a state: the fields of algo_state, present implied. */
-struct shm_copy {
+/* One copy of a state's numbers: algo_state's, present implied. */
+struct shm_state {
     int64_t a, b, c;
     int64_t last_ms;
     int64_t expires_ms;
-    int32_t kind;            /* the algorithm the state belongs to          */
-    uint32_t log_len;        /* bytes of this copy's log                    */
 };
 
-struct shm_slot {
+/* What a (limit, key) needs on every check, in two cache lines: the
+ * publish counter, identity, both copies of the state and the key's
+ * first bytes.  Copy seq & 1 is current: a write fills the other copy
+ * (state, meta, log) and then stores seq + 1, one release store (the
+ * publish); a lock-free reader (rls__shm_snap) reads copy s & 1 and
+ * knows it whole when seq still reads s afterwards. */
+struct shm_hot {
+    uint64_t seq;            /* publishes so far; seq & 1: the current copy */
     int64_t lid;
     uint32_t key_len;
-    uint32_t cur;            /* the current copy, 0 or 1: flipped last      */
-    struct shm_copy copy[2];
+    uint32_t meta[2];        /* per copy: kind (low 8 bits) | log bytes << 8 */
+    uint32_t pad;
+    struct shm_state copy[2];
+    unsigned char key[SHM_KEY_INLINE];   /* the key's first bytes          */
 };
+
+#define SHM_META(kind, log_len) ((uint32_t)(kind) | (uint32_t)(log_len) << 8)
+#define SHM_META_KIND(m) ((int)((m) & 0xffu))
+#define SHM_META_LOG(m) ((uint32_t)(m) >> 8)
 
 struct rls__shm {
     unsigned char *base;
     size_t size;
     struct shm_head *head;
     uint32_t nbuckets;
-    uint32_t slot_size;
+    uint32_t slot_size;      /* a cold record's bytes                        */
     uint32_t key_max;
     uint32_t log_max;
     uint64_t slots_off;
+    uint64_t cold_off;
     uint64_t seed;
     uint64_t dev, ino;
 };
@@ -79,8 +102,9 @@ struct rls__shm {
 /* Byte sizes of a geometry; 0 when it is out of range. */
 struct shm_sizes {
     uint32_t nbuckets;
-    uint32_t slot_size;
-    uint64_t slots_off;
+    uint32_t slot_size;      /* cold record                                  */
+    uint64_t slots_off;      /* hot records                                  */
+    uint64_t cold_off;
     uint64_t file_size;
 };
 /* A hash of this boot of the host (Linux boot_id), 0 when unknown. */
@@ -93,20 +117,20 @@ static inline struct shm_bucket *shm_bucket_at(const rls__shm *t, uint32_t b)
     return (struct shm_bucket *)(t->base + SHM_HEAD_SIZE + (uint64_t)b * SHM_BUCKET_SIZE);
 }
 
-static inline struct shm_slot *shm_slot_at(const rls__shm *t, uint32_t s)
+static inline struct shm_hot *shm_hot_at(const rls__shm *t, uint32_t s)
 {
-    return (struct shm_slot *)(t->base + t->slots_off + (uint64_t)s * t->slot_size);
+    return (struct shm_hot *)(t->base + t->slots_off + (uint64_t)s * SHM_HOT_SIZE);
 }
 
-static inline unsigned char *shm_key_of(const rls__shm *t, struct shm_slot *s)
+/* The cold record of slot s: its whole key, then its two logs. */
+static inline unsigned char *shm_cold_at(const rls__shm *t, uint32_t s)
 {
-    (void)t;
-    return (unsigned char *)(s + 1);
+    return t->base + t->cold_off + (uint64_t)s * t->slot_size;
 }
 
-static inline unsigned char *shm_log_of(const rls__shm *t, struct shm_slot *s, uint32_t k)
+static inline unsigned char *shm_log_of(const rls__shm *t, uint32_t s, uint32_t k)
 {
-    return (unsigned char *)(s + 1) + t->key_max + (size_t)k * t->log_max * ALGO_LOG_ENTRY;
+    return shm_cold_at(t, s) + t->key_max + (size_t)k * t->log_max * ALGO_LOG_ENTRY;
 }
 
 #endif

@@ -26,7 +26,7 @@
 
 _Static_assert(sizeof(struct shm_head) <= SHM_HEAD_SIZE, "header fits its page");
 _Static_assert(sizeof(struct shm_bucket) <= SHM_BUCKET_SIZE, "bucket fits its lines");
-_Static_assert(sizeof(struct shm_slot) % 8 == 0, "slot keeps its alignment");
+_Static_assert(sizeof(struct shm_hot) == SHM_HOT_SIZE, "a hot record is two lines");
 /* the format: test_shm_table.c writes these two fields to forge files */
 _Static_assert(offsetof(struct shm_head, version) == 8, "version at 8");
 _Static_assert(offsetof(struct shm_head, boot) == 72, "boot at 72");
@@ -103,15 +103,17 @@ int rls__shm_sizes(uint32_t slots, uint32_t key_max, uint32_t log_max, struct sh
         key_max > RLS_KEY_MAX_LIMIT || log_max > ALGO_SLIDING_LOG_MAX)
         return RLS_EINVAL;
     uint32_t nb = (slots + RLS__SHM_WAYS - 1) / RLS__SHM_WAYS;
-    uint64_t slot = align_up(sizeof(struct shm_slot) + (uint64_t)key_max +
-                             2ull * log_max * ALGO_LOG_ENTRY, 64);
-    uint64_t off = align_up(SHM_HEAD_SIZE + (uint64_t)nb * SHM_BUCKET_SIZE, 64);
-    uint64_t size = off + (uint64_t)nb * RLS__SHM_WAYS * slot;
-    if (slot > UINT32_MAX || size > SHM_FILE_MAX)
+    uint64_t n = (uint64_t)nb * RLS__SHM_WAYS;
+    uint64_t cold = align_up((uint64_t)key_max + 2ull * log_max * ALGO_LOG_ENTRY, 64);
+    uint64_t off = align_up(SHM_HEAD_SIZE + (uint64_t)nb * SHM_BUCKET_SIZE, SHM_HOT_SIZE);
+    uint64_t cold_off = off + n * SHM_HOT_SIZE;
+    uint64_t size = cold_off + n * cold;
+    if (cold > UINT32_MAX || size > SHM_FILE_MAX)
         return RLS_EINVAL;
     out->nbuckets = nb;
-    out->slot_size = (uint32_t)slot;
+    out->slot_size = (uint32_t)cold;
     out->slots_off = off;
+    out->cold_off = cold_off;
     out->file_size = size;
     return RLS_OK;
 }
@@ -127,14 +129,16 @@ static int head_check(const struct shm_head *h, uint64_t st_size, char *why, siz
         return fail(RLS_ENOTDB, why, whylen, "table format version %u, this library reads %u",
                     h->version, SHM_VERSION);
     if (h->head_size != SHM_HEAD_SIZE || h->mutex_size != sizeof(pthread_mutex_t) ||
-        h->ways != RLS__SHM_WAYS || h->bucket_size != SHM_BUCKET_SIZE)
+        h->ways != RLS__SHM_WAYS || h->bucket_size != SHM_BUCKET_SIZE ||
+        h->hot_size != SHM_HOT_SIZE)
         return fail(RLS_ENOTDB, why, whylen, "table made for another ABI (mutex %u bytes)",
                     h->mutex_size);
     struct shm_sizes z;
     if (h->nbuckets > RLS__SHM_SLOTS_MAX / RLS__SHM_WAYS ||
         rls__shm_sizes(h->nbuckets * RLS__SHM_WAYS, h->key_max, h->log_max, &z) != RLS_OK ||
         z.nbuckets != h->nbuckets || z.slot_size != h->slot_size ||
-        z.slots_off != h->slots_off || z.file_size != h->file_size)
+        z.slots_off != h->slots_off || z.cold_off != h->cold_off ||
+        z.file_size != h->file_size)
         return fail(RLS_ECORRUPT, why, whylen, "table header is inconsistent");
     uint64_t boot = rls__shm_boot();
     if (h->boot && boot && h->boot != boot)
@@ -210,6 +214,7 @@ static int attach(rls__shm **out, const char *path, const rls__shm_geom *g, char
     t->key_max = h.key_max;
     t->log_max = h.log_max;
     t->slots_off = h.slots_off;
+    t->cold_off = h.cold_off;
     t->seed = h.seed;
     t->dev = (uint64_t)st.st_dev;
     t->ino = (uint64_t)st.st_ino;
@@ -243,11 +248,13 @@ static int init_table(unsigned char *base, const rls__shm_geom *g, const struct 
     h->mutex_size = sizeof(pthread_mutex_t);
     h->ways = RLS__SHM_WAYS;
     h->bucket_size = SHM_BUCKET_SIZE;
+    h->hot_size = SHM_HOT_SIZE;
     h->slot_size = z->slot_size;
     h->nbuckets = z->nbuckets;
     h->key_max = g->key_max;
     h->log_max = g->log_max;
     h->slots_off = z->slots_off;
+    h->cold_off = z->cold_off;
     h->file_size = z->file_size;
     h->boot = rls__shm_boot();
     if (getrandom(&h->seed, sizeof h->seed, GRND_NONBLOCK) != (ssize_t)sizeof h->seed)

@@ -1,16 +1,21 @@
 /*
  * shmtable.c - transactions on a shared-memory table (shmtable.h has the
- * design): lock the two buckets of every item in ascending order, find or
- * reserve each item's slot, read states, write them two-copy style, unlock.
+ * design): lock the home bucket of every present item, or the two buckets
+ * of an absent one, in ascending order; find or reserve each item's slot,
+ * read states, write them two-copy style, unlock.  And the lock-free read
+ * (rls__shm_snap).
  */
 #include <errno.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include "rlstore.h"
 #include "shm_int.h"
 
 void (*rls__shm_hook)(int point, size_t item);
 
-static void hook(int point, size_t item)
+static inline void hook(int point, size_t item)
 {
     if (rls__shm_hook)
         rls__shm_hook(point, item);
@@ -18,23 +23,58 @@ static void hook(int point, size_t item)
 
 /* ---- where an item lives --------------------------------------------------- */
 
-static uint64_t mix64(uint64_t z)
+static inline uint64_t mix64(uint64_t z)
 {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
 }
 
+static inline uint64_t load64(const unsigned char *p)
+{
+    uint64_t w;
+    memcpy(&w, p, 8);
+    return w;
+}
+
+static inline uint64_t load32(const unsigned char *p)
+{
+    uint32_t w;
+    memcpy(&w, p, 4);
+    return w;
+}
+
+/* The bytes of a key of n (1..16) bytes as two words, every byte in one
+ * of them (overlapping loads, never beyond the key): equal keys of one
+ * length give equal words and different ones different words. */
+static inline void key_words(const unsigned char *k, size_t n, uint64_t *w0, uint64_t *w1)
+{
+    if (n >= 8) {
+        *w0 = load64(k);
+        *w1 = load64(k + n - 8);
+    } else if (n >= 4) {
+        *w0 = load32(k);
+        *w1 = load32(k + n - 4);
+    } else {
+        *w0 = (uint64_t)k[0] | (uint64_t)k[n / 2] << 8 | (uint64_t)k[n - 1] << 16;
+        *w1 = 0;
+    }
+}
+
 /* Keyed by the table's random seed: the buckets of a key cannot be
- * predicted, so keys cannot be chosen to fill a victim key's buckets. */
+ * predicted, so keys cannot be chosen to fill a victim key's buckets.
+ * Eight bytes a step (a key of 10 bytes is two words, not ten bytes),
+ * the length folded in, a full mix at the end. */
 static uint64_t item_hash(const rls__shm *t, const rls__shm_item *it)
 {
-    uint64_t h = 0xcbf29ce484222325ull ^ mix64((uint64_t)it->lid ^ t->seed);
+    uint64_t h = mix64((uint64_t)it->lid ^ t->seed) ^ it->key_len, w0, w1;
     const unsigned char *k = it->key;
-    for (size_t i = 0; i < it->key_len; i++) {
-        h ^= k[i];
-        h *= 0x100000001b3ull;
-    }
+    size_t n = it->key_len;
+    for (; n > 16; n -= 8, k += 8)
+        h = (h ^ load64(k)) * 0x9e3779b97f4a7c15ull;
+    key_words(k, n, &w0, &w1);
+    h = (h ^ w0) * 0xff51afd7ed558ccdull;
+    h = (h ^ w1) * 0xc4ceb9fe1a85ec53ull;
     return mix64(h);
 }
 
@@ -46,7 +86,8 @@ static void placement(const rls__shm *t, uint64_t h, uint32_t *b1, uint32_t *b2,
     *b2 = (uint32_t)(((h >> 32) * nb) >> 32);
     if (*b2 == *b1)
         *b2 = (*b1 + 1) % t->nbuckets;
-    *tag = (uint32_t)mix64(h ^ 0x9e3779b97f4a7c15ull) | 1u;
+    uint32_t g = (uint32_t)((h * 0xc4ceb9fe1a85ec53ull) >> 56);
+    *tag = g | (g == 0);   /* 1..255 */
 }
 
 static int same_item(const rls__shm_item *a, const rls__shm_item *b)
@@ -114,17 +155,51 @@ static int lockset_take(rls__shm_txn *tx)
 
 /* ---- finding and reserving slots ---------------------------------------------- */
 
+/* The ways of bucket b whose tag is tag, as a bit mask (bit w: way w).
+ * Without the bucket's lock the answer is a hint: the 16 tag bytes are
+ * read at once and every use of the hint is verified under the lock
+ * (find_at) or by the publish counter (rls__shm_snap). */
+static inline uint32_t tag_mask(const rls__shm *t, uint32_t b, uint32_t tag)
+{
+    const uint8_t *tags = shm_bucket_at(t, b)->tag;
+#if defined(__SSE2__)
+    _Static_assert(RLS__SHM_WAYS == 16, "one vector of 16 tags");
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)tags);
+    return (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8((char)tag)));
+#else
+    uint32_t m = 0;
+    for (uint32_t w = 0; w < RLS__SHM_WAYS; w++)
+        m |= (uint32_t)(__atomic_load_n(&tags[w], __ATOMIC_RELAXED) == tag) << w;
+    return m;
+#endif
+}
+
+/* Is the entry of slot s (hot record h) item it?  The key's first bytes
+ * are in the hot record; a longer key's rest only in the cold one. */
+static inline int entry_is(const rls__shm *t, uint32_t s, const struct shm_hot *h,
+                    const rls__shm_item *it)
+{
+    size_t n = it->key_len;
+    const unsigned char *k = it->key;
+    if (h->lid != it->lid || h->key_len != n)
+        return 0;
+    if (n <= SHM_KEY_INLINE) {   /* the common short key: a few word compares */
+        uint64_t a0, a1, b0, b1;
+        key_words(h->key, n, &a0, &a1);
+        key_words(k, n, &b0, &b1);
+        return a0 == b0 && a1 == b1;
+    }
+    return memcmp(h->key, k, SHM_KEY_INLINE) == 0 &&
+           memcmp(shm_cold_at(t, s) + SHM_KEY_INLINE, k + SHM_KEY_INLINE,
+                  n - SHM_KEY_INLINE) == 0;
+}
+
 /* The slot holding item (tag, lid, key) in bucket b, or UINT32_MAX. */
 static uint32_t find_in(rls__shm *t, uint32_t b, uint32_t tag, const rls__shm_item *it)
 {
-    struct shm_bucket *bk = shm_bucket_at(t, b);
-    for (uint32_t w = 0; w < RLS__SHM_WAYS; w++) {
-        if (bk->tag[w] != tag)
-            continue;
-        uint32_t s = b * RLS__SHM_WAYS + w;
-        struct shm_slot *sl = shm_slot_at(t, s);
-        if (sl->lid == it->lid && sl->key_len == it->key_len &&
-            memcmp(shm_key_of(t, sl), it->key, it->key_len) == 0)
+    for (uint32_t m = tag_mask(t, b, tag); m; m &= m - 1) {
+        uint32_t s = b * RLS__SHM_WAYS + (uint32_t)__builtin_ctz(m);
+        if (entry_is(t, s, shm_hot_at(t, s), it))
             return s;
     }
     return UINT32_MAX;
@@ -141,26 +216,34 @@ static int taken(const rls__shm_txn *tx, size_t upto, uint32_t s)
 
 static uint32_t free_ways(const rls__shm *t, uint32_t b)
 {
-    uint32_t n = 0;
-    for (uint32_t w = 0; w < RLS__SHM_WAYS; w++)
-        n += shm_bucket_at(t, b)->tag[w] == 0;
-    return n;
+    return (uint32_t)__builtin_popcount(tag_mask(t, b, 0));
+}
+
+/* The way an item's entry takes in either bucket when it is free: a
+ * lookup prefetches that way's hot record with the buckets, before the
+ * tags say where the entry is, so that the two misses overlap. */
+static inline uint32_t first_way(uint32_t tag)
+{
+    return (tag * 7u) % RLS__SHM_WAYS;
 }
 
 /* A slot of bucket b for a new entry: free (expired == 0) or holding a
- * state expired at now (expired == 1), not taken by tx; UINT32_MAX if none. */
-static uint32_t spare_in(const rls__shm_txn *tx, size_t n, uint32_t b, int64_t now, int expired)
+ * state expired at now (expired == 1), not taken by tx; UINT32_MAX if
+ * none.  Ways from the item's first way on. */
+static uint32_t spare_in(const rls__shm_txn *tx, size_t n, uint32_t b, int64_t now, int expired,
+                         uint32_t first)
 {
     struct shm_bucket *bk = shm_bucket_at(tx->t, b);
-    for (uint32_t w = 0; w < RLS__SHM_WAYS; w++) {
+    for (uint32_t k = 0; k < RLS__SHM_WAYS; k++) {
+        uint32_t w = (first + k) % RLS__SHM_WAYS;
         uint32_t s = b * RLS__SHM_WAYS + w;
         if (taken(tx, n, s))
             continue;
         if (!expired && bk->tag[w] == 0)
             return s;
         if (expired && bk->tag[w] != 0) {
-            struct shm_slot *sl = shm_slot_at(tx->t, s);
-            if (sl->copy[sl->cur & 1].expires_ms <= now)
+            const struct shm_hot *h = shm_hot_at(tx->t, s);
+            if (h->copy[h->seq & 1].expires_ms <= now)
                 return s;
         }
     }
@@ -176,13 +259,14 @@ static int reserve(rls__shm_txn *tx, size_t i, uint32_t b1, uint32_t b2, int64_t
         b1 = b2;
         b2 = x;
     }
-    uint32_t s = spare_in(tx, tx->n, b1, now, 0);
+    uint32_t f = first_way(tx->tag[i]);
+    uint32_t s = spare_in(tx, tx->n, b1, now, 0, f);
     if (s == UINT32_MAX)
-        s = spare_in(tx, tx->n, b2, now, 0);
+        s = spare_in(tx, tx->n, b2, now, 0, f);
     if (s == UINT32_MAX)
-        s = spare_in(tx, tx->n, b1, now, 1);
+        s = spare_in(tx, tx->n, b1, now, 1, f);
     if (s == UINT32_MAX)
-        s = spare_in(tx, tx->n, b2, now, 1);
+        s = spare_in(tx, tx->n, b2, now, 1, f);
     if (s == UINT32_MAX)
         return RLS_EFULL;
     tx->slot[i] = s;
@@ -193,7 +277,7 @@ static int reserve(rls__shm_txn *tx, size_t i, uint32_t b1, uint32_t b2, int64_t
 static int items_check(const rls__shm *t, const rls__shm_item *items, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        if (items[i].kind < 1)
+        if (items[i].kind < 1 || items[i].kind > 255)   /* SHM_META's 8 bits */
             return RLS_EINVAL;
         if (!items[i].key || items[i].key_len < 1 || items[i].key_len > t->key_max)
             return RLS_EKEY;
@@ -204,41 +288,54 @@ static int items_check(const rls__shm *t, const rls__shm_item *items, size_t n)
     return RLS_OK;
 }
 
-/* Starts loading the lines of bucket b (its lock and tags): a table far
- * larger than the caches costs a miss per line, and the lines of every
- * bucket and slot a transaction needs are loaded at once, not one after
- * the other. */
-static void prefetch_bucket(const rls__shm *t, uint32_t b)
+/* Starts loading the line of bucket b (its lock and tags) and the hot
+ * record of the item's first way in it: a table far larger than the
+ * caches costs a miss per line, and the lines a transaction needs are
+ * loaded at once, not one after the other. */
+static void prefetch_bucket(const rls__shm *t, uint32_t b, uint32_t tag)
 {
-    const unsigned char *p = (const unsigned char *)shm_bucket_at(t, b);
+    __builtin_prefetch(shm_bucket_at(t, b), 1);
+    const unsigned char *p =
+        (const unsigned char *)shm_hot_at(t, b * RLS__SHM_WAYS + first_way(tag));
     __builtin_prefetch(p, 1);
     __builtin_prefetch(p + 64, 1);
 }
 
-/* ... and of slot s's fields, copies and the start of its key */
-static void prefetch_slot(const rls__shm *t, uint32_t s)
-{
-    const unsigned char *p = (const unsigned char *)shm_slot_at(t, s);
-    __builtin_prefetch(p, 1);
-    __builtin_prefetch(p + 64, 1);
-    __builtin_prefetch(p + sizeof(struct shm_slot), 0);
-}
-
-/* The one of buckets b1, b2 whose tags hold tag, read without its lock
- * (atomic loads: a hint, verified under the lock), or UINT32_MAX; the
- * first slot with that tag is prefetched. */
-static uint32_t tag_home(const rls__shm *t, uint32_t b1, uint32_t b2, uint32_t tag)
+/* The slot of buckets b1, b2 that holds item it (tag and identity), read
+ * without a lock (a hint, verified under the lock: a namesake tag in b1
+ * does not hide the entry in b2), or UINT32_MAX; *seq: the slot's publish
+ * counter, read before its identity. */
+static uint32_t tag_home(const rls__shm *t, uint32_t b1, uint32_t b2, uint32_t tag,
+                         const rls__shm_item *it, uint64_t *seq)
 {
     for (int k = 0; k < 2; k++) {
         uint32_t b = k ? b2 : b1;
-        struct shm_bucket *bk = shm_bucket_at(t, b);
-        for (uint32_t w = 0; w < RLS__SHM_WAYS; w++)
-            if (__atomic_load_n(&bk->tag[w], __ATOMIC_RELAXED) == tag) {
-                prefetch_slot(t, b * RLS__SHM_WAYS + w);
-                return b;
-            }
+        for (uint32_t m = tag_mask(t, b, tag); m; m &= m - 1) {
+            uint32_t s = b * RLS__SHM_WAYS + (uint32_t)__builtin_ctz(m);
+            const struct shm_hot *h = shm_hot_at(t, s);
+            *seq = __atomic_load_n(&h->seq, __ATOMIC_ACQUIRE);
+            if (entry_is(t, s, h, it))
+                return s;
+        }
     }
     return UINT32_MAX;
+}
+
+/* Under bucket s / WAYS's lock: slot s if it holds item (tag, it), else
+ * the slot of its bucket that does, or UINT32_MAX.  Slot s needs no second
+ * look at its identity when its tag is still tag and its publish counter
+ * still seq: every change of an entry's identity (a new entry) bumps seq
+ * under this lock, and an identity read while one was being written was
+ * followed by that bump. */
+static uint32_t find_at(rls__shm *t, uint32_t s, uint32_t tag, const rls__shm_item *it,
+                        uint64_t seq)
+{
+    uint32_t b = s / RLS__SHM_WAYS;
+    const struct shm_hot *h = shm_hot_at(t, s);
+    if (shm_bucket_at(t, b)->tag[s % RLS__SHM_WAYS] == tag &&
+        (h->seq == seq || entry_is(t, s, h, it)))
+        return s;
+    return find_in(t, b, tag, it);
 }
 
 /*
@@ -257,18 +354,26 @@ static uint32_t tag_home(const rls__shm *t, uint32_t b1, uint32_t b2, uint32_t t
 static int lock_homes(rls__shm *t, const rls__shm_item *items, size_t n, const uint32_t *b1,
                       const uint32_t *b2, rls__shm_txn *tx)
 {
-    uint32_t home[RLS__SHM_TXN_MAX];
+    uint32_t hint[RLS__SHM_TXN_MAX];
+    uint64_t seq[RLS__SHM_TXN_MAX];
     for (size_t i = 0; i < n; i++) {
-        home[i] = tag_home(t, b1[i], b2[i], tx->tag[i]);
-        if (home[i] == UINT32_MAX)
+        hint[i] = tag_home(t, b1[i], b2[i], tx->tag[i], &items[i], &seq[i]);
+        if (hint[i] == UINT32_MAX)
             return 0;
     }
-    for (size_t i = 0; i < n; i++)
-        lockset_add(tx, home[i]);
-    if (lockset_take(tx) != RLS_OK)
-        return RLS_ECORRUPT;
+    if (n == 1) {   /* the usual check: one bucket, no list to sort */
+        tx->locked[0] = hint[0] / RLS__SHM_WAYS;
+        if (bucket_lock(t, tx->locked[0]) != 0)
+            return RLS_ECORRUPT;
+        tx->nlocked = 1;
+    } else {
+        for (size_t i = 0; i < n; i++)
+            lockset_add(tx, hint[i] / RLS__SHM_WAYS);
+        if (lockset_take(tx) != RLS_OK)
+            return RLS_ECORRUPT;
+    }
     for (size_t i = 0; i < n; i++) {
-        tx->slot[i] = find_in(t, home[i], tx->tag[i], &items[i]);
+        tx->slot[i] = find_at(t, hint[i], tx->tag[i], &items[i], seq[i]);
         if (tx->slot[i] == UINT32_MAX) {   /* moved or a tag's namesake */
             rls__shm_unlock(tx);
             for (size_t j = 0; j < n; j++)
@@ -301,8 +406,8 @@ static int lock_items(rls__shm *t, const rls__shm_item *items, size_t n, int64_t
         tx->item[i] = items[i];
         tx->slot[i] = UINT32_MAX;
         placement(t, item_hash(t, &items[i]), &b1[i], &b2[i], &tx->tag[i]);
-        prefetch_bucket(t, b1[i]);
-        prefetch_bucket(t, b2[i]);
+        prefetch_bucket(t, b1[i], tx->tag[i]);
+        prefetch_bucket(t, b2[i], tx->tag[i]);
     }
     rc = lock_homes(t, items, n, b1, b2, tx);
     if (rc == 1) {
@@ -355,52 +460,94 @@ int rls__shm_lock_peek(rls__shm *t, const rls__shm_item *items, size_t n, int64_
 
 /* ---- states ------------------------------------------------------------------- */
 
-int rls__shm_read(const rls__shm_txn *tx, size_t i, algo_state *st)
+/* st := absent, keeping the caller's log buffer. */
+static void state_absent(algo_state *st)
 {
-    if (!tx || !st || i >= tx->n || tx->nlocked == 0)
-        return RLS_EINVAL;
-    const rls__shm *t = tx->t;
-    struct shm_slot *sl = tx->fresh[i] ? NULL : shm_slot_at(t, tx->slot[i]);
-    uint32_t cur = sl ? sl->cur & 1 : 0;
-    const struct shm_copy *c = sl ? &sl->copy[cur] : NULL;
-    if (!c || c->kind != tx->item[i].kind) {
-        unsigned char *log = st->log;
-        size_t cap = st->log_cap;
-        memset(st, 0, sizeof *st);
-        st->log = log;
-        st->log_cap = cap;
-        return RLS_OK;
-    }
-    if (c->log_len > st->log_cap || (c->log_len && !st->log))
-        return RLS_EINVAL;
+    unsigned char *log = st->log;
+    size_t cap = st->log_cap;
+    memset(st, 0, sizeof *st);
+    st->log = log;
+    st->log_cap = cap;
+}
+
+static void state_put(algo_state *st, const struct shm_state *c, uint32_t log_len)
+{
     st->present = 1;
     st->a = c->a;
     st->b = c->b;
     st->c = c->c;
     st->last_ms = c->last_ms;
     st->expires_ms = c->expires_ms;
-    st->log_len = c->log_len;
-    if (c->log_len)
-        memcpy(st->log, shm_log_of(t, sl, cur), c->log_len);
+    st->log_len = log_len;
+}
+
+int rls__shm_read(const rls__shm_txn *tx, size_t i, algo_state *st)
+{
+    if (!tx || !st || i >= tx->n || tx->nlocked == 0)
+        return RLS_EINVAL;
+    const rls__shm *t = tx->t;
+    if (tx->fresh[i]) {
+        state_absent(st);
+        return RLS_OK;
+    }
+    uint32_t s = tx->slot[i];
+    const struct shm_hot *h = shm_hot_at(t, s);
+    uint32_t cur = (uint32_t)(h->seq & 1), meta = h->meta[cur];
+    if (SHM_META_KIND(meta) != tx->item[i].kind) {
+        state_absent(st);
+        return RLS_OK;
+    }
+    uint32_t log_len = SHM_META_LOG(meta);
+    if (log_len > st->log_cap || (log_len && !st->log))
+        return RLS_EINVAL;
+    state_put(st, &h->copy[cur], log_len);
+    if (log_len)
+        memcpy(st->log, shm_log_of(t, s, cur), log_len);
     return RLS_OK;
 }
 
-/* Fills copy k of slot sl with st: the test hook may stop us halfway, to
- * show that a half-written copy is never current. */
-static void copy_fill(const rls__shm_txn *tx, size_t i, struct shm_slot *sl, uint32_t k,
-                      const algo_state *st)
+/* Fills copy k of slot s (hot record h) with st: the test hook may stop
+ * us halfway, to show that a half-written copy is never current. */
+static inline void copy_fill(const rls__shm_txn *tx, size_t i, uint32_t s, struct shm_hot *h,
+                      uint32_t k, const algo_state *st)
 {
-    struct shm_copy *c = &sl->copy[k];
+    struct shm_state *c = &h->copy[k];
+    __atomic_thread_fence(__ATOMIC_RELEASE);   /* a reader that sees these
+                                  stores sees the publish before them */
     c->a = st->a;
     c->b = st->b;
     hook(RLS__SHM_AT_HALF, i);
     c->c = st->c;
     c->last_ms = st->last_ms;
     c->expires_ms = st->expires_ms;
-    c->kind = tx->item[i].kind;
-    c->log_len = (uint32_t)st->log_len;
+    h->meta[k] = SHM_META(tx->item[i].kind, st->log_len);
     if (st->log_len)
-        memcpy(shm_log_of(tx->t, sl, k), st->log, st->log_len);
+        memcpy(shm_log_of(tx->t, s, k), st->log, st->log_len);
+}
+
+/* A new entry in slot s: unpublish the expired one it replaces (expired
+ * is the same as absent; the fence orders that before the identity's
+ * stores, for rls__shm_snap), write it whole, then publish the state and
+ * the tag. */
+static void entry_make(rls__shm_txn *tx, size_t i, uint32_t s, const algo_state *st)
+{
+    rls__shm *t = tx->t;
+    struct shm_hot *h = shm_hot_at(t, s);
+    uint8_t *tag = &shm_bucket_at(t, s / RLS__SHM_WAYS)->tag[s % RLS__SHM_WAYS];
+    size_t n = tx->item[i].key_len;
+    __atomic_store_n(tag, 0, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    h->lid = tx->item[i].lid;
+    h->key_len = (uint32_t)n;
+    memcpy(h->key, tx->item[i].key, n < SHM_KEY_INLINE ? n : SHM_KEY_INLINE);
+    memcpy(shm_cold_at(t, s), tx->item[i].key, n);
+    uint64_t seq = h->seq + 1;
+    copy_fill(tx, i, s, h, (uint32_t)(seq & 1), st);
+    hook(RLS__SHM_AT_WRITTEN, i);
+    __atomic_store_n(&h->seq, seq, __ATOMIC_RELEASE);
+    __atomic_store_n(tag, (uint8_t)tx->tag[i], __ATOMIC_RELEASE);      /* the publish */
+    tx->fresh[i] = 0;
+    hook(RLS__SHM_AT_PUBLISHED, i);
 }
 
 int rls__shm_write(rls__shm_txn *tx, size_t i, const algo_state *st)
@@ -414,27 +561,15 @@ int rls__shm_write(rls__shm_txn *tx, size_t i, const algo_state *st)
     uint32_t s = tx->slot[i];
     if (s == UINT32_MAX)
         return RLS_EFULL;   /* peeked at without room */
-    struct shm_slot *sl = shm_slot_at(t, s);
-    if (!tx->fresh[i]) {
-        uint32_t next = 1 - (sl->cur & 1);
-        copy_fill(tx, i, sl, next, st);
-        hook(RLS__SHM_AT_WRITTEN, i);
-        __atomic_store_n(&sl->cur, next, __ATOMIC_RELEASE);   /* the publish */
-        hook(RLS__SHM_AT_PUBLISHED, i);
+    if (tx->fresh[i]) {
+        entry_make(tx, i, s, st);
         return RLS_OK;
     }
-    /* a new entry: unpublish the expired one it replaces (expired is the
-     * same as absent), write it whole, then publish its tag */
-    uint32_t *tag = &shm_bucket_at(t, s / RLS__SHM_WAYS)->tag[s % RLS__SHM_WAYS];
-    __atomic_store_n(tag, 0, __ATOMIC_RELEASE);
-    sl->lid = tx->item[i].lid;
-    sl->key_len = (uint32_t)tx->item[i].key_len;
-    memcpy(shm_key_of(t, sl), tx->item[i].key, tx->item[i].key_len);
-    sl->cur = 0;
-    copy_fill(tx, i, sl, 0, st);
+    struct shm_hot *h = shm_hot_at(t, s);
+    uint64_t seq = h->seq + 1;
+    copy_fill(tx, i, s, h, (uint32_t)(seq & 1), st);
     hook(RLS__SHM_AT_WRITTEN, i);
-    __atomic_store_n(tag, tx->tag[i], __ATOMIC_RELEASE);      /* the publish */
-    tx->fresh[i] = 0;
+    __atomic_store_n(&h->seq, seq, __ATOMIC_RELEASE);   /* the publish */
     hook(RLS__SHM_AT_PUBLISHED, i);
     return RLS_OK;
 }
@@ -446,10 +581,78 @@ int rls__shm_drop(rls__shm_txn *tx, size_t i)
     uint32_t s = tx->slot[i];
     if (s == UINT32_MAX || tx->fresh[i])
         return RLS_OK;   /* no entry */
-    uint32_t *tag = &shm_bucket_at(tx->t, s / RLS__SHM_WAYS)->tag[s % RLS__SHM_WAYS];
+    uint8_t *tag = &shm_bucket_at(tx->t, s / RLS__SHM_WAYS)->tag[s % RLS__SHM_WAYS];
     __atomic_store_n(tag, 0, __ATOMIC_RELEASE);
     tx->fresh[i] = 1;   /* a write now makes it again, in the same slot */
     return RLS_OK;
+}
+
+/* ---- the lock-free read ------------------------------------------------------- */
+
+/* One try at item it in slot s (tag in bucket b's way s % WAYS): 1 read
+ * whole into st, 0 not this item, -1 moved while read (try again).  A
+ * seqlock read: the publish counter before and after, the tag after; a
+ * writer fills the copy that is not current, so reading copy seq & 1 while
+ * seq has not moved reads a state that was whole.  Plain loads of memory a
+ * writer may change meanwhile are what a seqlock is: any value read when
+ * seq or the tag moved is thrown away. */
+static int snap_try(const rls__shm *t, uint32_t b, uint32_t s, uint32_t tag,
+                    const rls__shm_item *it, algo_state *st)
+{
+    const struct shm_hot *h = shm_hot_at(t, s);
+    const uint8_t *tp = &shm_bucket_at(t, b)->tag[s % RLS__SHM_WAYS];
+    uint64_t seq = __atomic_load_n(&h->seq, __ATOMIC_ACQUIRE);
+    hook(RLS__SHM_AT_SNAP, 0);
+    int same = entry_is(t, s, h, it);
+    uint32_t cur = (uint32_t)(seq & 1), meta = h->meta[cur];
+    uint32_t log_len = SHM_META_LOG(meta);
+    int fits = log_len <= st->log_cap && (log_len == 0 || st->log) &&
+               log_len <= (uint64_t)t->log_max * ALGO_LOG_ENTRY;
+    struct shm_state c = h->copy[cur];
+    if (same && fits && log_len)
+        memcpy(st->log, shm_log_of(t, s, cur), log_len);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&h->seq, __ATOMIC_RELAXED) != seq ||
+        __atomic_load_n(tp, __ATOMIC_RELAXED) != tag)
+        return -1;
+    if (!same)
+        return 0;
+    if (SHM_META_KIND(meta) != it->kind) {
+        state_absent(st);
+        return 1;
+    }
+    if (!fits)
+        return -2;
+    state_put(st, &c, log_len);
+    return 1;
+}
+
+int rls__shm_snap(const rls__shm *t, const rls__shm_item *it, algo_state *st)
+{
+    uint32_t b[2], tag;
+    if (!t || !it || !st || it->kind < 1 || it->kind > 255)
+        return RLS_EINVAL;
+    if (!it->key || it->key_len < 1 || it->key_len > t->key_max)
+        return RLS_EKEY;
+    placement(t, item_hash(t, it), &b[0], &b[1], &tag);
+    for (int round = 0; round < 4; round++) {
+        int moved = 0;
+        for (int k = 0; k < 2; k++)
+            for (uint32_t m = tag_mask(t, b[k], tag); m; m &= m - 1) {
+                uint32_t s = b[k] * RLS__SHM_WAYS + (uint32_t)__builtin_ctz(m);
+                int r = snap_try(t, b[k], s, tag, it, st);
+                if (r == 1)
+                    return RLS_OK;
+                if (r == -2)
+                    return RLS_EINVAL;
+                moved |= r < 0;
+            }
+        if (!moved) {   /* no entry: absent (a hint too, see shmtable.h) */
+            state_absent(st);
+            return RLS_OK;
+        }
+    }
+    return RLS_EBUSY;
 }
 
 /* ---- walking the table ---------------------------------------------------------- */
@@ -461,24 +664,20 @@ static int each_in(rls__shm *t, uint32_t b, int64_t now, rls__shm_each_fn fn, vo
     for (uint32_t w = 0; w < RLS__SHM_WAYS; w++) {
         if (bk->tag[w] == 0)
             continue;
-        struct shm_slot *sl = shm_slot_at(t, b * RLS__SHM_WAYS + w);
-        uint32_t cur = sl->cur & 1;
-        const struct shm_copy *c = &sl->copy[cur];
+        uint32_t s = b * RLS__SHM_WAYS + w;
+        const struct shm_hot *h = shm_hot_at(t, s);
+        uint32_t cur = (uint32_t)(h->seq & 1), meta = h->meta[cur];
+        const struct shm_state *c = &h->copy[cur];
         if (c->expires_ms <= now)
             continue;
         algo_state st;
         memset(&st, 0, sizeof st);
-        st.present = 1;
-        st.a = c->a;
-        st.b = c->b;
-        st.c = c->c;
-        st.last_ms = c->last_ms;
-        st.expires_ms = c->expires_ms;
-        st.log_len = c->log_len <= (size_t)t->log_max * ALGO_LOG_ENTRY ? c->log_len : 0;
-        st.log = st.log_len ? shm_log_of(t, sl, cur) : NULL;
+        uint32_t log_len = SHM_META_LOG(meta);
+        state_put(&st, c, log_len <= (size_t)t->log_max * ALGO_LOG_ENTRY ? log_len : 0);
+        st.log = st.log_len ? shm_log_of(t, s, cur) : NULL;
         st.log_cap = st.log_len;
-        size_t klen = sl->key_len <= t->key_max ? sl->key_len : t->key_max;
-        int r = fn(ctx, sl->lid, c->kind, shm_key_of(t, sl), klen, &st);
+        size_t klen = h->key_len <= t->key_max ? h->key_len : t->key_max;
+        int r = fn(ctx, h->lid, SHM_META_KIND(meta), shm_cold_at(t, s), klen, &st);
         if (r != 0)
             return r;
     }

@@ -8,15 +8,24 @@
  * process that opens the file maps it MAP_SHARED, so a state charged by one
  * process is seen by all at once, with no system call on the way.
  *
- * Layout: a header page (magic, version, geometry, the size of
- * pthread_mutex_t: another ABI is another format), then buckets, then
- * slots.  A bucket is one robust process-shared mutex and the tags of its
- * RLS__SHM_WAYS slots (0: free).  An entry lives in one of two buckets
- * chosen by its hash, the emptier when it is made (two-choice hashing:
- * measured, a 4096-slot table of 16-way buckets is 90% full before a key
- * first finds both its buckets full of live entries; 8-way buckets gave
- * 82%).  Finding an entry compares the 32 tags of its two buckets; no
- * allocator lives in the shared memory (fixed-size slots).
+ * Layout (format version 2): a header page (magic, version, geometry, the
+ * size of pthread_mutex_t: another ABI is another format), then buckets,
+ * then hot records, then cold records.  A bucket is one cache line: one
+ * robust process-shared mutex and the one-byte tags of its RLS__SHM_WAYS
+ * slots (0: free, else 1..255 from the hash), compared at once.  A hot
+ * record (128 bytes, two lines loaded as a pair) holds what every check of
+ * an entry reads: a publish counter seq, the limit id, the key's length and
+ * first 16 bytes, and two copies of the state (numbers, kind, log length).
+ * A cold record holds the whole key and the two copies' sliding logs: read
+ * only for a key longer than 16 bytes, a sliding_log state, or a listing.
+ * An entry lives in one of two buckets chosen by its hash, the emptier
+ * when it is made (two-choice hashing: measured, a 4096-slot table of
+ * 16-way buckets is 90% full before a key first finds both its buckets
+ * full of live entries; 8-way buckets gave 82%), in the way its tag names
+ * when that way is free, so that a lookup prefetches that hot record with
+ * the buckets (the misses overlap).  Finding an entry compares the tags of
+ * its two buckets, then the identity in the hot record; no allocator lives
+ * in the shared memory (fixed-size records).
  *
  * Creation is race-free: the first of N racing processes builds the whole
  * table in a temporary file beside the path (header, every mutex
@@ -30,8 +39,8 @@
  * ascending bucket order (one global order: no deadlock among any number
  * of processes and threads), each lock taken once.  When every item's
  * entry exists (the common case: a key checked before), it locks only
- * the bucket holding each entry: found by its tag without a lock (atomic
- * loads, a hint), then verified under that lock; a miss unlocks and takes
+ * the bucket holding each entry: found by its tag and identity without a
+ * lock (a hint), then verified under that lock; a miss unlocks and takes
  * the two-bucket path.  One bucket is enough because an entry is made,
  * reused and dropped only under the lock of the bucket holding its slot
  * (the two-bucket path holds both, the slot's among them): an entry found
@@ -43,16 +52,24 @@
  * A process killed while holding locks: the kernel marks its robust
  * mutexes owner-dead and the next locker gets EOWNERDEAD; we call
  * pthread_mutex_consistent() and go on.  No repair is needed, because a
- * state is never written in place: each slot holds two copies and an
- * index `cur`; a write fills the other copy and then flips `cur` with one
- * release store.  A process killed before the flip leaves the old state,
- * after it the new one, never a mix.  A new entry is written completely
- * before its tag is stored (the publish); reusing an expired entry first
- * clears its tag (an expired state is a fresh one, so "absent" is the same
- * state).  Why two copies rather than an undo copy: recovery then does
- * nothing at all (an undo copy must be restored by whoever sees
- * EOWNERDEAD, one more path to get wrong), and a write costs the same one
- * copy of the state either way.
+ * state is never written in place: the hot record holds two copies, copy
+ * seq & 1 current; a write fills the other copy (and its log) and then
+ * stores seq + 1 with one release store (the publish).  A process killed
+ * before the publish leaves the old state, after it the new one, never a
+ * mix.  A new entry clears its slot's tag first (an expired state is a
+ * fresh one, so "absent" is the same state), writes identity, key and
+ * state, publishes seq and then its tag.  Why two copies rather than an
+ * undo copy: recovery then does nothing at all (an undo copy must be
+ * restored by whoever sees EOWNERDEAD, one more path to get wrong), a
+ * write costs the same one copy of the state either way, and a reader
+ * needs no lock (below).
+ *
+ * Reading without a lock (rls__shm_snap): a writer only fills the copy
+ * that is not current, so a reader that reads seq, the identity and copy
+ * seq & 1, then finds seq and the slot's tag unchanged, read a state the
+ * entry held whole (a seqlock; a reuse clears the tag before touching the
+ * identity and bumps seq before publishing its new tag).  For callers that
+ * verify under the lock before they act (memclass.c's snapshots).
  *
  * Crash atomicity is per slot: the writes of one transaction are published
  * one after the other, so a process killed between two of them leaves its
@@ -63,8 +80,8 @@
  * nothing: the caller writes only when every limit admits.
  *
  * sliding_log: a slot has room for log_max entries of ALGO_LOG_ENTRY bytes
- * (a geometry field, fixed when the table is made); a memory-class
- * sliding_log limit whose limit exceeds it is to be refused by the rules
+ * (in its cold record; a geometry field, fixed when the table is made); a
+ * memory-class sliding_log limit whose limit exceeds it is refused by the rules
  * loader (a configuration error), never truncated.  The bound keeps slots
  * one size, the table one flat array without an allocator to crash in.
  *
@@ -227,6 +244,19 @@ int rls__shm_write(rls__shm_txn *tx, size_t i, const algo_state *st);
  */
 int rls__shm_drop(rls__shm_txn *tx, size_t i);
 
+/*
+ * The state of one item read without any lock (a seqlock read, see the
+ * file comment): a state the entry held whole at one moment during the
+ * call, or absent when no entry of the item was seen.  For a reader that
+ * verifies what it read under the lock before acting on it (memclass.c's
+ * snapshot, compared at commit): an item made, reused or dropped during
+ * the call may read either way.  The log is copied as by rls__shm_read.
+ * RLS_OK; RLS_EBUSY when the entry kept moving under the reader (a few
+ * tries: take the lock then); RLS_EINVAL (bad arguments, log buffer too
+ * small), RLS_EKEY.
+ */
+int rls__shm_snap(const rls__shm *t, const rls__shm_item *it, algo_state *st);
+
 /* Releases every lock of tx.  Idempotent. */
 void rls__shm_unlock(rls__shm_txn *tx);
 
@@ -252,7 +282,9 @@ enum {
     RLS__SHM_AT_LOCKED = 1,    /* every lock held, nothing written          */
     RLS__SHM_AT_HALF = 2,      /* half of a new copy written                */
     RLS__SHM_AT_WRITTEN = 3,   /* a new copy written, not yet published     */
-    RLS__SHM_AT_PUBLISHED = 4  /* that copy published                       */
+    RLS__SHM_AT_PUBLISHED = 4, /* that copy published                       */
+    RLS__SHM_AT_SNAP = 5       /* rls__shm_snap (no lock held): the publish
+                                  counter read, the state not yet copied     */
 };
 extern void (*rls__shm_hook)(int point, size_t item);
 

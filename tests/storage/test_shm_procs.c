@@ -25,6 +25,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -574,12 +575,175 @@ static void reused_entries_never_cross_items(void **state)
     rls__shm_close(t);
 }
 
+/* ---- lock-free reads (rls__shm_snap) -------------------------------------- */
+
+/* Writers yield halfway through each copy, the reader between reading the
+ * publish counter and copying the state: copies are rewritten under
+ * readers all the time. */
+static void yield_hook(int point, size_t it)
+{
+    (void)it;
+    if (point == RLS__SHM_AT_HALF || point == RLS__SHM_AT_SNAP)
+        sched_yield();
+}
+
+/* A churn item's state holding n: c ties it to its limit and key, every
+ * field to n. */
+static int64_t churn_id(const rls__shm_item *it)
+{
+    return key_hash(it->key) ^ (it->lid << 40);
+}
+
+static algo_state churn_state(const rls__shm_item *it, int64_t n)
+{
+    algo_state s;
+    memset(&s, 0, sizeof s);
+    s.present = 1;
+    s.a = n;
+    s.b = 2 * n;
+    s.c = churn_id(it) ^ n;
+    s.last_ms = n;
+    s.expires_ms = 1;   /* expired at once: its slot goes to the next new item */
+    return s;
+}
+
+static int churn_whole(const rls__shm_item *it, const algo_state *s)
+{
+    return s->b == 2 * s->a && s->c == (churn_id(it) ^ s->a) && s->last_ms == s->a &&
+           s->expires_ms == 1;
+}
+
+/* n := n + 1 on one item, under its lock. */
+static int bump(rls__shm *t, const rls__shm_item *it, int churn)
+{
+    rls__shm_txn tx;
+    int rc = rls__shm_lock(t, it, 1, 10, &tx);
+    algo_state s;
+    memset(&s, 0, sizeof s);
+    if (rc == RLS_OK)
+        rc = rls__shm_read(&tx, 0, &s);
+    int64_t n = s.present ? s.a + 1 : 1;
+    algo_state w = churn ? churn_state(it, n) : state_of(n);
+    if (rc == RLS_OK)
+        rc = rls__shm_write(&tx, 0, &w);
+    rls__shm_unlock(&tx);
+    return rc;
+}
+
+static void snap_writer(const char *p, int id, int ops, int go)
+{
+    rls__shm *t = NULL;
+    char churn[32], c;
+    if (rls__shm_open(&t, p, &G_SMALL, NULL, 0) != RLS_OK)
+        _exit(2);
+    if (read(go, &c, 1) != 0)
+        _exit(5);
+    rls__shm_hook = yield_hook;
+    rls__shm_item keeper = item(1, "k0");
+    for (int j = 0; j < ops; j++) {
+        snprintf(churn, sizeof churn, "c%d-%d", id, j % 60);
+        rls__shm_item ch = item(2 + j % 2, churn);   /* two limits, one key */
+        if (bump(t, &keeper, 0) != RLS_OK || bump(t, &ch, 1) != RLS_OK)
+            _exit(3);
+    }
+    rls__shm_close(t);
+    _exit(0);
+}
+
+/* The reader's side: a keeper read lock-free is whole and never goes
+ * back; a churn item read lock-free is whole and its own (its slot is
+ * reused by other items all the time). */
+static void snap_read_round(rls__shm *t, int r, int64_t *last, long *ok, long *busy)
+{
+    char churn[32];
+    rls__shm_item keeper = item(1, "k0");
+    algo_state s;
+    memset(&s, 0, sizeof s);
+    int rc = rls__shm_snap(t, &keeper, &s);
+    if (rc == RLS_EBUSY) {
+        (*busy)++;
+    } else {
+        assert_int_equal(rc, RLS_OK);
+        if (s.present && !whole(&s))
+            fail_msg("keeper torn: a %lld b %lld c %lld", (long long)s.a, (long long)s.b,
+                     (long long)s.c);
+        int64_t n = s.present ? s.a : 0;
+        if (n < *last)
+            fail_msg("keeper went back from %lld to %lld", (long long)*last, (long long)n);
+        *last = n;
+        (*ok)++;
+    }
+    snprintf(churn, sizeof churn, "c%d-%d", r % 2, r % 60);
+    rls__shm_item ch = item(2 + r / 60 % 2, churn);
+    memset(&s, 0, sizeof s);
+    rc = rls__shm_snap(t, &ch, &s);
+    if (rc == RLS_EBUSY) {
+        (*busy)++;
+        return;
+    }
+    assert_int_equal(rc, RLS_OK);
+    if (s.present && !churn_whole(&ch, &s))
+        fail_msg("%s read torn or another item's: a %lld b %lld c %lld", churn,
+                 (long long)s.a, (long long)s.b, (long long)s.c);
+    (*ok)++;
+}
+
+/* Lock-free reads while two processes write (yielding halfway through
+ * every copy) and reuse slots: never a torn state, never another item's,
+ * never an older state after a newer one; the final read is exact. */
+static void lock_free_reads_are_whole_and_their_own(void **state)
+{
+    const int procs = 2, ops = knob("RLS_SHM_SNAP_OPS", 20000);
+    char p[400];
+    int go[2];
+    snprintf(p, sizeof p, "%s/snap.shm", dir);
+    rls__shm *t = NULL;
+    assert_int_equal(rls__shm_open(&t, p, &G_SMALL, NULL, 0), RLS_OK);
+    assert_int_equal(pipe(go), 0);
+    pid_t pid[2];
+    for (int i = 0; i < procs; i++) {
+        pid[i] = fork();
+        assert_true(pid[i] >= 0);
+        if (pid[i] == 0) {
+            close(go[1]);
+            snap_writer(p, i, ops, go[0]);
+        }
+    }
+    close(go[0]);
+    close(go[1]);
+    rls__shm_hook = yield_hook;
+    int64_t last = 0;
+    long ok = 0, busy = 0;
+    int running = procs;
+    for (int r = 0; running > 0; r++) {
+        snap_read_round(t, r, &last, &ok, &busy);
+        for (int i = 0; i < procs && r % 64 == 0; i++) {
+            int st;
+            if (pid[i] > 0 && waitpid(pid[i], &st, WNOHANG) == pid[i]) {
+                assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+                pid[i] = -1;
+                running--;
+            }
+        }
+    }
+    rls__shm_hook = NULL;
+    print_message("%ld lock-free reads whole, %ld busy (retried under the lock)\n", ok, busy);
+    assert_true(ok >= 100);
+    rls__shm_item keeper = item(1, "k0");
+    algo_state s;
+    memset(&s, 0, sizeof s);
+    assert_int_equal(rls__shm_snap(t, &keeper, &s), RLS_OK);
+    assert_int_equal(s.a, (int64_t)procs * ops);
+    rls__shm_close(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(racing_creators_all_attach_one_whole_table),
         cmocka_unit_test(processes_and_threads_leave_exact_totals),
         cmocka_unit_test(reused_entries_never_cross_items),
+        cmocka_unit_test(lock_free_reads_are_whole_and_their_own),
         cmocka_unit_test(a_process_killed_inside_the_critical_section_wedges_nothing),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -429,11 +429,21 @@ static void foreign_and_wrong_size_files_are_refused_and_left_alone(void **state
     t = open_ok(q, &G);
     assert_int_equal(get(t, 1, "k"), 5);   /* the state survived the refusals */
     rls__shm_close(t);
-    int fd = open(q, O_RDWR);
-    uint32_t v = 2;
-    assert_int_equal(pwrite(fd, &v, sizeof v, 8), sizeof v);   /* the version */
-    close(fd);
-    assert_int_equal(open_code(q, &G), RLS_ENOTDB);
+    /* the format before this one (1: keys and logs inline in the slot)
+     * and a later one are refused as other versions, with or without a
+     * geometry (the memory class's first open has none), and left alone */
+    const uint32_t versions[2] = { 1, 3 };
+    for (int i = 0; i < 2; i++) {
+        int fd = open(q, O_RDWR);
+        uint32_t v = versions[i];
+        assert_int_equal(pwrite(fd, &v, sizeof v, 8), sizeof v);   /* the version */
+        close(fd);
+        assert_int_equal(open_code(q, &G), RLS_ENOTDB);
+        assert_int_equal(open_code(q, NULL), RLS_ENOTDB);
+        struct stat sb;
+        assert_int_equal(stat(q, &sb), 0);
+        assert_int_equal((uint64_t)sb.st_size, info.file_size);
+    }
 
     assert_int_equal(open_code(dir, &G), RLS_EISDIR);
     assert_int_equal(open_code(new_path(), NULL), RLS_ENOTFOUND);
@@ -532,6 +542,65 @@ static void a_present_entry_locks_its_own_bucket_alone(void **state)
     rls__shm_close(t);
 }
 
+/* Keys of every length up to key_max, in pairs that differ in one byte
+ * only: the first, a middle one, the last, and (past the 16 bytes the hot
+ * record holds) one kept only in the cold record.  Every key is its own
+ * entry, read back and listed whole. */
+struct keyset {
+    char k[200][48];
+    size_t len[200];
+    int n;
+};
+
+static void keyset_add(struct keyset *ks, size_t len, size_t flip)
+{
+    memset(ks->k[ks->n], 'k', len);
+    ks->k[ks->n][len] = '\0';
+    for (size_t i = 0; i < len; i++)
+        ks->k[ks->n][i] = (char)('a' + (i * 7) % 26);
+    if (flip < len)
+        ks->k[ks->n][flip] = '#';
+    ks->len[ks->n++] = len;
+}
+
+static int list_key(void *ctx, int64_t lid, int kind, const void *key, size_t key_len,
+                    const algo_state *st)
+{
+    const struct keyset *ks = ctx;
+    (void)lid;
+    (void)kind;
+    assert_true(st->a >= 1 && st->a <= ks->n);
+    assert_int_equal(key_len, ks->len[st->a - 1]);
+    assert_memory_equal(key, ks->k[st->a - 1], key_len);
+    return 0;
+}
+
+static void keys_differing_in_one_byte_are_apart(void **state)
+{
+    const rls__shm_geom g = { 1024, 40, 0 };
+    rls__shm *t = open_ok(new_path(), &g);
+    static struct keyset ks;
+    ks.n = 0;
+    for (size_t len = 1; len <= 40; len++) {
+        keyset_add(&ks, len, len);        /* the plain key */
+        keyset_add(&ks, len, 0);          /* its first byte other */
+        if (len > 2)
+            keyset_add(&ks, len, len / 2);   /* a middle byte */
+        if (len > 1)
+            keyset_add(&ks, len, len - 1);   /* its last byte */
+        if (len > 18)   /* a byte only the cold record holds (not len / 2) */
+            keyset_add(&ks, len, len / 2 == 16 ? 17 : 16);
+    }
+    for (int i = 0; i < ks.n; i++)
+        assert_int_equal(put(t, 1, ks.k[i], i + 1, 1000, 0), RLS_OK);
+    for (int i = 0; i < ks.n; i++) {
+        assert_int_equal(get(t, 1, ks.k[i]), i + 1);
+        assert_int_equal(get(t, 2, ks.k[i]), -1);   /* another limit: absent */
+    }
+    assert_int_equal(rls__shm_each(t, 0, list_key, &ks), RLS_OK);
+    rls__shm_close(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -542,6 +611,7 @@ int main(void)
         cmocka_unit_test(expired_entries_are_reused_and_a_full_table_changes_nothing),
         cmocka_unit_test(two_choices_fill_most_of_the_table),
         cmocka_unit_test(entries_are_listed_and_dropped),
+        cmocka_unit_test(keys_differing_in_one_byte_are_apart),
         cmocka_unit_test(a_present_entry_locks_its_own_bucket_alone),
         cmocka_unit_test(foreign_and_wrong_size_files_are_refused_and_left_alone),
         cmocka_unit_test(bad_arguments_are_refused),
