@@ -82,8 +82,14 @@ int rls__shm_path(char *buf, size_t cap, const char *dir, const char *identity)
     if (!dir || !*dir || !identity || !*identity)
         return RLS_EINVAL;
     uint64_t h = fnv1a(0xcbf29ce484222325ull, identity, strlen(identity));
+    /* the second part names the boot and the format: a library of another
+     * format (an upgrade without a reboot) makes its own table beside the
+     * one older processes still use, instead of refusing theirs; the
+     * identity's part stays, so the doctor lists the other as a sibling */
+    const uint32_t version = SHM_VERSION;
+    uint64_t b = fnv1a(rls__shm_boot(), &version, sizeof version);
     int n = snprintf(buf, cap, "%s/rlstore-%016llx-%08x.shm", dir, (unsigned long long)h,
-                     (unsigned)(rls__shm_boot() & 0xffffffffu));
+                     (unsigned)(b & 0xffffffffu));
     if (n < 0 || (size_t)n >= cap) {
         buf[0] = '\0';
         return RLS_EINVAL;

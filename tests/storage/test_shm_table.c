@@ -24,6 +24,8 @@
 #include <cmocka.h>
 #include "rlstore.h"
 #include "shm/shmtable.h"
+#include "shm/shm_int.h"
+#include "shm/shmlist.h"
 
 static char dir[256];
 static char path[512];
@@ -510,6 +512,51 @@ static void a_table_path_is_derived_from_the_identity(void **state)
     assert_int_equal(rls__shm_path(a, sizeof a, NULL, "x"), RLS_EINVAL);
 }
 
+/* A library of another table format (an upgrade without a reboot) names
+ * another file, so that the processes of each format keep their own
+ * table instead of refusing the other's (RLS_ENOTDB would fail every
+ * memory check into the failure policy until someone removed it); the
+ * doctor still sees the other as a table of the same database. */
+static int count_sibling(void *ctx, const char *p)
+{
+    char *want = ctx;
+    if (strcmp(p, want) == 0)
+        want[0] = '\0';   /* found once */
+    else
+        fail_msg("unexpected sibling %s", p);
+    return 0;
+}
+
+static void a_table_of_another_format_has_its_own_name(void **state)
+{
+    char now[600], old[600];
+    assert_int_equal(rls__shm_path(now, sizeof now, dir, "/srv/app/limits.db"), RLS_OK);
+    /* the name format 1 gave it: the boot's hash alone after the identity */
+    size_t id_end = strlen(now) - 8 - 4;
+    snprintf(old, sizeof old, "%.*s%08x.shm", (int)id_end, now,
+             (unsigned)(rls__shm_boot() & 0xffffffffu));
+    assert_string_not_equal(now, old);
+    rls__shm *t = open_ok(old, &G);
+    assert_int_equal(put(t, 1, "k", 7, 1000, 0), RLS_OK);
+    rls__shm_close(t);
+    int fd = open(old, O_RDWR);
+    uint32_t v = 1;
+    assert_int_equal(pwrite(fd, &v, sizeof v, 8), sizeof v);   /* format 1's version */
+    close(fd);
+    assert_int_equal(open_code(old, &G), RLS_ENOTDB);
+
+    t = open_ok(now, &G);   /* this format's table, beside it */
+    assert_int_equal(put(t, 1, "k", 3, 1000, 0), RLS_OK);
+    assert_int_equal(get(t, 1, "k"), 3);
+    rls__shm_close(t);
+    char want[600];
+    snprintf(want, sizeof want, "%s", old);
+    assert_int_equal(rls__shm_each_sibling(now, count_sibling, want), RLS_OK);
+    assert_string_equal(want, "");   /* listed, once */
+    assert_int_equal(unlink(old), 0);
+    assert_int_equal(unlink(now), 0);
+}
+
 /* An entry that exists is locked by the bucket holding it alone (shmtable.h:
  * the bucket of its slot, the lock every path that makes, reuses or drops
  * it holds); an absent one by both its buckets, in ascending order. */
@@ -616,6 +663,7 @@ int main(void)
         cmocka_unit_test(foreign_and_wrong_size_files_are_refused_and_left_alone),
         cmocka_unit_test(bad_arguments_are_refused),
         cmocka_unit_test(a_table_path_is_derived_from_the_identity),
+        cmocka_unit_test(a_table_of_another_format_has_its_own_name),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
