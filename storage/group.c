@@ -32,6 +32,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "check.h"
+#include "events.h"
 #include "group_int.h"
 
 /* ---- fork: a child re-makes the locks --------------------------------- */
@@ -271,6 +272,7 @@ int rls__group_check(rls_db *db, struct check_call *call)
     }
     memset(&me, 0, sizeof me);
     me.call = call;
+    me.t0 = rls__metrics_clock();
     pthread_cond_init(&me.cv, NULL);
     group_fork_check(g);
     pthread_mutex_lock(&g->q);

@@ -19,6 +19,8 @@
 /* A check waiting in the queue, on its caller's stack. */
 struct group_member {
     struct check_call *call;
+    int64_t t0;                    /* the monotonic clock at its entry (metrics.c:
+                                    * the latency, the queue's wait included) */
     int rc;                        /* out: the call's code */
     int done;                      /* decided (under q) */
     char errmsg[RLS_GROUP_ERRMSG]; /* out: the call's error detail */

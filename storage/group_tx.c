@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "check.h"
+#include "events.h"
 #include "group_int.h"
 #include "memclass.h"
 
@@ -76,7 +77,8 @@ static void pool_to_spare(rls_db *db)
 }
 
 /* A member answered: rc, the detail, on failure the failure policy (as
- * check.c's stage_result), after a commit the denial cache's note. */
+ * check.c's stage_result), after a commit the denial cache's note, and
+ * its count in the metrics (as check_pipeline's: every check). */
 static void member_answer(rls_db *db, struct group_member *m, int rc)
 {
     struct check_call *c = m->call;
@@ -90,6 +92,7 @@ static void member_answer(rls_db *db, struct group_member *m, int rc)
     } else if (c->committed) {
         rls__deny_note(db, c);
     }
+    rls__metrics_check(db, c, rc, m->t0);
     member_free_ctx(db, c);
 }
 
