@@ -456,14 +456,17 @@ static int check_common(rls_db *db, const char *action, const char *key, int64_t
     return check_pipeline(db, &call);
 }
 
-/* A check the memory-class fast lane may answer (memlane.c): a handle
- * whose calls are not routed to a group (there the leader's thread runs
- * the call: group.c). */
+/* A check the memory-class fast lane may answer (memlane.c): on a
+ * thread-safe handle whose lock this thread does not hold, under that
+ * lock rather than through a group (group.c). */
 static int lane_check(rls_db *db, const char *action, const char *key, int64_t cost,
                       int64_t now, rls_result *res, int *rc)
 {
-    return db && (!db->group || !rls__group_routes(db)) &&
-           rls__mem_lane_check(db, action, key, cost, now, res, rc);
+    if (!db)
+        return 0;
+    if (db->group && rls__group_routes(db))
+        return rls__mem_lane_shared(db, action, key, cost, now, res, rc);
+    return rls__mem_lane_check(db, action, key, cost, now, res, rc);
 }
 
 int rls_check_at(rls_db *db, const char *action, const char *key, int64_t cost,

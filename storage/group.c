@@ -143,6 +143,18 @@ size_t rls__group_waiting(rls_db *db)
     return n;
 }
 
+uint64_t rls__group_led(rls_db *db)
+{
+    struct rls_group *g = db ? db->group : NULL;
+    uint64_t n = 0;
+    if (g) {
+        pthread_mutex_lock(&g->q);
+        n = g->led;
+        pthread_mutex_unlock(&g->q);
+    }
+    return n;
+}
+
 int rls__group_leading(rls_db *db)
 {
     struct rls_group *g = db ? db->group : NULL;
@@ -176,6 +188,21 @@ rls_db *rls__serial_enter(rls_db *db)
         return NULL;
     group_fork_check(g);
     pthread_mutex_lock(&g->lock);
+    if (g->depth++ == 0) {
+        __atomic_store_n(&g->owner, (void *)&thread_token, __ATOMIC_RELAXED);
+        db->errmsg[0] = '\0';
+    }
+    return db;
+}
+
+rls_db *rls__serial_try(rls_db *db)
+{
+    struct rls_group *g = db ? db->group : NULL;
+    if (!g)
+        return NULL;
+    group_fork_check(g);
+    if (pthread_mutex_trylock(&g->lock) != 0)
+        return NULL;
     if (g->depth++ == 0) {
         __atomic_store_n(&g->owner, (void *)&thread_token, __ATOMIC_RELAXED);
         db->errmsg[0] = '\0';
@@ -236,6 +263,7 @@ static void lead(rls_db *db, struct rls_group *g)
     struct group_member *m[GROUP_MAX];
     size_t n = 0;
     g->leading = 1;
+    g->led++;
     pthread_mutex_unlock(&g->q);
     rls_db *held = rls__serial_enter(db);
     pthread_mutex_lock(&g->q);

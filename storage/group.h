@@ -21,6 +21,8 @@
 #ifndef RLS_GROUP_H
 #define RLS_GROUP_H
 
+#include <stdint.h>
+
 struct rls_db;
 struct check_call;
 struct rls_group;
@@ -35,6 +37,9 @@ void rls__group_close(struct rls_db *db);
  * detail for the calling thread when the outermost call leaves. */
 struct rls_db *rls__serial_enter(struct rls_db *db);
 void rls__serial_leave(struct rls_db **held);
+/* As rls__serial_enter when the lock is free at once, else NULL (not
+ * taken). */
+struct rls_db *rls__serial_try(struct rls_db *db);
 /* Two handles (rls_copy_at), locked in address order so that two copies
  * in opposite directions cannot deadlock. */
 void rls__serial_enter_pair(struct rls_db *a, struct rls_db *b, struct rls_db **held);
@@ -63,6 +68,8 @@ int rls__group_routes(const struct rls_db *db);
 int rls__group_check(struct rls_db *db, struct check_call *call);
 /* Checks queued and not yet taken by a leader (tests: a group forms). */
 size_t rls__group_waiting(struct rls_db *db);
+/* Groups led on db so far (tests: a check went through one). */
+uint64_t rls__group_led(struct rls_db *db);
 /* A leader is running (or waiting for the handle lock to run) a group. */
 int rls__group_leading(struct rls_db *db);
 /* Keeps msg as this thread's detail of its last call on db (errors.c:

@@ -39,6 +39,7 @@ struct rls_group {
     size_t returning;              /* members decided whose threads have not
                                     * yet left rls__group_check */
     unsigned long epoch;           /* rls__fork_epoch() the locks were made in */
+    uint64_t led;                  /* groups led (tests) */
     struct key_ctx *pool[GROUP_POOL];   /* spare contexts (handle lock held) */
     int npool;
 };

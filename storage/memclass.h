@@ -107,6 +107,12 @@ struct rls_memlane;
  * path (rls__mem_fast). */
 int rls__mem_lane_check(rls_db *db, const char *action, const char *key, int64_t cost,
                         int64_t now, rls_result *res, int *rc);
+/* rls__mem_lane_check for a thread-safe handle, from a thread that does
+ * not hold its lock: under the handle lock, taken here when the lane is
+ * likely to serve the action (memlane.c); 0: route the check to the
+ * group. */
+int rls__mem_lane_shared(rls_db *db, const char *action, const char *key, int64_t cost,
+                         int64_t now, rls_result *res, int *rcp);
 void rls__memlane_free(struct rls_memlane *l);   /* NULL: no-op */
 /* 0: the lane serves nothing (tests/integration/test_memlane.c compares
  * the answers with and without it); 1 by default. */

@@ -38,6 +38,7 @@
 #include "check.h"
 #include "events.h"
 #include "keynorm.h"
+#include "group.h"
 #include "memclass.h"
 
 #define LANE_ACTS 4                   /* actions remembered per handle */
@@ -324,4 +325,93 @@ int rls__mem_lane_check(rls_db *db, const char *action, const char *key, int64_t
     l->served++;
     *rcp = RLS_OK;
     return 1;
+}
+
+/* ---- a thread-safe handle ---------------------------------------------- */
+
+/*
+ * A thread-safe handle's checks queue for a leader that runs them under
+ * the handle lock (group.c): a hand-off between threads per check, which
+ * a memory check (a few hundred nanoseconds) cannot afford (8 threads
+ * shared 270k checks/s that way, where one handle of one thread makes
+ * several million).  So a check of an action the lane serves takes the
+ * handle lock itself and runs the lane; anything the lane declines goes
+ * to the group as before, with nothing done.
+ *
+ * Which actions the lane serves is remembered per thread, a hint and
+ * nothing more: wrong, it costs a lock taken in vain or a check through a
+ * group, never a different answer.  An action the lane declined (durable,
+ * mixed, a blocked tier...) is tried again every LANE_PROBE-th check of
+ * this thread; a try never waits for the handle lock (a failed trylock
+ * leaves the try to the next check), so the checks of a durable action
+ * keep queueing for group commit instead of waiting for the lock behind
+ * a leader's transaction; a rule change that makes an action memory-only
+ * is so seen within LANE_PROBE checks.
+ */
+#define LANE_HINTS 4
+#define LANE_PROBE 64
+
+struct lane_hint {
+    const rls_db *db;                 /* NULL: unused */
+    char name[RLS_NAME_MAX + 1];
+    int serves;                       /* the lane served its last check here */
+    unsigned skip;                    /* declined: checks until the next try */
+};
+
+static _Thread_local struct lane_hint hints[LANE_HINTS];
+static _Thread_local unsigned hint_next;
+
+static struct lane_hint *hint_of(const rls_db *db, const char *action)
+{
+    for (int i = 0; i < LANE_HINTS; i++)
+        if (hints[i].db == db && strcmp(hints[i].name, action) == 0)
+            return &hints[i];
+    size_t alen = strnlen(action, RLS_NAME_MAX + 1);
+    if (alen == 0 || alen > RLS_NAME_MAX)
+        return NULL;   /* the pipeline's error */
+    struct lane_hint *h = &hints[hint_next++ % LANE_HINTS];
+    h->db = db;
+    memcpy(h->name, action, alen + 1);
+    h->serves = 0;
+    h->skip = 0;      /* tried at once */
+    return h;
+}
+
+/* Does the lane serve action's checks under the handle's rules (some keys
+ * of it, for an action whose tiers go by key)?  1 while the handle has
+ * not loaded them yet.  The handle lock held. */
+static int action_serves(rls_db *db, const char *action)
+{
+    struct rls_memlane **slot = rls__mem_lane_slot(db);
+    struct lane_act *e;
+    if (!slot)
+        return 0;   /* no memory class here */
+    if (!db->rc.rules || (!*slot && !(*slot = calloc(1, sizeof **slot))))
+        return 1;
+    return (e = find(db, *slot, action)) && e->serves;
+}
+
+int rls__mem_lane_shared(rls_db *db, const char *action, const char *key, int64_t cost,
+                         int64_t now, rls_result *res, int *rcp)
+{
+    struct lane_hint *h = action && rls__memlane_enabled ? hint_of(db, action) : NULL;
+    if (!h)
+        return 0;
+    if (!h->serves && h->skip > 0) {
+        h->skip--;
+        return 0;
+    }
+    rls_db *held = h->serves ? rls__serial_enter(db) : rls__serial_try(db);
+    if (!held)   /* a leader's transaction: not worth the wait for a try;
+                  * the next check tries again */
+        return 0;
+    int served = rls__mem_lane_check(db, action, key, cost, now, res, rcp);
+    /* declined: for this check only (a key the trust does not cover yet,
+     * the table's first open), or for the action (not all memory-class
+     * under the rules the handle has) */
+    h->serves = served || action_serves(db, action);
+    rls__serial_leave(&held);
+    if (!h->serves)
+        h->skip = LANE_PROBE;
+    return served;
 }

@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include "itest.h"
 #include "db.h"   /* rls__group_waiting: a group has formed */
+#include "memclass.h"   /* rls__memlane_served */
 
 #define NOW (T0 + 3600000)
 #define NALGO 9
@@ -409,6 +410,82 @@ static void group_decides_each_member_alone(void **state)
     it_free(t);
 }
 
+/* rules with the first cut removed (malloc'ed) */
+static char *rules_without(const char *rules, const char *cut)
+{
+    const char *p = strstr(rules, cut);
+    assert_non_null(p);
+    char *out = malloc(strlen(rules) + 1);
+    assert_non_null(out);
+    memcpy(out, rules, (size_t)(p - rules));
+    strcpy(out + (p - rules), p + strlen(cut));
+    return out;
+}
+
+static void apply_rules(itest *t, const char *yaml)
+{
+    int rc = rls_rules_apply_at(t->db, yaml, strlen(yaml), "test.yaml", NULL, T0, NULL);
+    if (rc != RLS_OK)
+        fail_msg("apply: %s: %s", rls_errname(rc), rls_errmsg(t->db));
+}
+
+/* n checks of action on key at NOW from a fresh limit of CAP: admitted
+ * exactly while it lasts. */
+static void checks_admit_cap(rls_db *db, const char *action, const char *key, int n)
+{
+    rls_result r;
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(rls_check_at(db, action, key, 1, NOW, &r), RLS_OK);
+        assert_int_equal(r.allowed, i < CAP);
+    }
+}
+
+/* A memory-only action's checks on a thread-safe handle run the lane
+ * under the handle lock, not through a group (a hand-off to a leader
+ * costs more than the check: memlane.c); a durable action's keep going
+ * through groups; a rule change either way is followed, the lane taken
+ * again within LANE_PROBE (64) checks of the action being memory-only
+ * again.  SQLite: PostgreSQL has no memory fast path. */
+static void memory_checks_skip_the_group(void **state)
+{
+    IT_SQLITE_ONLY();
+    itest *t = it_new(RULES);
+    rls_db *db = open_ts(t, 60000);
+    uint64_t g = rls__group_led(db);
+    uint64_t served = rls__memlane_served(db);
+    /* the first check opens the table and learns the trust (a group of
+     * one: the pipeline); then the lane alone */
+    checks_admit_cap(db, "mfw", "k1", 30);
+    assert_true(rls__group_led(db) - g <= 1);
+    assert_true(rls__memlane_served(db) - served >= 29);
+    g = rls__group_led(db);
+    checks_admit_cap(db, "fw", "k1", 30);
+    assert_int_equal(rls__group_led(db), g + 30);
+
+    char *durable = rules_without(RULES, ", durability: memory");
+    apply_rules(t, durable);
+    g = rls__group_led(db);
+    served = rls__memlane_served(db);
+    checks_admit_cap(db, "mfw", "k2", 30);
+    assert_int_equal(rls__group_led(db), g + 30);
+    assert_int_equal(rls__memlane_served(db), served);
+
+    apply_rules(t, RULES);
+    g = rls__group_led(db);
+    checks_admit_cap(db, "mfw", "k3", 70);
+    uint64_t through = rls__group_led(db) - g;
+    assert_true(through >= 1 && through <= 65);
+    rls_result r;
+    for (int i = 0; i < 30; i++) {   /* k3 used up: denials, by the lane */
+        assert_int_equal(rls_check_at(db, "mfw", "k3", 1, NOW, &r), RLS_OK);
+        assert_int_equal(r.allowed, 0);
+    }
+    assert_int_equal(rls__group_led(db) - g, through);
+    free(durable);
+    rls_close(db);
+    it_free(t);
+}
+
 static void thread_safe_out_of_range(void **state)
 {
     itest *t = it_new(NULL);
@@ -429,6 +506,7 @@ int main(void)
         cmocka_unit_test(processes_with_threads_are_exact),
         cmocka_unit_test(errmsg_is_per_thread),
         cmocka_unit_test(group_decides_each_member_alone),
+        cmocka_unit_test(memory_checks_skip_the_group),
         cmocka_unit_test(thread_safe_out_of_range),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
