@@ -139,6 +139,11 @@ static const ratio_spec RATIOS[] = {
     {"threads_8", NULL, M_P999, NULL, T_NONE, 0, "p99.9 (us), 8 threads"},
     {"threads_8_full", "threads_1_full", M_RATE, NULL, T_GE, 5, "8 threads vs 1, durability full"},
     {"threads_8_full", NULL, M_P999, NULL, T_NONE, 0, "p99.9 (us), 8 threads, full"},
+    /* memory-only checks on a thread-safe handle take the lane under its
+     * lock, not a group (storage/memlane.c) */
+    {"threads_8_mem", "mem_check", M_RATE, NULL, T_NONE, 0,
+     "8 threads, thread-safe handle, vs one plain handle (memory-only)"},
+    {"threads_8_mem", NULL, M_P999, NULL, T_NONE, 0, "p99.9 (us), 8 threads, memory-only"},
     {"algo_fixed_window", "floor", M_RATE, NULL, T_NONE, 0, "throughput vs floor"},
     {"algo_sliding_window", "floor", M_RATE, NULL, T_NONE, 0, "throughput vs floor"},
     {"algo_sliding_log", "floor", M_RATE, NULL, T_NONE, 0, "throughput vs floor"},
