@@ -55,10 +55,10 @@ static void yield_hook(int point, size_t it)
 
 static int64_t key_hash(const char *k)
 {
-    int64_t h = 7;
+    uint64_t h = 7;   /* unsigned: a long key's hash wraps */
     for (; *k; k++)
         h = h * 31 + (unsigned char)*k;
-    return h;
+    return (int64_t)(h >> 1);
 }
 
 /* Ties a state to its limit and key. */
@@ -83,7 +83,7 @@ static rls__shm_item long_item(int64_t lid, const char *key)
  * a log of 1 + n % 4 entries, every byte tied to the item, n and its place. */
 static unsigned char log_byte(const rls__shm_item *it, int64_t n, size_t at)
 {
-    return (unsigned char)((uint64_t)(item_id(it) ^ (n * 131) ^ (int64_t)(at * 7)) % 251);
+    return (unsigned char)((uint64_t)(item_id(it) ^ (int64_t)((uint64_t)n * 131) ^ (int64_t)(at * 7)) % 251);
 }
 
 /* Keepers (limit 1) live on; churn items expire at once (their slots go
