@@ -550,12 +550,12 @@ static void ends_of_ranges_through_the_lane(void **state)
 /* fork() after the lane is warm: each child's handle learns its own trust
  * (a block set by the parent after the fork, before the child's first
  * check, is seen by the child), and the children and the parent charge one
- * table exactly: never more admitted than the limit. */
+ * table exactly: never more admitted than the limit.  PostgreSQL too
+ * (no lane there: the same exactness through the database path). */
 static void fork_after_a_warm_lane(void **state)
 {
     (void)state;
-    if (it_pg())
-        skip();
+    int lane_on = !it_pg();   /* PostgreSQL: no fast path, the exactness holds all the same */
     itest *t = it_new(RULES_A);
     rls_db *db = open_mem(t), *adm = open_mem(t);
     int64_t now = 1774740000000LL;
@@ -564,8 +564,10 @@ static void fork_after_a_warm_lane(void **state)
         assert_int_equal(rls_check_at(db, "fw", "k", 1, now, &r), RLS_OK);
         assert_int_equal(rls_check_at(db, "ip", "10.0.0.1", 1, now, &r), RLS_OK);
     }
-    assert_true(served(db, "fw", "k", 1, now));   /* 5 charged */
-    assert_true(served(db, "ip", "10.0.0.1", 1, now));
+    for (int i = 0; i < 2; i++) {   /* 5 charged */
+        assert_int_equal(rls_check_at(db, i ? "ip" : "fw", i ? "10.0.0.1" : "k", 1, now, &r), RLS_OK);
+        assert_true(!lane_on || rls__memlane_served(db) > 0);
+    }
     enum { KIDS = 3, EACH = 400 };
     int go[2], out[2];
     assert_int_equal(pipe(go), 0);
@@ -612,7 +614,7 @@ static void fork_after_a_warm_lane(void **state)
     assert_int_equal(rls_peek_at(adm, "fw", "k", 1, now, &r), RLS_OK);
     assert_int_equal(r.remaining, 0);
     print_message("children's lanes served %lld\n", (long long)lane);
-    assert_true(lane > 0);
+    assert_true(!lane_on || lane > 0);
     close(go[0]);
     close(go[1]);
     close(out[0]);
