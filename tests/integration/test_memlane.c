@@ -383,6 +383,22 @@ static const char *RULES_B =
     "  slog: { limits: [ { name: l, algorithm: sliding_log, limit: 4, window: 1h,"
     " durability: memory } ] }\n";
 
+/* RULES_A with a durable limit beside fw's: a mixed action (the lane
+ * leaves it to the pipeline). */
+static const char *RULES_M =
+    "version: 1\n"
+    "defaults: { tier: free }\n"
+    "tiers: { free: {}, pro: {} }\n"
+    "actions:\n"
+    "  fw:\n"
+    "    limits:\n"
+    "      - { name: l, algorithm: fixed_window, limit: 1000, window: 1h, durability: memory }\n"
+    "      - { name: d, algorithm: fixed_window, limit: 6, window: 1h }\n"
+    "  ip:\n"
+    "    key: ip\n"
+    "    limits: [ { name: l, algorithm: fixed_window, limit: 1000, window: 1h,"
+    " durability: memory } ]\n";
+
 /* An admin change made on both databases (through handles of their own,
  * or from a child process for a rule set), each change's codes equal. */
 enum { CH_RULES_B, CH_RULES_A, CH_TIER, CH_UNTIER, CH_BLOCK, CH_UNBLOCK, CH_OV, CH_UNOV,
@@ -428,6 +444,8 @@ static int change_one(rls_db *adm, const char *path, int what, int64_t now, int6
 
 /* A handle whose lane holds entries for fw and ip while another handle or
  * process changes the rules and back, gives a key a tier and takes it back,
+ * (and the checking handle itself changes them and back, once making
+ * fw a mixed action),
  * blocks it (as every action writes it: the key as given) and lifts the
  * block, overrides its limit, reserves on it, resets and refunds it: the
  * lane answers as the pipeline at every check after each change, and the
@@ -470,6 +488,16 @@ static void changes_elsewhere_reach_a_warm_lane(void **state)
             }
             now += 1000;
         }
+    /* the checking handles themselves change the rules and back */
+    for (int v = 0; v < 4; v++) {
+        const char *y = v % 2 ? RULES_A : v ? RULES_M : RULES_B;
+        assert_int_equal(rls_rules_apply_at(a, y, strlen(y), "t.yaml", NULL, now, NULL), RLS_OK);
+        assert_int_equal(rls_rules_apply_at(b, y, strlen(y), "t.yaml", NULL, now, NULL), RLS_OK);
+        for (int w = 0; w < 4; w++)
+            for (size_t k = 0; k < sizeof ks / sizeof ks[0]; k++)
+                same_check(a, b, ks[k][0], ks[k][1], 1, now, n++);
+        now += 1000;
+    }
     for (size_t k = 0; k < sizeof ks / sizeof ks[0]; k++) {
         rls_result pa, pb;
         assert_int_equal(rls_peek_at(a, ks[k][0], ks[k][1], 1, now, &pa),
