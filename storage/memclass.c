@@ -4,77 +4,72 @@
  *
  * The table: one per database and host, "<shm_dir>/rlstore-<hash of the
  * database's identity>-<hash of the boot id>.shm" (shm_dir NULL: /dev/shm).
- * The identity is the backend's (backend.h, identity): of a SQLite
- * database its counters file's device and inode (any path to it, any
- * process); of a PostgreSQL database its cluster's system identifier, the
- * database's and the schema's counters table's oids, however the URI
- * spells them - and the table is per host, so memory limits are per host
- * there.  It
- * is opened at the first memory-class call; the first process makes it
- * with shm_slots entries and max_key_len bytes of key, and every later one
- * attaches it as made.
+ * The identity is the backend's (backend.h, identity): of a SQLite database
+ * its counters file's device and inode (any path to it, any process); of a
+ * PostgreSQL database its cluster's system identifier, the database's and the
+ * schema's counters table's oids, however the URI spells them - and the table
+ * is per host, so memory limits are per host there.  It is opened at the first
+ * memory-class call; the first process makes it with shm_slots entries and
+ * max_key_len bytes of key, and every later one attaches it as made.
  *
- * Exactness inside a database transaction (optimistic, as a compare and
- * swap): the decision is made on snapshots (read without a lock,
- * rls__shm_snap, in a write transaction); just before COMMIT every entry
- * the transaction read is locked at once (one shm transaction, buckets in
- * one global order), each snapshot compared with what the entry holds now,
- * and only when all still hold are the new states written.  A snapshot
- * that moved (a fast-path check of another process charged the same key
- * meanwhile) fails the transaction with a retryable RLS_EBUSY: the caller
- * rolls back and decides again on fresh states.  No memory lock is held
- * while the database works, so no process ever waits for the table while
- * holding a database lock or the other way round (no deadlock between the
- * two).  The memory states are written before the database commits: if
- * that COMMIT fails, rls__mem_undo puts back the snapshot wherever the
- * entry still holds what we wrote (else the failed call's charge stays:
- * an over-count, never an over-admission).  A process killed between the
- * two leaves its own unacknowledged call charged on the memory limits and
+ * Exactness inside a database transaction (optimistic, as a compare and swap):
+ * the decision is made on snapshots (read without a lock, rls__shm_snap, in a
+ * write transaction); just before COMMIT every entry the transaction read is
+ * locked at once (one shm transaction, buckets in one global order), each
+ * snapshot compared with what the entry holds now, and only when all still
+ * hold are the new states written.  A snapshot that moved (a fast-path check
+ * of another process charged the same key meanwhile) fails the transaction
+ * with a retryable RLS_EBUSY: the caller rolls back and decides again on fresh
+ * states.  No memory lock is held while the database works, so no process ever
+ * waits for the table while holding a database lock or the other way round (no
+ * deadlock between the two).  The memory states are written before the
+ * database commits: if that COMMIT fails, rls__mem_undo puts back the snapshot
+ * wherever the entry still holds what we wrote (else the failed call's charge
+ * stays: an over-count, never an over-admission).  A process killed between
+ * the two leaves its own unacknowledged call charged on the memory limits and
  * not on the durable ones.
  *
  * The fast path trusts the handle's cached rules and what a committed
- * transaction read about the policy and reservation tables, while the
- * shared generation of "<db>-ckpt" (deny.c) has not moved since before
- * that transaction, for at most MEMTRUST_TTL_MS of real time (the bound for
- * changes made to the file by something else than the library, and for
- * the stats the handle counts meanwhile, which the next transaction
- * flushes).  Every
- * write of a policy row (blocks, tier assignments, overrides: policy.c,
- * the bulk and edit paths, rules, copies) is a transaction that bumps the
- * generation before and after it commits (stmt.c), and so is a check that writes a
- * penalty block or a reservation for an action with a memory limit
- * (rls__check_write asks it, in every path: one check, a group, a batch).
- * Two grains of trust:
+ * transaction read about the policy and reservation tables, while the shared
+ * generation of "<db>-ckpt" (deny.c) has not moved since before that
+ * transaction, for at most MEMTRUST_TTL_MS of real time (the bound for changes
+ * made to the file by something else than the library, and for the stats the
+ * handle counts meanwhile, which the next transaction flushes).  Every write
+ * of a policy row (blocks, tier assignments, overrides: policy.c, the bulk and
+ * edit paths, rules, copies) is a transaction that bumps the generation before
+ * and after it commits (stmt.c), and so is a check that writes a penalty block
+ * or a reservation for an action with a memory limit (rls__check_write asks
+ * it, in every path: one check, a group, a batch). Two grains of trust:
  *
  *  - every key: the tables hold no policy row and no reservation at all
- *    (pol_none, res_none, one statement, STMT_EMPTIES).  The zero-cost
- *    case: one transaction per handle and half a second renews it.
- *  - per key (memtrust.h): "this (action, key as given) has no policy
- *    row that applies and no reservation", from the rows the transaction
- *    of a check of that key read (keyctx.c's load: its own rows, the rows
- *    of every action in the key's spellings, everykey.c's addresses) and
- *    whether it holds a reservation.  A row that had expired at the
- *    check's time counts as none: an expired row stays expired, so the
- *    entry serves only checks at that time or later.  A key whose rows
- *    apply (blocked, a tier, an override) is never cached: the database
- *    path answers it every time, and a block that ends makes it clean at
- *    its next check there.  The tier from patterns (rc.patterns: YAML and
- *    the table's) is resolved from the cached rules at each fast check,
- *    as the database path resolves it; a pattern changed in the table
- *    moves the rules generation and the deny generation.  The table is
- *    bounded (16384 entries, keys up to 48 bytes: memtrust.h), so any
- *    number of distinct keys costs the same memory; a key it does not
- *    hold takes the database path, as before.
+ *    (pol_none, res_none, one statement, STMT_EMPTIES).  The zero-cost case:
+ *    one transaction per handle and half a second renews it.
+ *  - per key (memtrust.h): "this (action, key as given) has no policy row that
+ *    applies and no reservation", from the rows the transaction of a check of
+ *    that key read (keyctx.c's load: its own rows, the rows of every action in
+ *    the key's spellings, everykey.c's addresses) and whether it holds a
+ *    reservation.  A row that had expired at the check's time counts as none:
+ *    an expired row stays expired, so the entry serves only checks at that
+ *    time or later.  A key whose rows apply (blocked, a tier, an override) is
+ *    never cached: the database path answers it every time, and a block that
+ *    ends makes it clean at its next check there.  The tier from patterns
+ *    (rc.patterns: YAML and the table's) is resolved from the cached rules at
+ *    each fast check, as the database path resolves it; a pattern changed in
+ *    the table moves the rules generation and the deny generation.  The table
+ *    is bounded (16384 entries, keys up to 48 bytes: memtrust.h), so any
+ *    number of distinct keys costs the same memory; a key it does not hold
+ *    takes the database path, as before.
  *
- * A database transaction that failed only because a memory state moved
- * (prepare, below) read its policy rows all the same: it keeps the trust
- * it learned, and its retry is answered by the fast path when that trust
- * allows (check.c), so other processes' fast checks of a hot key cannot
- * starve it into RLS_EBUSY.
+ * A transaction that failed only because a memory state moved keeps the trust
+ * it learned (its retry may be answered by the fast path: check.c); one that
+ * cannot take it (a batch) and keeps losing holds the fast writers of its
+ * buckets off (rls__shm_fair_note) until it commits or a tenth of a second
+ * passes: they take the database path, which waits its turn, so fast checks of
+ * a hot key cannot starve it into RLS_EBUSY.
  *
- * A handle is used by one thread at a time (a thread-safe handle's calls
- * are serialised: group.h), so the trust needs no lock.  PostgreSQL maps
- * no shared generation (deny.c): its checks never take the fast path.
+ * A handle is used by one thread at a time (a thread-safe handle's calls are
+ * serialised: group.h), so the trust needs no lock.  PostgreSQL maps no shared
+ * generation (deny.c): its checks never take the fast path.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,6 +107,7 @@ struct rls_memclass {
     int64_t now;
     int written;                        /* prepare wrote them */
     int conflict;                       /* prepare found a snapshot moved */
+    rls__shm_fair fair;                 /* its conflicts in a row, its hold */
     struct mem_fast_trust ft;           /* the fast path's trust (memtrust.h) */
     int64_t seen_ms;                    /* when the path last named m->t */
     unsigned mode;                      /* a table this handle makes: its */
@@ -507,6 +503,7 @@ int rls__mem_prepare(rls_db *db)
         for (size_t j = 0; j < m->n && rc == RLS_OK; j++)
             if (m->p[j].dirty)
                 rc = rls__shm_write(&tx, j, &m->p[j].cur);
+    rls__shm_fair_note(&tx, &m->fair, m->conflict, rls__mem_coarse_ms());
     rls__shm_unlock(&tx);
     if (rc)
         return shm_error(db, rc);
@@ -558,7 +555,7 @@ int rls__mem_retry(rls_db *db, int rc, int *attempt)
     if (!db || !db->mem || rc != RLS_EBUSY || !db->mem->conflict)
         return 0;
     db->mem->conflict = 0;
-    return ++*attempt < MEM_RETRIES;
+    return ++*attempt < MEM_RETRIES || (db->mem->fair.conflicts = 0);   /* given up */
 }
 
 /* ---- the fast path ----------------------------------------------------- */
@@ -666,6 +663,8 @@ int rls__mem_fast(rls_db *db, struct check_call *call, int *rcp)
             *rcp = shm_error(db, rc);
             return 1;
         }
+        if (call->op == CHECK_OP_CHECK && rls__shm_held(&tx, rls__mem_coarse_ms()))
+            return rls__shm_unlock(&tx), 0;   /* a losing transaction holds us off */
     }
     rc = fast_decide(db, call, &tx);
     if (ctx->n > 0)

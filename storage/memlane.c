@@ -300,6 +300,10 @@ int rls__mem_lane_check(rls_db *db, const char *action, const char *key, int64_t
     }
     if (rls__shm_lock(t, it, (size_t)n, now, &tx) != RLS_OK)
         return 0;
+    if (rls__shm_held(&tx, t0 / 1000000)) {   /* a losing transaction's hold */
+        rls__shm_unlock(&tx);
+        return 0;
+    }
     if (decide(l, e, &tx, rl, n, behaviour, now, cost, st, items, res) != 0) {
         rls__shm_unlock(&tx);
         return 0;

@@ -56,6 +56,11 @@ struct shm_bucket {
     pthread_mutex_t mu;                  /* robust, process-shared          */
     uint8_t tag[RLS__SHM_WAYS];          /* 0 free, else 1..255 from the
                                             hash; stored last on publish   */
+    int64_t hold_ms;                     /* atomic: fast writers keep off
+                                            until this CLOCK_MONOTONIC ms
+                                            (rls__shm_hold; 0: none; the
+                                            spare bytes of the line: a file
+                                            made before it reads 0)        */
 };
 
 /* One copy of a state's numbers: algo_state's, present implied. */

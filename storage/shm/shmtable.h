@@ -257,6 +257,27 @@ int rls__shm_drop(rls__shm_txn *tx, size_t i);
  */
 int rls__shm_snap(const rls__shm *t, const rls__shm_item *it, algo_state *st);
 
+/*
+ * Fairness for a writer that keeps losing (memclass.c: a database
+ * transaction whose snapshot moved at every attempt because fast writers
+ * of other processes charge its key meanwhile).  Under tx's locks, after
+ * its compare, rls__shm_fair_note records whether it lost: the
+ * RLS__SHM_HOLD_AFTER-th loss in a row asks the fast writers of every
+ * bucket tx holds to keep off for RLS__SHM_HOLD_MS (CLOCK_MONOTONIC ms,
+ * system-wide; a later hold stays), a win lifts its hold if still its
+ * own.  rls__shm_held: is a bucket tx holds held at mono_ms (a fast writer
+ * then unlocks and takes the slow path)?  A process killed while holding
+ * leaves a hold that ends by itself.
+ */
+#define RLS__SHM_HOLD_AFTER 2
+#define RLS__SHM_HOLD_MS 100
+typedef struct rls__shm_fair {
+    int conflicts;      /* losses in a row */
+    int64_t hold;       /* the hold it set, 0 none */
+} rls__shm_fair;
+void rls__shm_fair_note(rls__shm_txn *tx, rls__shm_fair *f, int lost, int64_t mono_ms);
+int rls__shm_held(const rls__shm_txn *tx, int64_t mono_ms);
+
 /* Releases every lock of tx.  Idempotent. */
 void rls__shm_unlock(rls__shm_txn *tx);
 

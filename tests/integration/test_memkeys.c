@@ -50,7 +50,8 @@ static const char *RULES =
     "    key: ip\n"
     "    ipv4_prefix: 24\n"
     "    limits: [ { name: i, algorithm: fixed_window, limit: 5, window: 1h,"
-    " durability: memory } ]\n";
+    " durability: memory } ]\n"
+    "  dur: { limits: [ { name: d, algorithm: fixed_window, limit: 1000000, window: 1d } ] }\n";
 
 /* A handle whose table lives in t's folder; busy_ms > 0: that busy
  * timeout (a check that needs the database while it is locked fails). */
@@ -422,6 +423,87 @@ static void race_block_unblock(void **state)
     it_free(t);
 }
 
+/* Batches (a database transaction) with an item on a key that fast checks
+ * of three other processes keep charging meanwhile: a batch's memory
+ * snapshot moves under it at nearly every attempt, and without a way to
+ * hold the fast checks off it lost its 64 attempts and failed with
+ * RLS_EBUSY (40-90% of the batches with the fast lane on; its failure
+ * policy could admit them uncharged).  Every batch gets through; the
+ * count is exact.  SQLite: on PostgreSQL the other processes' memory
+ * checks are database transactions, which a hold does not stop (open). */
+#define HOT_WRITERS 3
+#define HOT_BATCHES 200
+
+struct hot {
+    int started, stop, bad;
+    int64_t admitted;
+};
+
+static void batch_beside_a_hot_key(void **state)
+{
+    (void)state;
+    if (it_pg()) {   /* its memory checks are transactions too: not held off yet */
+        print_message("skipped on PostgreSQL: batches beside a hot memory key still starve "
+                      "there (notes/attack.md)\n");
+        skip();
+    }
+    itest *t = mk_new();
+    struct hot *h = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    assert_true(h != MAP_FAILED);
+    memset(h, 0, sizeof *h);
+    pid_t pid[HOT_WRITERS];
+    for (int p = 0; p < HOT_WRITERS; p++) {
+        pid[p] = fork();
+        assert_true(pid[p] >= 0);
+        if (pid[p] == 0) {
+            rls_db *db = mk_open(t, 0);
+            rls_result r;
+            int64_t n = 0;
+            __atomic_add_fetch(&h->started, 1, __ATOMIC_RELEASE);
+            while (!__atomic_load_n(&h->stop, __ATOMIC_ACQUIRE)) {
+                if (rls_check_at(db, "big", "hot", 1, NOW, &r) != RLS_OK)
+                    __atomic_add_fetch(&h->bad, 1, __ATOMIC_RELAXED);
+                n += r.allowed;
+            }
+            __atomic_add_fetch(&h->admitted, n, __ATOMIC_RELAXED);
+            rls_close(db);
+            _exit(0);
+        }
+    }
+    while (__atomic_load_n(&h->started, __ATOMIC_ACQUIRE) < HOT_WRITERS)
+        sched_yield();
+    rls_db *db = mk_open(t, 0);
+    int failed = 0, first = RLS_OK;
+    for (int i = 0; i < HOT_BATCHES; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "x%d", i);
+        rls_item it[2] = {{"big", "hot", 1}, {"dur", key, 1}};
+        rls_result r[2];
+        int rc = rls_check_many_at(db, it, 2, NOW, r);
+        if (rc != RLS_OK) {
+            first = failed++ ? first : rc;
+            continue;
+        }
+        assert_true(r[0].allowed && r[1].allowed);
+    }
+    __atomic_store_n(&h->stop, 1, __ATOMIC_RELEASE);
+    for (int p = 0; p < HOT_WRITERS; p++) {
+        int st;
+        assert_int_equal(waitpid(pid[p], &st, 0), pid[p]);
+        assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    }
+    print_message("%d of %d batches failed (%s); fast checks admitted %lld\n", failed,
+                  HOT_BATCHES, rls_errname(first), (long long)h->admitted);
+    assert_int_equal(h->bad, 0);
+    assert_int_equal(failed, 0);
+    rls_result r;
+    assert_int_equal(rls_peek_at(db, "big", "hot", 1, NOW, &r), RLS_OK);
+    assert_int_equal(1000000000 - r.remaining, h->admitted + HOT_BATCHES);
+    rls_close(db);
+    munmap(h, 4096);
+    it_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -430,6 +512,7 @@ int main(void)
         cmocka_unit_test(batch_penalty_is_seen),
         cmocka_unit_test(respelled_keys),
         cmocka_unit_test(race_block_unblock),
+        cmocka_unit_test(batch_beside_a_hot_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

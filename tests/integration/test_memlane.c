@@ -16,6 +16,7 @@
  * RLS_MEMLANE_SEED.
  */
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <time.h>
 #include "itest.h"
 #include "db.h"
@@ -331,12 +332,335 @@ static void reloaded_rules_are_prepared_again(void **state)
     it_free(t);
 }
 
+/* ---- an attacker's pass (the lane against changes made elsewhere) ---- */
+
+static const char *RULES_A =
+    "version: 1\n"
+    "defaults: { tier: free }\n"
+    "tiers: { free: {}, pro: {} }\n"
+    "actions:\n"
+    "  fw:\n"
+    "    limits: [ { name: l, algorithm: fixed_window, limit: 1000, window: 1h,"
+    " durability: memory } ]\n"
+    "    tiers:\n"
+    "      pro: [ { name: l, algorithm: fixed_window, limit: 3, window: 1h,"
+    " durability: memory } ]\n"
+    "  ip:\n"
+    "    key: ip\n"
+    "    limits: [ { name: l, algorithm: fixed_window, limit: 1000, window: 1h,"
+    " durability: memory } ]\n"
+    "  huge: { limits: [ { name: l, algorithm: fixed_window, limit: 1000000000000,"
+    " window: 1d, durability: memory } ] }\n"
+    "  one: { limits: [ { name: l, algorithm: gcra, limit: 1, window: 1d,"
+    " durability: memory } ] }\n"
+    "  day: { limits: [ { name: l, algorithm: fixed_window, limit: 7, window: 1d,"
+    " timezone: Europe/Berlin, durability: memory } ] }\n"
+    "  slog: { limits: [ { name: l, algorithm: sliding_log, limit: 4, window: 1h,"
+    " durability: memory } ] }\n";
+
+/* The same rules but fw's default limit is 2. */
+static const char *RULES_B =
+    "version: 1\n"
+    "defaults: { tier: free }\n"
+    "tiers: { free: {}, pro: {} }\n"
+    "actions:\n"
+    "  fw:\n"
+    "    limits: [ { name: l, algorithm: fixed_window, limit: 2, window: 1h,"
+    " durability: memory } ]\n"
+    "    tiers:\n"
+    "      pro: [ { name: l, algorithm: fixed_window, limit: 3, window: 1h,"
+    " durability: memory } ]\n"
+    "  ip:\n"
+    "    key: ip\n"
+    "    limits: [ { name: l, algorithm: fixed_window, limit: 1000, window: 1h,"
+    " durability: memory } ]\n"
+    "  huge: { limits: [ { name: l, algorithm: fixed_window, limit: 1000000000000,"
+    " window: 1d, durability: memory } ] }\n"
+    "  one: { limits: [ { name: l, algorithm: gcra, limit: 1, window: 1d,"
+    " durability: memory } ] }\n"
+    "  day: { limits: [ { name: l, algorithm: fixed_window, limit: 7, window: 1d,"
+    " timezone: Europe/Berlin, durability: memory } ] }\n"
+    "  slog: { limits: [ { name: l, algorithm: sliding_log, limit: 4, window: 1h,"
+    " durability: memory } ] }\n";
+
+/* RULES_A with a durable limit beside fw's: a mixed action (the lane
+ * leaves it to the pipeline). */
+static const char *RULES_M =
+    "version: 1\n"
+    "defaults: { tier: free }\n"
+    "tiers: { free: {}, pro: {} }\n"
+    "actions:\n"
+    "  fw:\n"
+    "    limits:\n"
+    "      - { name: l, algorithm: fixed_window, limit: 1000, window: 1h, durability: memory }\n"
+    "      - { name: d, algorithm: fixed_window, limit: 6, window: 1h }\n"
+    "  ip:\n"
+    "    key: ip\n"
+    "    limits: [ { name: l, algorithm: fixed_window, limit: 1000, window: 1h,"
+    " durability: memory } ]\n";
+
+/* An admin change made on both databases (through handles of their own,
+ * or from a child process for a rule set), each change's codes equal. */
+enum { CH_RULES_B, CH_RULES_A, CH_TIER, CH_UNTIER, CH_BLOCK, CH_UNBLOCK, CH_OV, CH_UNOV,
+       CH_CIDR, CH_UNCIDR, CH_RESERVE, CH_CANCEL, CH_RESET, CH_REFUND, CH_N };
+
+static int change_one(rls_db *adm, const char *path, int what, int64_t now, int64_t *resv)
+{
+    switch (what) {
+    case CH_RULES_B:
+    case CH_RULES_A: {
+        const char *y = what == CH_RULES_B ? RULES_B : RULES_A;
+        /* another process applies the rules (rlctl apply) */
+        pid_t pid = fork();
+        if (pid == 0) {
+            rls_db *c = NULL;
+            int rc = rls_open(&c, path, NULL);
+            if (rc == RLS_OK)
+                rc = rls_rules_apply_at(c, y, strlen(y), "t.yaml", NULL, now, NULL);
+            rls_close(c);
+            _exit(rc == RLS_OK ? 0 : 1);
+        }
+        int st = 0;
+        assert_int_equal(waitpid(pid, &st, 0), pid);
+        return WIFEXITED(st) ? WEXITSTATUS(st) : 99;
+    }
+    case CH_TIER: return rls_tier_assign_at(adm, "fw", "k", "pro", 0, now);
+    case CH_UNTIER: return rls_tier_unassign_at(adm, "fw", "k", now);
+    case CH_BLOCK: return rls_block_set_at(adm, NULL, "10.0.0.1", 0, "t", now);
+    case CH_UNBLOCK: return rls_block_unset_at(adm, NULL, "10.0.0.1", now);
+    case CH_OV: return rls_override_set_at(adm, "fw", "k", "l", 1, 0, now);
+    case CH_UNOV: return rls_override_unset_at(adm, "fw", "k", "l", now);
+    case CH_CIDR: return rls_tier_set_at(adm, "10.0.0.0/8", "pro", 0, now);
+    case CH_UNCIDR: return rls_tier_unset_at(adm, "10.0.0.0/8", now);
+    case CH_RESERVE: {
+        rls_result r;
+        return rls_reserve_at(adm, "fw", "k", 5, 3600000, now, resv, &r);
+    }
+    case CH_CANCEL: return rls_cancel_at(adm, *resv, now);
+    case CH_RESET: return rls_reset_at(adm, "fw", "k", now);
+    default: return rls_refund_at(adm, "fw", "k", 1, now);
+    }
+}
+
+/* A handle whose lane holds entries for fw and ip while another handle or
+ * process changes the rules and back, gives a key a tier and takes it back,
+ * (and the checking handle itself changes them and back, once making
+ * fw a mixed action),
+ * blocks it (as every action writes it: the key as given) and lifts the
+ * block, overrides its limit, reserves on it, resets and refunds it: the
+ * lane answers as the pipeline at every check after each change, and the
+ * change shows at once (the shared generation moved). */
+static void changes_elsewhere_reach_a_warm_lane(void **state)
+{
+    (void)state;
+    if (it_pg())
+        skip();
+    itest *ta = it_new(RULES_A), *tb = it_new(RULES_A);
+    rls_db *a = open_mem(ta), *b = open_mem(tb), *adm_a = open_mem(ta), *adm_b = open_mem(tb);
+    int64_t now = 1774740000000LL, ra_id = 0, rb_id = 0;
+    static const char *const ks[][2] = {
+        {"fw", "k"}, {"fw", "K"}, {"ip", "10.0.0.1"}, {"ip", "::ffff:10.0.0.1"},
+        {"ip", "::FFFF:10.0.0.1"}, {"ip", "10.0.0.2"},
+    };
+    int n = 0;
+    for (int round = 0; round < 3; round++)
+        for (int what = 0; what < CH_N; what++) {
+            for (int w = 0; w < 4; w++)   /* the lane warm for every key */
+                for (size_t k = 0; k < sizeof ks / sizeof ks[0]; k++)
+                    same_check(a, b, ks[k][0], ks[k][1], 1, now, n++);
+            int rca = change_one(adm_a, ta->path, what, now, &ra_id);
+            int rcb = change_one(adm_b, tb->path, what, now, &rb_id);
+            assert_int_equal(rca, rcb);
+            if (what != CH_RESET && what != CH_REFUND && what != CH_CANCEL)
+                assert_int_equal(rca, RLS_OK);
+            /* at once: fw k under its override of 1, its tier of 3, ... */
+            for (int w = 0; w < 4; w++)
+                for (size_t k = 0; k < sizeof ks / sizeof ks[0]; k++)
+                    same_check(a, b, ks[k][0], ks[k][1], 1, now, n++);
+            rls_result r;
+            if (what == CH_BLOCK) {
+                assert_int_equal(rls_check_at(a, "ip", "::ffff:10.0.0.1", 1, now, &r), RLS_OK);
+                assert_int_equal(r.reason, RLS_REASON_BLOCKED);
+            }
+            if (what == CH_OV || what == CH_TIER || what == CH_RULES_B) {
+                assert_int_equal(rls_check_at(a, "fw", "k", 1, now, &r), RLS_OK);
+                assert_false(r.allowed);
+            }
+            now += 1000;
+        }
+    /* the checking handles themselves change the rules and back */
+    for (int v = 0; v < 4; v++) {
+        const char *y = v % 2 ? RULES_A : v ? RULES_M : RULES_B;
+        assert_int_equal(rls_rules_apply_at(a, y, strlen(y), "t.yaml", NULL, now, NULL), RLS_OK);
+        assert_int_equal(rls_rules_apply_at(b, y, strlen(y), "t.yaml", NULL, now, NULL), RLS_OK);
+        for (int w = 0; w < 4; w++)
+            for (size_t k = 0; k < sizeof ks / sizeof ks[0]; k++)
+                same_check(a, b, ks[k][0], ks[k][1], 1, now, n++);
+        now += 1000;
+    }
+    for (size_t k = 0; k < sizeof ks / sizeof ks[0]; k++) {
+        rls_result pa, pb;
+        assert_int_equal(rls_peek_at(a, ks[k][0], ks[k][1], 1, now, &pa),
+                         rls_peek_at(b, ks[k][0], ks[k][1], 1, now, &pb));
+        assert_memory_equal(&pa, &pb, sizeof pa);
+    }
+    print_message("lane: %llu of %d checks\n", (unsigned long long)rls__memlane_served(a), n);
+    assert_true(rls__memlane_served(a) > (uint64_t)n / 4);
+    rls_close(a);
+    rls_close(b);
+    rls_close(adm_a);
+    rls_close(adm_b);
+    it_free(ta);
+    it_free(tb);
+}
+
+/* Keys and numbers at the ends of their ranges through the lane and the
+ * pipeline: keys of 15, 16 and 17 bytes sharing their first 16 (the hot
+ * record holds 16: the rest is only in the cold one), keys of exactly
+ * max_key_len bytes and one more, bytes 0x01..0xff, costs 1 and
+ * RLS_COST_MAX and just outside, times RLS_TIME_MIN and RLS_TIME_MAX and
+ * just outside, a limit of 10^12 (the largest) and a limit of 1. */
+static void ends_of_ranges_through_the_lane(void **state)
+{
+    (void)state;
+    if (it_pg())
+        skip();
+    itest *ta = it_new(RULES_A), *tb = it_new(RULES_A);
+    rls_db *a = open_mem(ta), *b = open_mem(tb);
+    static char keys[12][RLS_KEY_MAX_DEFAULT + 2];
+    int nk = 0;
+    memcpy(keys[nk++], "0123456789abcdef", 17);
+    memcpy(keys[nk++], "0123456789abcdefX", 18);
+    memcpy(keys[nk++], "0123456789abcdeY", 17);
+    memcpy(keys[nk++], "0123456789abcde", 16);
+    memcpy(keys[nk++], "0123456789abcdefXY", 19);
+    for (int v = 0; v < 3; v++) {   /* max_key_len - 1 + v bytes, the last ones differing */
+        memset(keys[nk], 'z', RLS_KEY_MAX_DEFAULT - 1 + v);
+        keys[nk][RLS_KEY_MAX_DEFAULT - 2 + v] = (char)('a' + v);
+        keys[nk++][RLS_KEY_MAX_DEFAULT - 1 + v] = '\0';
+    }
+    for (int c = 1; c < 256; c++)   /* every byte but NUL, twice over */
+        keys[nk][c - 1] = (char)c, keys[nk + 1][c - 1] = (char)(256 - c);
+    keys[nk][255] = keys[nk + 1][255] = '\0';
+    nk += 2;
+    memcpy(keys[nk++], "\xff\xfe", 3);
+    memcpy(keys[nk++], "\x01", 2);
+    static const char *const acts[] = {"fw", "huge", "one", "day", "slog"};
+    const int64_t costs[] = {1, 2, RLS_COST_MAX, RLS_COST_MAX - 1, RLS_COST_MAX + 1, 0, -1};
+    const int64_t times[] = {RLS_TIME_MIN, RLS_TIME_MIN + 1, 86399999, RLS_TIME_MAX - 86400000,
+                             RLS_TIME_MAX - 1, RLS_TIME_MAX, RLS_TIME_MAX + 1, -1,
+                             1774740000000LL};
+    int n = 0;
+    for (size_t ti = 0; ti < sizeof times / sizeof times[0]; ti++)
+        for (int rep = 0; rep < 3; rep++)
+            for (size_t x = 0; x < sizeof acts / sizeof acts[0]; x++)
+                for (int k = 0; k < nk; k++)
+                    for (size_t c = 0; c < sizeof costs / sizeof costs[0]; c++)
+                        same_check(a, b, acts[x], keys[k],
+                                   costs[(c + (size_t)rep) % (sizeof costs / sizeof costs[0])],
+                                   times[ti], n++);
+    for (size_t ti = 0; ti < sizeof times / sizeof times[0]; ti++)
+        for (size_t x = 0; x < sizeof acts / sizeof acts[0]; x++)
+            for (int k = 0; k < nk; k++) {
+                rls_result pa, pb;
+                assert_int_equal(rls_peek_at(a, acts[x], keys[k], 1, times[ti], &pa),
+                                 rls_peek_at(b, acts[x], keys[k], 1, times[ti], &pb));
+                assert_memory_equal(&pa, &pb, sizeof pa);
+            }
+    print_message("lane: %llu of %d checks\n", (unsigned long long)rls__memlane_served(a), n);
+    assert_true(rls__memlane_served(a) > (uint64_t)n / 8);
+    rls_close(a);
+    rls_close(b);
+    it_free(ta);
+    it_free(tb);
+}
+
+/* fork() after the lane is warm: each child's handle learns its own trust
+ * (a block set by the parent after the fork, before the child's first
+ * check, is seen by the child), and the children and the parent charge one
+ * table exactly: never more admitted than the limit.  PostgreSQL too
+ * (no lane there: the same exactness through the database path). */
+static void fork_after_a_warm_lane(void **state)
+{
+    (void)state;
+    int lane_on = !it_pg();   /* PostgreSQL: no fast path, the exactness holds all the same */
+    itest *t = it_new(RULES_A);
+    rls_db *db = open_mem(t), *adm = open_mem(t);
+    int64_t now = 1774740000000LL;
+    rls_result r;
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(rls_check_at(db, "fw", "k", 1, now, &r), RLS_OK);
+        assert_int_equal(rls_check_at(db, "ip", "10.0.0.1", 1, now, &r), RLS_OK);
+    }
+    for (int i = 0; i < 2; i++) {   /* 5 charged */
+        assert_int_equal(rls_check_at(db, i ? "ip" : "fw", i ? "10.0.0.1" : "k", 1, now, &r), RLS_OK);
+        assert_true(!lane_on || rls__memlane_served(db) > 0);
+    }
+    enum { KIDS = 3, EACH = 400 };
+    int go[2], out[2];
+    assert_int_equal(pipe(go), 0);
+    assert_int_equal(pipe(out), 0);
+    pid_t pid[KIDS];
+    for (int c = 0; c < KIDS; c++) {
+        pid[c] = fork();
+        assert_true(pid[c] >= 0);
+        if (pid[c] == 0) {
+            char x;
+            int64_t got[2] = {0, 0};
+            if (read(go[0], &x, 1) != 1)
+                _exit(2);
+            if (rls_check_at(db, "ip", "10.0.0.1", 1, now, &r) != RLS_OK ||
+                r.reason != RLS_REASON_BLOCKED)
+                _exit(3);   /* the parent's trust, stale */
+            for (int i = 0; i < EACH; i++) {
+                if (rls_check_at(db, "fw", "k", 1, now, &r) != RLS_OK)
+                    _exit(4);
+                got[0] += r.allowed;
+            }
+            got[1] = (int64_t)rls__memlane_served(db);
+            _exit(write(out[1], got, sizeof got) == sizeof got ? 0 : 5);
+        }
+    }
+    assert_int_equal(rls_block_set_at(adm, "ip", "10.0.0.1", 0, "t", now), RLS_OK);
+    assert_int_equal(write(go[1], "xxx", KIDS), KIDS);
+    int64_t allowed = 5, lane = 0;
+    for (int i = 0; i < EACH; i++) {
+        assert_int_equal(rls_check_at(db, "fw", "k", 1, now, &r), RLS_OK);
+        allowed += r.allowed;
+    }
+    for (int c = 0; c < KIDS; c++) {
+        int st = 0;
+        int64_t got[2];
+        assert_int_equal(waitpid(pid[c], &st, 0), pid[c]);
+        assert_true(WIFEXITED(st));
+        assert_int_equal(WEXITSTATUS(st), 0);
+        assert_int_equal(read(out[0], got, sizeof got), sizeof got);
+        allowed += got[0];
+        lane += got[1];
+    }
+    assert_int_equal(allowed, 1000);   /* 4 x 400 + 5 tried: exactly the limit */
+    assert_int_equal(rls_peek_at(adm, "fw", "k", 1, now, &r), RLS_OK);
+    assert_int_equal(r.remaining, 0);
+    print_message("children's lanes served %lld\n", (long long)lane);
+    assert_true(!lane_on || lane > 0);
+    close(go[0]);
+    close(go[1]);
+    close(out[0]);
+    close(out[1]);
+    rls_close(db);
+    rls_close(adm);
+    it_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(lane_answers_as_the_pipeline),
         cmocka_unit_test(lane_serves_the_common_case),
         cmocka_unit_test(reloaded_rules_are_prepared_again),
+        cmocka_unit_test(changes_elsewhere_reach_a_warm_lane),
+        cmocka_unit_test(ends_of_ranges_through_the_lane),
+        cmocka_unit_test(fork_after_a_warm_lane),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -648,6 +648,62 @@ static void keys_differing_in_one_byte_are_apart(void **state)
     rls__shm_close(t);
 }
 
+/* A writer that keeps losing holds the fast writers of its buckets off
+ * (rls__shm_fair_note, rls__shm_held): from its second loss in a row, for
+ * RLS__SHM_HOLD_MS, whoever locks the item sees the hold; a later hold
+ * stays; its win lifts its own hold and no other; a file made before the
+ * field reads no hold (zeros). */
+static void a_losing_writer_holds_fast_writers_off(void **state)
+{
+    rls__shm *t = open_ok(new_path(), &G);
+    rls__shm_item a = item(1, "hot"), b = item(1, "other");
+    rls__shm_txn tx, ty;
+    rls__shm_fair f = {0, 0}, g = {0, 0};
+    const int64_t now = 1000000;
+    assert_int_equal(rls__shm_lock(t, &a, 1, 0, &tx), RLS_OK);
+    assert_false(rls__shm_held(&tx, 0));   /* a new table: no hold */
+    rls__shm_fair_note(&tx, &f, 1, now);   /* one loss: nothing yet */
+    assert_false(rls__shm_held(&tx, now));
+    rls__shm_fair_note(&tx, &f, 1, now);   /* two: held */
+    assert_int_equal(f.hold, now + RLS__SHM_HOLD_MS);
+    rls__shm_unlock(&tx);
+    assert_int_equal(rls__shm_lock(t, &a, 1, 0, &ty), RLS_OK);   /* another writer */
+    assert_true(rls__shm_held(&ty, now));
+    assert_true(rls__shm_held(&ty, now + RLS__SHM_HOLD_MS - 1));
+    assert_false(rls__shm_held(&ty, now + RLS__SHM_HOLD_MS));   /* it ends by itself */
+    /* another loser's later hold on the same buckets stays when f wins */
+    g.conflicts = RLS__SHM_HOLD_AFTER;
+    rls__shm_fair_note(&ty, &g, 1, now + 10);
+    rls__shm_unlock(&ty);
+    assert_int_equal(rls__shm_lock(t, &a, 1, 0, &tx), RLS_OK);
+    rls__shm_fair_note(&tx, &f, 0, now + 20);
+    assert_int_equal(f.conflicts, 0);
+    assert_int_equal(f.hold, 0);
+    assert_true(rls__shm_held(&tx, now + RLS__SHM_HOLD_MS + 5));   /* g's */
+    rls__shm_fair_note(&tx, &g, 0, now + 30);   /* g through: lifted */
+    assert_false(rls__shm_held(&tx, now));
+    rls__shm_unlock(&tx);
+    /* a hold is of the buckets it was set on: another item elsewhere is free */
+    f.conflicts = RLS__SHM_HOLD_AFTER;
+    assert_int_equal(rls__shm_lock(t, &a, 1, 0, &tx), RLS_OK);
+    rls__shm_fair_note(&tx, &f, 1, now);
+    uint32_t held[4];
+    size_t nh = tx.nlocked;
+    memcpy(held, tx.locked, nh * sizeof held[0]);
+    rls__shm_unlock(&tx);
+    assert_int_equal(rls__shm_lock(t, &b, 1, 0, &ty), RLS_OK);
+    int shared = 0;
+    for (size_t i = 0; i < ty.nlocked; i++)
+        for (size_t j = 0; j < nh; j++)
+            shared |= ty.locked[i] == held[j];
+    assert_int_equal(rls__shm_held(&ty, now), shared);
+    rls__shm_unlock(&ty);
+    rls__shm_fair_note(NULL, &f, 1, now);   /* no transaction, no clock: nothing */
+    rls__shm_fair_note(&tx, &f, 1, -1);
+    assert_false(rls__shm_held(NULL, now));
+    rls__shm_close(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -664,6 +720,7 @@ int main(void)
         cmocka_unit_test(bad_arguments_are_refused),
         cmocka_unit_test(a_table_path_is_derived_from_the_identity),
         cmocka_unit_test(a_table_of_another_format_has_its_own_name),
+        cmocka_unit_test(a_losing_writer_holds_fast_writers_off),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
