@@ -2,8 +2,8 @@
  * memclass.c - `durability: memory` limits in the shared-memory table
  * (memclass.h; the table itself: shm/shmtable.h).
  *
- * The table: one per database and host, "<shm_dir>/rlstore-<hash of the
- * database's identity>-<hash of the boot id>.shm" (shm_dir NULL: /dev/shm).
+ * The table: one per database, host and table format, "<shm_dir>/rlstore-
+ * <identity's hash>-<boot id's and format's hash>.shm" (NULL: /dev/shm).
  * The identity is the backend's (backend.h, identity): of a SQLite database
  * its counters file's device and inode (any path to it, any process); of a
  * PostgreSQL database its cluster's system identifier, the database's and the
