@@ -440,6 +440,28 @@ struct reset_arg {
     int n;
 };
 
+/* The key's entries of every memory-class limit of ctx's action (any
+ * tier) dropped from the shared-memory table: *n how many there were. */
+static int mem_reset_key(rls_db *db, const key_ctx *ctx, int64_t now, int *n)
+{
+    const rule_action *act = ctx->act;
+    *n = 0;
+    for (int t = -1; t < act->ntiers; t++) {
+        const rule_limit *ls = t < 0 ? act->limits : act->tiers[t].limits;
+        int m = t < 0 ? act->nlimits : act->tiers[t].nlimits;
+        for (int i = 0; i < m; i++) {
+            int found = 0, rc;
+            if (!rls__mem_limit(&ls[i]))
+                continue;
+            if ((rc = rls__mem_drop(db, ls[i].id, ls[i].algorithm, ctx->key, ctx->keylen, now,
+                                    &found)))
+                return rc;
+            *n += found;
+        }
+    }
+    return RLS_OK;
+}
+
 /* The counters (one file) and the audit row, in a transaction. */
 static int reset_fn(rls_db *db, void *p)
 {
@@ -453,7 +475,7 @@ static int reset_fn(rls_db *db, void *p)
     if (rc == RLS_OK)
         rc = key_rows(db, a->ctx, a->lids, a->nlids, !db->be->rules_apart(db), &a->n);
     int mem = 0;   /* durability: memory entries go at once (memclass.c) */
-    if (rc == RLS_OK && (rc = rls__mem_reset_key(db, a->ctx, a->now, &mem)) == RLS_OK)
+    if (rc == RLS_OK && (rc = mem_reset_key(db, a->ctx, a->now, &mem)) == RLS_OK)
         a->n += mem;
     if (rc == RLS_OK && a->n == 0)
         rc = rls__error(db, RLS_ENOTFOUND, "key has no counters for action '%s'", a->action);

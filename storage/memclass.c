@@ -83,6 +83,7 @@
 #define MEM_LOG_CAP ((RULES_MEMORY_LOG_MAX + 2) * ALGO_LOG_ENTRY)
 #define MEM_KEY_CAP (RLS_KEY_MAX_LIMIT + 64)
 #define MEM_RETRIES 64
+#define MEM_HOLD_WAITS 250   /* ms a call may wait for others' holds in all */
 #define MEM_TO_DB (-1)   /* fast path: the call goes to the database path */
 #define MEM_LOOK_MS 1000 /* how often the table's path is looked at again */
 
@@ -108,6 +109,11 @@ struct rls_memclass {
     int written;                        /* prepare wrote them */
     int conflict;                       /* prepare found a snapshot moved */
     rls__shm_fair fair;                 /* its conflicts in a row, its hold */
+    int txn_writers;                    /* every memory writer is a database
+                                         * transaction (PostgreSQL): each waits
+                                         * for the others' holds */
+    int held, waits;                    /* prepare met another's hold; the ms
+                                         * this call has waited for holds */
     struct mem_fast_trust ft;           /* the fast path's trust (memtrust.h) */
     int64_t seen_ms;                    /* when the path last named m->t */
     unsigned mode;                      /* a table this handle makes: its */
@@ -160,6 +166,7 @@ void rls__mem_init(rls_db *db)
         db->errmsg[0] = '\0';
         return;
     }
+    db->mem->txn_writers = strcmp(db->be->name, "sqlite") != 0;
     const char *dir = db->ident.opt.shm_dir ? db->ident.opt.shm_dir : "/dev/shm";
     if (rls__shm_path(db->mem->path, sizeof db->mem->path, dir, id) != RLS_OK)
         db->mem->state = -1;
@@ -491,6 +498,12 @@ int rls__mem_prepare(rls_db *db)
         return RLS_OK;   /* read only: the snapshots were the answer */
     if ((rc = lock_all(db, &tx)))
         return rc;
+    if (m->txn_writers && rls__shm_held_by_other(&tx, &m->fair, rls__mem_coarse_ms())) {
+        rls__shm_unlock(&tx);   /* a transaction that keeps losing goes first */
+        m->conflict = m->held = 1;
+        return rls__error(db, RLS_EBUSY, "a durability: memory state is held for a "
+                          "transaction that kept losing it");
+    }
     for (size_t j = 0; j < m->n && rc == RLS_OK; j++) {
         algo_state now = {0};
         now.log = logbuf;
@@ -511,6 +524,7 @@ int rls__mem_prepare(rls_db *db)
         return rls__error(db, RLS_EBUSY, "a durability: memory state changed during the "
                           "transaction");
     m->written = 1;
+    m->waits = 0;
     return RLS_OK;
 }
 
@@ -552,10 +566,21 @@ void rls__mem_forget(rls_db *db)
 
 int rls__mem_retry(rls_db *db, int rc, int *attempt)
 {
-    if (!db || !db->mem || rc != RLS_EBUSY || !db->mem->conflict)
+    struct rls_memclass *m = db ? db->mem : NULL;
+    if (!m || rc != RLS_EBUSY || !m->conflict)
         return 0;
-    db->mem->conflict = 0;
-    return ++*attempt < MEM_RETRIES || (db->mem->fair.conflicts = 0);   /* given up */
+    m->conflict = 0;
+    if (m->held) {   /* not a loss: waits a millisecond for the hold to go */
+        m->held = 0;
+        if (m->waits++ >= MEM_HOLD_WAITS)
+            return m->waits = 0;
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+        return 1;
+    }
+    if (++*attempt < MEM_RETRIES)
+        return 1;
+    m->fair.conflicts = m->waits = 0;   /* given up */
+    return 0;
 }
 
 /* ---- the fast path ----------------------------------------------------- */
@@ -772,24 +797,4 @@ int rls__mem_drop(rls_db *db, int64_t lid, int kind, const void *key, size_t key
         rc = rls__shm_drop(&tx, 0);
     rls__shm_unlock(&tx);
     return rc ? shm_error(db, rc) : RLS_OK;
-}
-
-int rls__mem_reset_key(rls_db *db, const key_ctx *ctx, int64_t now, int *n)
-{
-    const rule_action *act = ctx->act;
-    *n = 0;
-    for (int t = -1; t < act->ntiers; t++) {
-        const rule_limit *ls = t < 0 ? act->limits : act->tiers[t].limits;
-        int m = t < 0 ? act->nlimits : act->tiers[t].nlimits;
-        for (int i = 0; i < m; i++) {
-            int found = 0, rc;
-            if (!rls__mem_limit(&ls[i]))
-                continue;
-            if ((rc = rls__mem_drop(db, ls[i].id, ls[i].algorithm, ctx->key, ctx->keylen, now,
-                                    &found)))
-                return rc;
-            *n += found;
-        }
-    }
-    return RLS_OK;
 }

@@ -137,8 +137,5 @@ int rls__mem_each(rls_db *db, int64_t now, rls__shm_each_fn fn, void *arg);
 /* Removes the entry of (lid, kind, key); *found 1 when there was one. */
 int rls__mem_drop(rls_db *db, int64_t lid, int kind, const void *key, size_t keylen,
                   int64_t now, int *found);
-/* rls_reset (admin_list.c): drops the key's entries of every memory-class
- * limit of ctx's action (any tier); *n how many there were. */
-int rls__mem_reset_key(rls_db *db, const key_ctx *ctx, int64_t now, int *n);
 
 #endif

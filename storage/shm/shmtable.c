@@ -624,6 +624,17 @@ int rls__shm_held(const rls__shm_txn *tx, int64_t mono_ms)
     return 0;
 }
 
+int rls__shm_held_by_other(const rls__shm_txn *tx, const rls__shm_fair *f, int64_t mono_ms)
+{
+    for (size_t k = 0; tx && f && k < tx->nlocked; k++) {
+        int64_t h = __atomic_load_n(&shm_bucket_at(tx->t, tx->locked[k])->hold_ms,
+                                    __ATOMIC_RELAXED);
+        if (h > mono_ms && h != f->hold)
+            return 1;
+    }
+    return 0;
+}
+
 /* ---- the lock-free read ------------------------------------------------------- */
 
 /* One try at item it in slot s (tag in bucket b's way s % WAYS): 1 read

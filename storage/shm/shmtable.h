@@ -277,6 +277,10 @@ typedef struct rls__shm_fair {
 } rls__shm_fair;
 void rls__shm_fair_note(rls__shm_txn *tx, rls__shm_fair *f, int lost, int64_t mono_ms);
 int rls__shm_held(const rls__shm_txn *tx, int64_t mono_ms);
+/* Is a bucket tx holds held at mono_ms by another writer than f (f's own
+ * hold aside)?  Where every memory writer is a database transaction
+ * (PostgreSQL: no fast path), they wait for each other's holds. */
+int rls__shm_held_by_other(const rls__shm_txn *tx, const rls__shm_fair *f, int64_t mono_ms);
 
 /* Releases every lock of tx.  Idempotent. */
 void rls__shm_unlock(rls__shm_txn *tx);

@@ -442,11 +442,6 @@ struct hot {
 static void batch_beside_a_hot_key(void **state)
 {
     (void)state;
-    if (it_pg()) {   /* its memory checks are transactions too: not held off yet */
-        print_message("skipped on PostgreSQL: batches beside a hot memory key still starve "
-                      "there (notes/attack.md)\n");
-        skip();
-    }
     itest *t = mk_new();
     struct hot *h = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     assert_true(h != MAP_FAILED);

@@ -671,6 +671,12 @@ static void a_losing_writer_holds_fast_writers_off(void **state)
     assert_true(rls__shm_held(&ty, now));
     assert_true(rls__shm_held(&ty, now + RLS__SHM_HOLD_MS - 1));
     assert_false(rls__shm_held(&ty, now + RLS__SHM_HOLD_MS));   /* it ends by itself */
+    /* writers that are all transactions (PostgreSQL) wait for another's
+     * hold, never for their own */
+    assert_true(rls__shm_held_by_other(&ty, &g, now));
+    assert_false(rls__shm_held_by_other(&ty, &f, now));
+    assert_false(rls__shm_held_by_other(&ty, &g, now + RLS__SHM_HOLD_MS));
+    assert_false(rls__shm_held_by_other(NULL, &g, now));
     /* another loser's later hold on the same buckets stays when f wins */
     g.conflicts = RLS__SHM_HOLD_AFTER;
     rls__shm_fair_note(&ty, &g, 1, now + 10);
