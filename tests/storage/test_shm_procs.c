@@ -37,27 +37,9 @@
 #include "rlstore.h"
 #include "shm/shmtable.h"
 
-static char dir[256];
+#define SHMTEST_NAME "shmprocs"
+#include "shmtest.h"
 static const rls__shm_geom G = { 1024, 32, 0 };
-
-static int group_setup(void **state)
-{
-    snprintf(dir, sizeof dir, "%s/shmprocs.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    return mkdtemp(dir) ? 0 : -1;
-}
-
-static int group_teardown(void **state)
-{
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
-}
-
-static int knob(const char *name, int dflt)
-{
-    const char *v = getenv(name);
-    return v && atoi(v) > 0 ? atoi(v) : dflt;
-}
 
 static rls__shm_item item(int64_t lid, const char *key)
 {
@@ -541,22 +523,11 @@ static void reused_entries_never_cross_items(void **state)
 {
     const int procs = 3, ops = knob("RLS_SHM_CHURN_OPS", 100000);
     char p[400];
-    int go[2];
     snprintf(p, sizeof p, "%s/churn.shm", dir);
     rls__shm *t = NULL;
     assert_int_equal(rls__shm_open(&t, p, &G_SMALL, NULL, 0), RLS_OK);
-    assert_int_equal(pipe(go), 0);
     pid_t pid[3];
-    for (int i = 0; i < procs; i++) {
-        pid[i] = fork();
-        assert_true(pid[i] >= 0);
-        if (pid[i] == 0) {
-            close(go[1]);
-            churn_process(p, i, ops, go[0]);
-        }
-    }
-    close(go[0]);
-    close(go[1]);
+    start_writers(pid, procs, churn_process, p, ops);
     for (int i = 0; i < procs; i++)
         wait_exit0(pid[i]);
     rls__shm_item ks[4] = { item(1, "k0"), item(1, "k1"), item(1, "k2"), item(1, "k3") };
@@ -695,22 +666,11 @@ static void lock_free_reads_are_whole_and_their_own(void **state)
 {
     const int procs = 2, ops = knob("RLS_SHM_SNAP_OPS", 20000);
     char p[400];
-    int go[2];
     snprintf(p, sizeof p, "%s/snap.shm", dir);
     rls__shm *t = NULL;
     assert_int_equal(rls__shm_open(&t, p, &G_SMALL, NULL, 0), RLS_OK);
-    assert_int_equal(pipe(go), 0);
     pid_t pid[2];
-    for (int i = 0; i < procs; i++) {
-        pid[i] = fork();
-        assert_true(pid[i] >= 0);
-        if (pid[i] == 0) {
-            close(go[1]);
-            snap_writer(p, i, ops, go[0]);
-        }
-    }
-    close(go[0]);
-    close(go[1]);
+    start_writers(pid, procs, snap_writer, p, ops);
     rls__shm_hook = yield_hook;
     int64_t last = 0;
     long ok = 0, busy = 0;

@@ -23,26 +23,8 @@
 #include "rlstore.h"
 #include "shm/shmtable.h"
 
-static char dir[256];
-
-static int group_setup(void **state)
-{
-    snprintf(dir, sizeof dir, "%s/shmsnap.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    return mkdtemp(dir) ? 0 : -1;
-}
-
-static int group_teardown(void **state)
-{
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
-}
-
-static int knob(const char *name, int dflt)
-{
-    const char *v = getenv(name);
-    return v && atoi(v) > 0 ? atoi(v) : dflt;
-}
+#define SHMTEST_NAME "shmsnap"
+#include "shmtest.h"
 
 /* Writers yield halfway through each copy, the reader between reading the
  * publish counter and copying the state. */
@@ -172,22 +154,11 @@ static void lock_free_reads_of_long_keys_and_logs(void **state)
     (void)state;
     const int procs = 2, ops = knob("RLS_SHM_SNAP_OPS", 20000);
     char p[400], key[64];
-    int go[2];
     snprintf(p, sizeof p, "%s/snaplong.shm", dir);
     rls__shm *t = NULL;
     assert_int_equal(rls__shm_open(&t, p, &G_LONG, NULL, 0), RLS_OK);
-    assert_int_equal(pipe(go), 0);
     pid_t pid[2];
-    for (int i = 0; i < procs; i++) {
-        pid[i] = fork();
-        assert_true(pid[i] >= 0);
-        if (pid[i] == 0) {
-            close(go[1]);
-            long_writer(p, i, ops, go[0]);
-        }
-    }
-    close(go[0]);
-    close(go[1]);
+    start_writers(pid, procs, long_writer, p, ops);
     rls__shm_hook = yield_hook;
     long ok = 0, busy = 0, present = 0;
     int running = procs;
