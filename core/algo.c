@@ -84,12 +84,6 @@ int rls__algo_from_name(const char *name)
     return 0;
 }
 
-int rls__algo_is_bucket(int kind)
-{
-    return kind == ALGO_TOKEN_BUCKET || kind == ALGO_GCRA ||
-           kind == ALGO_LEAKY_BUCKET;
-}
-
 /* ---- shared pieces ------------------------------------------------------- */
 
 /* A charge is applied when asked for, and the request was admitted or is

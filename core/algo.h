@@ -27,8 +27,12 @@ enum algo_kind {
 const char *rls__algo_name(int kind);
 /* The kind for a name; 0 if unknown. */
 int rls__algo_from_name(const char *name);
-/* 1 for token_bucket, gcra, leaky_bucket (capacity reported is burst). */
-int rls__algo_is_bucket(int kind);
+/* 1 for token_bucket, gcra, leaky_bucket (capacity reported is burst).
+ * Inline: every decision asks it. */
+static inline int rls__algo_is_bucket(int kind)
+{
+    return kind == ALGO_TOKEN_BUCKET || kind == ALGO_GCRA || kind == ALGO_LEAKY_BUCKET;
+}
 
 /*
  * Parameters of one limit, resolved for one check.

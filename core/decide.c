@@ -50,9 +50,7 @@ static void item_window(const rule_limit *d, int64_t t, algo_window *w)
 static void nominal_meta(const resolved_limit *rl, const algo_params *p,
                          algo_meta *m)
 {
-    int64_t nominal = p->kind == ALGO_TOKEN_BUCKET || p->kind == ALGO_GCRA ||
-                              p->kind == ALGO_LEAKY_BUCKET   /* rls__algo_is_bucket */
-                          ? rl->burst : rl->limit;
+    int64_t nominal = rls__algo_is_bucket(p->kind) ? rl->burst : rl->limit;
     int64_t extra = m->capacity - nominal;
     if (extra > 0) {
         m->remaining = m->remaining > extra ? m->remaining - extra : 0;

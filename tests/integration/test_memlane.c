@@ -334,54 +334,33 @@ static void reloaded_rules_are_prepared_again(void **state)
 
 /* ---- an attacker's pass (the lane against changes made elsewhere) ---- */
 
-static const char *RULES_A =
-    "version: 1\n"
-    "defaults: { tier: free }\n"
-    "tiers: { free: {}, pro: {} }\n"
-    "actions:\n"
-    "  fw:\n"
-    "    limits: [ { name: l, algorithm: fixed_window, limit: 1000, window: 1h,"
-    " durability: memory } ]\n"
-    "    tiers:\n"
-    "      pro: [ { name: l, algorithm: fixed_window, limit: 3, window: 1h,"
-    " durability: memory } ]\n"
-    "  ip:\n"
-    "    key: ip\n"
-    "    limits: [ { name: l, algorithm: fixed_window, limit: 1000, window: 1h,"
-    " durability: memory } ]\n"
-    "  huge: { limits: [ { name: l, algorithm: fixed_window, limit: 1000000000000,"
-    " window: 1d, durability: memory } ] }\n"
-    "  one: { limits: [ { name: l, algorithm: gcra, limit: 1, window: 1d,"
+/* Two rule sets that differ only in fw's default limit. */
+#define RULES_FW(limit)                                                              \
+    "version: 1\n"                                                                   \
+    "defaults: { tier: free }\n"                                                     \
+    "tiers: { free: {}, pro: {} }\n"                                                 \
+    "actions:\n"                                                                     \
+    "  fw:\n"                                                                        \
+    "    limits: [ { name: l, algorithm: fixed_window, limit: " #limit ", window: 1h,"  \
+    " durability: memory } ]\n"                                                      \
+    "    tiers:\n"                                                                   \
+    "      pro: [ { name: l, algorithm: fixed_window, limit: 3, window: 1h,"          \
+    " durability: memory } ]\n"                                                      \
+    "  ip:\n"                                                                        \
+    "    key: ip\n"                                                                  \
+    "    limits: [ { name: l, algorithm: fixed_window, limit: 1000, window: 1h,"      \
+    " durability: memory } ]\n"                                                      \
+    "  huge: { limits: [ { name: l, algorithm: fixed_window, limit: 1000000000000,"   \
+    " window: 1d, durability: memory } ] }\n"                                        \
+    "  one: { limits: [ { name: l, algorithm: gcra, limit: 1, window: 1d,"            \
+    " durability: memory } ] }\n"                                                    \
+    "  day: { limits: [ { name: l, algorithm: fixed_window, limit: 7, window: 1d,"    \
+    " timezone: Europe/Berlin, durability: memory } ] }\n"                           \
+    "  slog: { limits: [ { name: l, algorithm: sliding_log, limit: 4, window: 1h,"    \
     " durability: memory } ] }\n"
-    "  day: { limits: [ { name: l, algorithm: fixed_window, limit: 7, window: 1d,"
-    " timezone: Europe/Berlin, durability: memory } ] }\n"
-    "  slog: { limits: [ { name: l, algorithm: sliding_log, limit: 4, window: 1h,"
-    " durability: memory } ] }\n";
 
-/* The same rules but fw's default limit is 2. */
-static const char *RULES_B =
-    "version: 1\n"
-    "defaults: { tier: free }\n"
-    "tiers: { free: {}, pro: {} }\n"
-    "actions:\n"
-    "  fw:\n"
-    "    limits: [ { name: l, algorithm: fixed_window, limit: 2, window: 1h,"
-    " durability: memory } ]\n"
-    "    tiers:\n"
-    "      pro: [ { name: l, algorithm: fixed_window, limit: 3, window: 1h,"
-    " durability: memory } ]\n"
-    "  ip:\n"
-    "    key: ip\n"
-    "    limits: [ { name: l, algorithm: fixed_window, limit: 1000, window: 1h,"
-    " durability: memory } ]\n"
-    "  huge: { limits: [ { name: l, algorithm: fixed_window, limit: 1000000000000,"
-    " window: 1d, durability: memory } ] }\n"
-    "  one: { limits: [ { name: l, algorithm: gcra, limit: 1, window: 1d,"
-    " durability: memory } ] }\n"
-    "  day: { limits: [ { name: l, algorithm: fixed_window, limit: 7, window: 1d,"
-    " timezone: Europe/Berlin, durability: memory } ] }\n"
-    "  slog: { limits: [ { name: l, algorithm: sliding_log, limit: 4, window: 1h,"
-    " durability: memory } ] }\n";
+static const char *RULES_A = RULES_FW(1000);
+static const char *RULES_B = RULES_FW(2);   /* fw's default limit is 2 */
 
 /* RULES_A with a durable limit beside fw's: a mixed action (the lane
  * leaves it to the pipeline). */
