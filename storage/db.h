@@ -21,6 +21,14 @@
 #include "statements.h"
 #include "group.h"
 
+/* Where an action's in-process counts were (an index), valid while the
+ * array it indexes has not been emptied since (gen): the memory-class
+ * fast lane counts one action again and again without looking it up. */
+typedef struct rls__hint {
+    int i;                         /* -1: none */
+    uint32_t gen;
+} rls__hint;
+
 /* In-process stats of one action for the current second. */
 typedef struct stat_acc {
     char action[RLS_NAME_MAX + 1];
@@ -97,6 +105,7 @@ struct rls_trust {
 struct rls_stats {
     stat_acc *acc;
     int nstats, capstats;
+    uint32_t gen;                  /* bumped when acc is emptied (rls__hint) */
     struct key_acc *kacc;          /* keys under pressure (keystats.c) */
     int nkacc;
     int64_t stats_flushed_ms;
@@ -251,10 +260,10 @@ void rls__cache_resv_never_set(rls_db *db, int never);
  * rls__stats_uncount takes a count back (a transaction that counted it and
  * is run again), unless a flush took it already. */
 int rls__stats_count(rls_db *db, const char *action, int64_t now, int allowed);
-/* rls__stats_count trying first the index *hint the action's count had
- * (the memory-class fast lane counts one action again and again); *hint
- * is set to its index now. */
-int rls__stats_count_hint(rls_db *db, const char *action, int64_t now, int allowed, int *hint);
+/* rls__stats_count trying first where the action's count was (*hint, of
+ * this action's counts only); *hint is set to where it is now. */
+int rls__stats_count_hint(rls_db *db, const char *action, int64_t now, int allowed,
+                          rls__hint *hint);
 void rls__stats_uncount(rls_db *db, const char *action, int64_t now, int allowed);
 int rls__stats_flush(rls_db *db, int64_t now, int force);
 int rls__gc_step(rls_db *db, int64_t now, int max_rows, int64_t *deleted);

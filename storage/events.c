@@ -248,6 +248,7 @@ void rls__events_forget(rls_db *db)
         return;
     drop_lines(db->ev);
     db->ev->nacts = 0;   /* the parent writes its own counts */
+    db->ev->acts_gen++;
 }
 
 void rls__events_free(rls_db *db)

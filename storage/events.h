@@ -29,6 +29,12 @@ struct met_act {
     int64_t reason[8];           /* by enum rls_reason */
     int64_t lat[RLS_MET_BUCKETS];
     int64_t lat_sum_us, lat_count;
+    /* the fast lane's checks, timed one in RLS_MET_LANE_SAMPLE (metrics.c):
+     * those not timed since its last timed one, that one's bucket and
+     * time (lane_b -1: none yet since the last flush) */
+    int64_t lane_untimed;
+    int lane_b;
+    int64_t lane_us;
     struct met_rule rules[RLS_MET_RULES];
     int nrules;
     int64_t rules_other;         /* denials past RLS_MET_RULES rules */
@@ -41,6 +47,8 @@ struct rls_events {
     int *levels;                 /* their syslog levels */
     struct met_act *acts;        /* metrics.c */
     int nacts, capacts;
+    uint32_t acts_gen;           /* bumped when acts is emptied (rls__hint) */
+    uint32_t rng;                /* the lane's latency sampling (metrics.c) */
     char *reason;                /* rls_admin_reason() */
     void (*progress)(void *ctx, int64_t rows);   /* rls_set_progress() */
     void *progress_ctx;
@@ -76,10 +84,18 @@ int64_t rls__metrics_clock(void);
 /* At a check's end (check.c): its reason, deciding rule and duration,
  * counted in process (peeks and invalid calls are not counted). */
 void rls__metrics_check(rls_db *db, const struct check_call *call, int rc, int64_t t0);
-/* rls__metrics_check of a check the memory-class fast lane decided
- * (memlane.c): items (limits rl, n) as decided, *hint the index of the
- * action's counts last time, tried first. */
-void rls__metrics_lane(rls_db *db, const char *action, int *hint, const rls_result *res,
+/* Timing a check of the memory-class fast lane (memlane.c) costs two
+ * clock reads, a seventh of the check: the lane times one check in
+ * RLS_MET_LANE_SAMPLE (at random, and always the first of an action since
+ * the last flush), and each timed one is counted for itself and for the
+ * untimed ones before it (metrics.c).  1: time this check of action. */
+#define RLS_MET_LANE_SAMPLE 16
+#define RLS_MET_UNTIMED (-1)   /* t0 of a check not timed */
+int rls__metrics_lane_timed(rls_db *db, const char *action, rls__hint *hint);
+/* rls__metrics_check of a check the lane decided: items (limits rl, n)
+ * as decided, *hint where the action's counts were (of this action's
+ * counts only), t0 RLS_MET_UNTIMED for a check not timed. */
+void rls__metrics_lane(rls_db *db, const char *action, rls__hint *hint, const rls_result *res,
                        const decide_item *items, const resolved_limit *rl, int n, int64_t t0);
 /* Anything counted and not yet written? */
 int rls__metrics_pending(const rls_db *db);

@@ -60,12 +60,17 @@ int rls__stats_count(rls_db *db, const char *action, int64_t now, int allowed)
     return 1;
 }
 
-int rls__stats_count_hint(rls_db *db, const char *action, int64_t now, int allowed, int *hint)
+int rls__stats_count_hint(rls_db *db, const char *action, int64_t now, int allowed,
+                          rls__hint *hint)
 {
     int64_t sec = now / 1000;
-    int i = *hint;
-    stat_acc *s = i >= 0 && i < db->stats.nstats ? &db->stats.acc[i] : NULL;
-    if (s && s->sec == sec && strcmp(s->action, action) == 0) {
+    int i = hint->i;
+    /* an index of this generation names the action it was taken for: the
+     * array only grows until it is emptied */
+    stat_acc *s = hint->gen == db->stats.gen && i >= 0 && i < db->stats.nstats
+                      ? &db->stats.acc[i]
+                      : NULL;
+    if (s && s->sec == sec) {
         if (allowed)
             s->allowed++;
         else
@@ -74,7 +79,8 @@ int rls__stats_count_hint(rls_db *db, const char *action, int64_t now, int allow
     }
     int ok = rls__stats_count(db, action, now, allowed);
     s = ok ? stat_of(db, action, sec) : NULL;
-    *hint = s ? (int)(s - db->stats.acc) : -1;
+    hint->i = s ? (int)(s - db->stats.acc) : -1;
+    hint->gen = db->stats.gen;
     return ok;
 }
 
@@ -120,6 +126,7 @@ int rls__stats_flush(rls_db *db, int64_t now, int force)
     /* Cleared only at commit time in spirit: a rolled-back transaction loses
      * these stats, which the contract allows (stats may lose a second). */
     db->stats.nstats = 0;
+    db->stats.gen++;
     db->stats.stats_flushed_ms = now;
     return RLS_OK;
 }
@@ -405,4 +412,8 @@ int rls__stats_due(const rls_db *db, int64_t now)
     return (db->stats.nstats > 0 || rls__keystat_pending(db)) &&
            (now - db->stats.stats_flushed_ms >= 1000 || now < db->stats.stats_flushed_ms);
 }
-void rls__stats_forget(rls_db *db) { db->stats.nstats = 0; }  /* a forked child */
+void rls__stats_forget(rls_db *db)   /* a forked child */
+{
+    db->stats.nstats = 0;
+    db->stats.gen++;
+}

@@ -117,8 +117,9 @@ void rls__memlane_free(struct rls_memlane *l);   /* NULL: no-op */
 /* 0: the lane serves nothing (tests/integration/test_memlane.c compares
  * the answers with and without it); 1 by default. */
 extern int rls__memlane_enabled;
-/* The checks the lane of db answered (tests). */
+/* The checks the lane of db answered, and of them those it timed (tests). */
 uint64_t rls__memlane_served(rls_db *db);
+uint64_t rls__memlane_timed(rls_db *db);
 /* The action entries the lane of db made (tests: a rule set reloaded is
  * prepared again, never taken for the one before). */
 uint64_t rls__memlane_prepared(rls_db *db);

@@ -69,7 +69,7 @@ struct lane_act {
     resolved_limit rl[LANE_MAX];
     decide_wcache wc;                 /* the one limit's window (n == 1) */
     const rule_limit *wc_def;         /* ... of this limit */
-    int met_hint, stat_hint;          /* where its counts were last (metrics.c, gc.c) */
+    rls__hint met_hint, stat_hint;    /* where its counts were last (metrics.c, gc.c) */
 };
 
 struct rls_memlane {
@@ -79,6 +79,7 @@ struct rls_memlane {
     char key[RLS_KEY_MAX_LIMIT + 64]; /* a key normalised */
     unsigned char log[LANE_MAX][LANE_LOG_CAP];   /* the states' logs */
     uint64_t served;                  /* checks answered (tests) */
+    uint64_t timed;                   /* ... of which timed (tests) */
     uint64_t prepared;                /* entries made (tests) */
 };
 
@@ -88,6 +89,12 @@ uint64_t rls__memlane_served(rls_db *db)
 {
     struct rls_memlane **slot = rls__mem_lane_slot(db);
     return slot && *slot ? (*slot)->served : 0;
+}
+
+uint64_t rls__memlane_timed(rls_db *db)
+{
+    struct rls_memlane **slot = rls__mem_lane_slot(db);
+    return slot && *slot ? (*slot)->timed : 0;
 }
 
 uint64_t rls__memlane_prepared(rls_db *db)
@@ -141,7 +148,7 @@ static void prepare(rls_db *db, struct lane_act *e, const char *action, size_t a
     e->patterns = db->rc.patterns;
     e->npatterns = db->rc.npatterns;
     memcpy(e->name, action, alen + 1);
-    e->met_hint = e->stat_hint = -1;
+    e->met_hint.i = e->stat_hint.i = -1;
     if (!(e->act = rls__ruleset_action(rs, action)))
         return;   /* the pipeline says it is not defined */
     e->act_idx = (int)(e->act - rs->actions);
@@ -269,13 +276,17 @@ int rls__mem_lane_check(rls_db *db, const char *action, const char *key, int64_t
         return 0;
     if (!(e = find(db, l, action)) || !e->serves)
         return 0;
-    int64_t t0 = rls__metrics_clock();   /* metrics.c: the latency; the trust's age */
+    /* the latency of one check in RLS_MET_LANE_SAMPLE (events.h); the
+     * trust's age and holds by the coarse clock when not timed */
+    int64_t t0 = rls__metrics_lane_timed(db, action, &e->met_hint) ? rls__metrics_clock()
+                                                                   : RLS_MET_UNTIMED;
+    int64_t mono = t0 >= 0 ? t0 / 1000000 : rls__mem_coarse_ms();
     size_t klen = strlen(key), nlen = klen;
     const char *nkey;
     if (klen == 0 || klen > (size_t)db->ident.opt.max_key_len ||
         !(nkey = norm_key(db, l, e, key, &nlen)))
         return 0;
-    rls__shm *t = rls__mem_lane_open(db, e->act_idx, key, klen, now, t0 / 1000000);
+    rls__shm *t = rls__mem_lane_open(db, e->act_idx, key, klen, now, mono);
     resolved_limit own[LANE_MAX];
     const resolved_limit *rl = e->rl;
     int n = e->n, behaviour = e->behaviour;
@@ -300,7 +311,7 @@ int rls__mem_lane_check(rls_db *db, const char *action, const char *key, int64_t
     }
     if (rls__shm_lock(t, it, (size_t)n, now, &tx) != RLS_OK)
         return 0;
-    if (rls__shm_held(&tx, t0 / 1000000)) {   /* a losing transaction's hold */
+    if (rls__shm_held(&tx, mono)) {   /* a losing transaction's hold */
         rls__shm_unlock(&tx);
         return 0;
     }
@@ -327,6 +338,7 @@ int rls__mem_lane_check(rls_db *db, const char *action, const char *key, int64_t
         rls__keystat_note(db, e->name, nkey, nlen, res, now);
     rls__metrics_lane(db, action, &e->met_hint, res, items, rl, n, t0);
     l->served++;
+    l->timed += t0 != RLS_MET_UNTIMED;
     *rcp = RLS_OK;
     return 1;
 }

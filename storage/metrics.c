@@ -7,7 +7,9 @@
  * denials and shadow would-denials by deciding limit, and the time
  * rls_check() took (monotonic clock, from entry to return, in this
  * process: the library's own latency, including waits for the write
- * lock, not the application's).  The counts are written with the stats
+ * lock, not the application's; the memory-class fast lane's checks one in
+ * RLS_MET_LANE_SAMPLE, each timed one standing for the untimed ones
+ * before it: rls__metrics_lane_timed).  The counts are written with the stats
  * (gc.c: at most once a second, in a check's transaction, and at
  * rls_close), so like the stats they may lose the last second on a
  * crash.  Penalties are counted in the transaction of their block
@@ -62,6 +64,22 @@ static struct met_act *act_of(rls_db *db, const char *action)
     struct met_act *a = &ev->acts[ev->nacts++];
     memset(a, 0, sizeof *a);
     snprintf(a->action, sizeof a->action, "%s", action);
+    a->lane_b = -1;
+    return a;
+}
+
+/* act_of, by where the action's counts were when this generation of the
+ * array holds it (it only grows until emptied: no name to compare). */
+static struct met_act *act_hinted(rls_db *db, const char *action, rls__hint *hint)
+{
+    struct rls_events *ev = db->ev;
+    if (ev && hint->gen == ev->acts_gen && hint->i >= 0 && hint->i < ev->nacts)
+        return &ev->acts[hint->i];
+    struct met_act *a = act_of(db, action);
+    if (a) {
+        hint->i = (int)(a - db->ev->acts);
+        hint->gen = db->ev->acts_gen;
+    }
     return a;
 }
 
@@ -85,11 +103,27 @@ static void count_rule(struct met_act *a, const char *rule, int shadow)
     r->shadow = shadow;
 }
 
+static int bucket_of(int64_t us)
+{
+    int b = 0;
+    while (b < RLS_MET_BUCKETS - 1 && us > bucket_us[b])
+        b++;
+    return b;
+}
+
+/* w checks of us microseconds each in a's histogram. */
+static void count_latency(struct met_act *a, int b, int64_t us, int64_t w)
+{
+    a->lat[b] += w;
+    a->lat_sum_us += us * w;
+    a->lat_count += w;
+}
+
 /* One check counted in a: its reason, its deciding limit's denial, the
  * shadow limits among items (their limits rl, n of them; NULL: none
- * decided) that would have denied, and its latency from t0. */
+ * decided) that would have denied. */
 static inline void count_check(struct met_act *a, const rls_result *res, const decide_item *items,
-                        const resolved_limit *rl, int n, int64_t t0)
+                               const resolved_limit *rl, int n)
 {
     int reason = res->reason;
     if (reason >= 0 && reason < 8)
@@ -101,13 +135,6 @@ static inline void count_check(struct met_act *a, const rls_result *res, const d
     for (int i = 0; items && i < n; i++)
         if (items[i].denied && rl[i].def->mode == MODE_SHADOW)
             count_rule(a, rl[i].def->name, 1);
-    int64_t us = (rls__metrics_clock() - t0) / 1000;
-    int b = 0;
-    while (b < RLS_MET_BUCKETS - 1 && us > bucket_us[b])
-        b++;
-    a->lat[b]++;
-    a->lat_sum_us += us;
-    a->lat_count++;
 }
 
 void rls__metrics_check(rls_db *db, const struct check_call *call, int rc, int64_t t0)
@@ -122,23 +149,50 @@ void rls__metrics_check(rls_db *db, const struct check_call *call, int rc, int64
     const key_ctx *ctx = call->ctx;
     int decided = rc == RLS_OK && ctx && !call->blocked;
     count_check(a, call->res, decided ? ctx->items : NULL, decided ? ctx->rl : NULL,
-                decided ? ctx->n : 0, t0);
+                decided ? ctx->n : 0);
+    int64_t us = (rls__metrics_clock() - t0) / 1000;
+    count_latency(a, bucket_of(us), us, 1);
 }
 
-void rls__metrics_lane(rls_db *db, const char *action, int *hint, const rls_result *res,
+/*
+ * The lane's sampling.  Which checks are timed is drawn at random (a
+ * periodic choice could keep step with a periodic load); each timed one
+ * stands for itself and the untimed ones since the one before it, so
+ * latency_count stays the number of checks and the histogram an unbiased
+ * sample of their times; the untimed ones after the last timed one go
+ * with it at the flush (flush_act).  The pipeline's checks are timed
+ * every one and counted alone: a slow database check never stands for a
+ * lane check.
+ */
+int rls__metrics_lane_timed(rls_db *db, const char *action, rls__hint *hint)
+{
+    struct met_act *a = act_hinted(db, action, hint);
+    if (!a || a->lane_b < 0)
+        return 1;   /* the first since the flush: the others need one */
+    uint32_t x = db->ev->rng ? db->ev->rng : 0x9e3779b9u ^ (uint32_t)(uintptr_t)db;
+    x ^= x << 13;   /* xorshift32 */
+    x ^= x >> 17;
+    x ^= x << 5;
+    db->ev->rng = x;
+    return x % RLS_MET_LANE_SAMPLE == 0;
+}
+
+void rls__metrics_lane(rls_db *db, const char *action, rls__hint *hint, const rls_result *res,
                        const decide_item *items, const resolved_limit *rl, int n, int64_t t0)
 {
-    struct rls_events *ev = db->ev;
-    struct met_act *a;
-    int i = *hint;
-    if (ev && i >= 0 && i < ev->nacts && strcmp(ev->acts[i].action, action) == 0) {
-        a = &ev->acts[i];
-    } else {
-        if (!(a = act_of(db, action)))
-            return;
-        *hint = (int)(a - db->ev->acts);
+    struct met_act *a = act_hinted(db, action, hint);
+    if (!a)
+        return;
+    count_check(a, res, items, rl, n);
+    if (t0 == RLS_MET_UNTIMED) {
+        a->lane_untimed++;
+        return;
     }
-    count_check(a, res, items, rl, n, t0);
+    int64_t us = (rls__metrics_clock() - t0) / 1000;
+    a->lane_b = bucket_of(us);
+    a->lane_us = us;
+    count_latency(a, a->lane_b, us, a->lane_untimed + 1);
+    a->lane_untimed = 0;
 }
 
 int rls__metrics_pending(const rls_db *db)
@@ -163,10 +217,14 @@ int rls__counter_add(rls_db *db, const char *action, const char *name, const cha
     return rc == SQL_DONE ? RLS_OK : rls__sql_error(db, rc, "cannot write metrics");
 }
 
-static int flush_act(rls_db *db, const struct met_act *a)
+static int flush_act(rls_db *db, struct met_act *a)
 {
     char label[32];
     int rc = RLS_OK;
+    if (a->lane_untimed > 0 && a->lane_b >= 0) {   /* with the lane's last timed one */
+        count_latency(a, a->lane_b, a->lane_us, a->lane_untimed);
+        a->lane_untimed = 0;
+    }
     for (int r = 0; rc == RLS_OK && r < 8; r++)
         if (a->reason[r])
             rc = rls__counter_add(db, a->action, "reason", rls_reason_name(r), a->reason[r]);
@@ -204,6 +262,7 @@ int rls__metrics_flush(rls_db *db)
     }
     /* like the stats: a transaction that rolls back loses them */
     db->ev->nacts = 0;
+    db->ev->acts_gen++;
     return RLS_OK;
 }
 

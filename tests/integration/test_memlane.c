@@ -302,6 +302,57 @@ static void lane_serves_the_common_case(void **state)
     it_free(t);
 }
 
+/* A metric of action summed over its labels; latency: the buckets. */
+static int64_t metric_sum(rls_db *db, int64_t now, const char *metric, const char *action)
+{
+    rls_rows *rows = NULL;
+    int64_t sum = 0;
+    assert_int_equal(rls_metrics_at(db, now, &rows), RLS_OK);
+    for (int r = 0; r < rls_rows_count(rows); r++)
+        if (strcmp(rls_rows_text(rows, r, 0), metric) == 0 &&
+            strcmp(rls_rows_text(rows, r, 1), action) == 0)
+            sum += rls_rows_int(rows, r, 3);
+    rls_rows_free(rows);
+    return sum;
+}
+
+/* The lane times one check in about RLS_MET_LANE_SAMPLE, and each timed
+ * one counts for the untimed ones before it: every check is in
+ * latency_count and in one bucket, whether the flush comes after a timed
+ * check or after untimed ones, in one period or across several. */
+static void lane_latency_is_sampled_and_counted(void **state)
+{
+    (void)state;
+    if (it_pg())
+        skip();
+    itest *t = it_new(RULES);
+    int64_t now = 1774740000000LL, checks = 0;
+    for (int round = 0; round < 3; round++) {   /* a flush at each close */
+        rls_db *db = open_mem(t);
+        long n = 2000 + 7 * round;   /* ends after an untimed one, most likely */
+        for (long i = 0; i < n; i++, checks++) {
+            rls_result r;
+            char key[16];
+            snprintf(key, sizeof key, "k%ld", i % 50);
+            assert_int_equal(rls_check_at(db, "tb", key, 1, now + i, &r), RLS_OK);
+        }
+        uint64_t served = rls__memlane_served(db), timed = rls__memlane_timed(db);
+        assert_true(served > (uint64_t)n / 2);   /* a key's first check: the pipeline */
+        if (timed < 1 || timed * 4 > served || timed * 64 < served)
+            fail_msg("lane timed %llu of %llu checks", (unsigned long long)timed,
+                     (unsigned long long)served);
+        rls_close(db);
+        now += 100000;
+    }
+    rls_db *db = open_mem(t);
+    assert_int_equal(metric_sum(db, now, "latency_count", "tb"), checks);
+    assert_int_equal(metric_sum(db, now, "latency", "tb"), checks);
+    assert_int_equal(metric_sum(db, now, "reason", "tb"), checks);
+    assert_true(metric_sum(db, now, "latency_sum_us", "tb") >= 0);
+    rls_close(db);
+    it_free(t);
+}
+
 /* A rule set freed and loaded again, of the same generation (as after a
  * fork, or a copy whose stored rules rolled back), quite likely at the
  * same address: the lane's entries keep pointers into the old one, and
@@ -636,6 +687,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(lane_answers_as_the_pipeline),
         cmocka_unit_test(lane_serves_the_common_case),
+        cmocka_unit_test(lane_latency_is_sampled_and_counted),
         cmocka_unit_test(reloaded_rules_are_prepared_again),
         cmocka_unit_test(changes_elsewhere_reach_a_warm_lane),
         cmocka_unit_test(ends_of_ranges_through_the_lane),
