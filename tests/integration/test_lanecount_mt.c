@@ -2,10 +2,13 @@
  * test_lanecount_mt.c - the lane's counts on a thread-safe handle
  * (rls_options.thread_safe): checker threads of memory-only, mixed and
  * durable actions beside threads that read the metrics and stats, set the
- * admin reason, block and unblock keys on the same handle; every call
- * succeeds, every count is exact (lanecount.h).  SQLite only.
+ * admin reason, block and unblock keys on the same handle, and across a
+ * fork with counts pending; every call succeeds, every count is exact
+ * (lanecount.h).  SQLite only.
  */
 #include <pthread.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include "lanecount.h"
 
 
@@ -241,11 +244,82 @@ static void thread_safe_mixed(void **state)
     it_free(t);
 }
 
+/* n checker threads (ids id0...) of rounds checks each on db, their
+ * tallies added to tl; their errors, or -1 when a thread failed to start. */
+static int64_t run_checkers(rls_db *db, int n, long rounds, int id0, struct tally *tl)
+{
+    struct worker w[8];
+    pthread_t th[8];
+    int64_t errors = 0;
+    memset(w, 0, sizeof w);
+    for (int i = 0; i < n && i < 8; i++) {
+        w[i].db = db;
+        w[i].id = id0 + i;
+        w[i].rounds = rounds;
+        if (pthread_create(&th[i], NULL, checker, &w[i]) != 0)
+            return -1;
+    }
+    for (int i = 0; i < n && i < 8; i++) {
+        pthread_join(th[i], NULL);
+        if (w[i].errors && errors == 0)
+            fprintf(stderr, "checker %d: %s\n", w[i].id, w[i].first);
+        errors += w[i].errors;
+        for (int a = 0; a < NACT; a++) {
+            tl->checks[a] += w[i].tl.checks[a];
+            tl->allowed[a] += w[i].tl.allowed[a];
+        }
+    }
+    return errors;
+}
+
+/*
+ * A thread-safe handle whose threads left lane counts pending (untimed,
+ * not written), forked: the child's threads check on the handle it
+ * inherited and close it, writing only their own counts; the parent's
+ * threads go on; every count exact.
+ */
+static void thread_safe_fork(void **state)
+{
+    (void)state;
+    if (it_pg())
+        skip();
+    itest *t = it_new(RULES);
+    rls_db *db = open_h(t, 1);
+    struct tally tl;
+    memset(&tl, 0, sizeof tl);
+    assert_int_equal(run_checkers(db, 4, 1500, 0, &tl), 0);
+    assert_true(rls__memlane_served(db) > 0);
+    struct tally *c = mmap(NULL, sizeof *c, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                           -1, 0);
+    assert_true(c != MAP_FAILED);
+    memset(c, 0, sizeof *c);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {   /* no cmocka here: the parent judges */
+        int64_t errors = run_checkers(db, 3, 1000, 10, c);
+        rls_close(db);
+        _exit(errors == 0 ? 0 : 1);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    for (int a = 0; a < NACT; a++) {
+        tl.checks[a] += c->checks[a];
+        tl.allowed[a] += c->allowed[a];
+    }
+    munmap(c, sizeof *c);
+    assert_int_equal(run_checkers(db, 4, 1000, 20, &tl), 0);
+    rls_close(db);
+    assert_exact(t->db, T0 + 700000, &tl);
+    it_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(thread_safe_mixed),
         cmocka_unit_test(reason_race),
+        cmocka_unit_test(thread_safe_fork),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
