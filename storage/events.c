@@ -274,6 +274,7 @@ void rls__progress(rls_db *db, int64_t rows)
 
 int rls_set_progress(rls_db *db, void (*fn)(void *ctx, int64_t rows), void *ctx)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     struct rls_events *ev;
     if (!db)
         return RLS_EINVAL;
@@ -297,6 +298,7 @@ const char *rls__admin_reason(const rls_db *db)
 
 int rls_admin_reason(rls_db *db, const char *reason)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     int rc = rls__db_usable(db);
     struct rls_events *ev;
     if (rc)

@@ -322,6 +322,7 @@ static int metrics_read(rls_db *db, rls_rows *out, int64_t now)
 
 int rls_metrics_at(rls_db *db, int64_t now_ms, rls_rows **out)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     static const rows_col cols[] = {
         {"metric", RLS_COL_TEXT}, {"action", RLS_COL_TEXT}, {"label", RLS_COL_TEXT},
         {"value", RLS_COL_INT},
