@@ -116,6 +116,7 @@ static int unblock_fn(rls_db *db, void *p)
 
 int rls_block_unset_all_at(rls_db *db, const char *action, int64_t now_ms, int64_t *count)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     struct bulk b = {action, now_ms, 0, 0, 0, NULL};
     int rc = db ? check_action(db, action, 1) : RLS_EINVAL;
     if (rc == RLS_OK)
@@ -178,6 +179,7 @@ static int reset_fn(rls_db *db, void *p)
 
 int rls_reset_action_at(rls_db *db, const char *action, int64_t now_ms, int64_t *count)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     struct bulk b = {action, now_ms, 0, 0, 0, NULL};
     int rc = db ? check_action(db, action, 0) : RLS_EINVAL;
     if (rc == RLS_OK)
@@ -242,11 +244,13 @@ static int prune(rls_db *db, rls_tx_fn fn, int64_t before, int64_t now, int64_t 
 
 int rls_audit_prune_at(rls_db *db, int64_t before_ms, int64_t now_ms, int64_t *deleted)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     return prune(db, audit_prune_fn, before_ms, now_ms, deleted);
 }
 
 int rls_events_prune_at(rls_db *db, int64_t before_ms, int64_t now_ms, int64_t *deleted)
 {
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     return prune(db, events_prune_fn, before_ms, now_ms, deleted);
 }
 
@@ -265,6 +269,7 @@ int rls_events_list_at(rls_db *db, const char *action, const char *key, const ch
     *out = NULL;
     if (!db)
         return RLS_EINVAL;
+    RLS_SERIAL(db);   /* a thread-safe handle: one call at a time (group.h) */
     if (limit < 1 || limit > 100000)
         return rls__error(db, RLS_EINVAL, "limit %d is outside 1..100000", limit);
     if (since_ms < 0 || since_ms > RLS_TIME_MAX)

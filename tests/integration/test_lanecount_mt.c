@@ -314,12 +314,69 @@ static void thread_safe_fork(void **state)
     it_free(t);
 }
 
+/* The bulk calls of rls_admin(3) over and over until the checkers are
+ * done: the events listed, old audit rows and events pruned, every block
+ * of mp lifted, m1's counters reset (none changes what was counted). */
+static void *bulker(void *arg)
+{
+    struct admin_worker *w = arg;
+    for (long i = 0; !__atomic_load_n(w->stop, __ATOMIC_ACQUIRE); i++, w->calls++) {
+        rls_rows *rows = NULL;
+        int64_t n = 0;
+        int rc, k = (int)(i % 5);
+        if (k == 0)
+            rc = rls_events_list_at(w->db, NULL, NULL, NULL, 0, 100, &rows);
+        else if (k == 1)
+            rc = rls_audit_prune_at(w->db, T0 - 1000, T0 + 600000, &n);
+        else if (k == 2)
+            rc = rls_events_prune_at(w->db, T0 - 1000, T0 + 600000, &n);
+        else if (k == 3)
+            rc = rls_block_unset_all_at(w->db, "mp", T0 + 600000, &n);
+        else
+            rc = rls_reset_action_at(w->db, "m1", T0 + 600000, &n);
+        rls_rows_free(rows);
+        if (rc != RLS_OK)
+            admin_error(w, "bulk", rc);
+    }
+    return NULL;
+}
+
+/* The bulk calls on a thread-safe handle beside 8 threads checking on it
+ * (each took the handle without its lock, as rls_metrics_at did: its
+ * statements on the connection a group leader was using): every call
+ * succeeds and the checks count exactly. */
+static void bulk_calls_beside_checks(void **state)
+{
+    (void)state;
+    if (it_pg())
+        skip();
+    itest *t = it_new(RULES);
+    rls_db *db = open_h(t, 1);
+    volatile int stop = 0;
+    struct admin_worker bw = {db, 0, &stop, 0, 0, ""};
+    pthread_t bt;
+    struct tally tl;
+    memset(&tl, 0, sizeof tl);
+    assert_int_equal(pthread_create(&bt, NULL, bulker, &bw), 0);
+    int64_t errors = run_checkers(db, 8, knob("RLS_LANECOUNT_OPS", 20000) / 8, 0, &tl);
+    __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+    assert_int_equal(pthread_join(bt, NULL), 0);
+    assert_int_equal(errors, 0);
+    if (bw.errors)
+        fail_msg("%lld bulk calls failed, the first %s", (long long)bw.errors, bw.first);
+    assert_true(bw.calls > 0);
+    rls_close(db);
+    assert_exact(t->db, T0 + 700000, &tl);
+    it_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(thread_safe_mixed),
         cmocka_unit_test(reason_race),
         cmocka_unit_test(thread_safe_fork),
+        cmocka_unit_test(bulk_calls_beside_checks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
