@@ -20,7 +20,8 @@
  *     rls_options.thread_safe = 1: then any number of threads may call
  *     every function on it at once (rls_close excepted: call it when no
  *     other thread uses the handle).  Checks, peeks and reservations that
- *     arrive while a transaction is open join the next one (group commit:
+ *     arrive while a transaction is open join the next one, or under
+ *     durability full the open one before its fsync (group commit:
  *     one COMMIT, one fsync, each check decided on its own in arrival
  *     order and durable before its call returns); other calls take turns.
  *     On such a handle rls_errmsg() is per thread: the detail of this

@@ -11,7 +11,9 @@
  * sees an earlier one's charge), one COMMIT, one fsync.  Then it marks
  * them done, wakes them, and wakes the queue's head to lead the next
  * group.  Checks that arrive while a group runs wait for the next, so the
- * group grows with the load and a lone check waits for nobody.
+ * group grows with the load and a lone check waits for nobody; when the
+ * group's COMMIT is fsynced they join it before the COMMIT (group_tx.c,
+ * late_join).
  *
  * On a busy CPU the members a group decided may not have run again by the
  * time the next check finds no leader: it would lead a group of one, again
@@ -276,7 +278,7 @@ static void lead(rls_db *db, struct rls_group *g)
         g->tail = NULL;
     pthread_mutex_unlock(&g->q);
 
-    rls__group_run(db, m, n);
+    n = rls__group_run(db, m, n);
     rls__serial_leave(&held);
 
     pthread_mutex_lock(&g->q);
@@ -288,6 +290,23 @@ static void lead(rls_db *db, struct rls_group *g)
     g->leading = 0;
     if (g->head)
         pthread_cond_signal(&g->head->cv);   /* the next group's leader */
+}
+
+size_t rls__group_take(rls_db *db, struct group_member **m, size_t max,
+                       int (*fits)(void *arg, const struct group_member *mb), void *arg)
+{
+    struct rls_group *g = db->group;
+    size_t k = 0;
+    pthread_mutex_lock(&g->q);
+    while (g->head && k < max && fits(arg, g->head)) {
+        m[k++] = g->head;
+        g->head = g->head->next;
+        g->waiting--;
+    }
+    if (!g->head)
+        g->tail = NULL;
+    pthread_mutex_unlock(&g->q);
+    return k;
 }
 
 int rls__group_check(rls_db *db, struct check_call *call)

@@ -78,4 +78,8 @@ void rls__group_errmsg_keep(const struct rls_db *db, const char *msg);
 /* rls_errmsg of a thread-safe handle: this thread's last call's detail. */
 const char *rls__group_errmsg(const struct rls_db *db);
 
+/* Tests: called by a leader in its group's transaction, right before it
+ * looks for late members (group_tx.c). */
+extern void (*rls__group_late_hook)(struct rls_db *db);
+
 #endif

@@ -52,7 +52,14 @@ unsigned long rls__fork_epoch(void);
 void rls__group_copy_msg(char *dst, size_t size, const char *msg);
 
 /* group_tx.c: runs the n members' checks (the leader, handle lock held):
- * each member's rc, errmsg and result filled. */
-void rls__group_run(rls_db *db, struct group_member **m, size_t n);
+ * each member's rc, errmsg and result filled.  m has room for GROUP_MAX:
+ * members that joined the group late (group_tx.c) are appended; returns
+ * how many m holds now. */
+size_t rls__group_run(rls_db *db, struct group_member **m, size_t n);
+/* group.c, for the leader (handle lock held): takes from the queue's head,
+ * in arrival order, at most max members that fits(arg, member) accepts,
+ * stopping at the first it does not. */
+size_t rls__group_take(rls_db *db, struct group_member **m, size_t max,
+                       int (*fits)(void *arg, const struct group_member *mb), void *arg);
 
 #endif

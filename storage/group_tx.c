@@ -33,7 +33,15 @@ struct gtx {
     int write;                           /* a member charges */
     int full_sync;                       /* a member asks for `durability: full` */
     int64_t now;                         /* the latest member's time (housekeeping) */
+    rls_db *db;
+    int late;                            /* the group's last transaction: late
+                                          * members may join (late_join) */
+    int mem;                             /* memory-class entries the members lock */
+    struct group_member **all;           /* the leader's members, late ones */
+    size_t *nall;                        /* appended (room for GROUP_MAX) */
 };
+
+void (*rls__group_late_hook)(rls_db *db);
 
 /* A member alone: the plain pipeline, through the public entry (the
  * handle lock is this thread's, so it does not route to the group). */
@@ -145,6 +153,65 @@ static void undo_all(rls_db *db, struct gtx *t)
     }
 }
 
+/* Member m, prepared, joins transaction t. */
+static void gtx_add(rls_db *db, struct gtx *t, struct group_member *m)
+{
+    struct check_call *c = m->call;
+    t->mem += rls__mem_action_count(db->rc.rules, c->action);
+    t->m[t->n++] = m;
+    t->write |= c->op != CHECK_OP_PEEK;
+    t->full_sync |= c->full_sync;
+    if (c->now > t->now)
+        t->now = c->now;
+}
+
+/* A queued member fits an open transaction when its memory-class entries
+ * stay within what one transaction may lock (memclass.h). */
+static int late_fits(void *arg, const struct group_member *mb)
+{
+    const struct gtx *t = arg;
+    return t->n < GROUP_MAX &&
+           t->mem + rls__mem_action_count(t->db->rc.rules, mb->call->action) <=
+               RLS__MEM_TXN_MAX;
+}
+
+/*
+ * Late members.  Checks that queued while this transaction ran its members
+ * join it before its COMMIT when that commit is fsynced (the handle's
+ * `durability: full`, or a member's): decided after the others, in arrival
+ * order, committed with them.  Without it a steady load of N threads
+ * splits into two groups that alternate, each thread in every other one:
+ * each check waits for two fsyncs instead of one.  Where the commit is not
+ * fsynced a member's own statements cost more than the commit it would
+ * share, and it waits for the next group as before.  In a write
+ * transaction only (a late member may charge), the group's last (a late
+ * member is decided after every member that arrived before it).  A late member answered
+ * before the transaction (invalid input, a cached denial) is answered as
+ * in the first pass.
+ */
+static int late_join(rls_db *db, struct gtx *t, size_t *bad)
+{
+    if (rls__group_late_hook)
+        rls__group_late_hook(db);
+    if (!t->late || !t->write ||
+        !(t->full_sync || db->ident.opt.durability == RLS_DURABILITY_FULL))
+        return RLS_OK;
+    struct group_member *late;
+    /* one at a time: whether the next fits depends on those before it */
+    while (*t->nall < GROUP_MAX && rls__group_take(db, &late, 1, late_fits, t) == 1) {
+        t->all[(*t->nall)++] = late;
+        if (!member_prepare(db, late))
+            continue;
+        gtx_add(db, t, late);
+        int rc = member_tx(db, late->call);
+        if (rc) {
+            *bad = t->n - 1;
+            return rc;
+        }
+    }
+    return RLS_OK;
+}
+
 /* One attempt of the group's transaction; *bad is the member whose stage
  * failed (t->n: none, BEGIN, housekeeping or COMMIT).  Nothing of a
  * failed attempt remains. */
@@ -161,6 +228,8 @@ static int gtx_once(rls_db *db, struct gtx *t, size_t *bad)
             *bad = i;
             goto fail;
         }
+    if ((rc = late_join(db, t, bad)))
+        goto fail;
     if (t->write && (rc = rls__check_housekeeping(db, t->now)))
         goto fail;
     rls__cache_check_begin(db, 0);
@@ -212,35 +281,39 @@ static void gtx_run(rls_db *db, struct gtx *t)
         rls__durable_restore(db);
 }
 
-void rls__group_run(rls_db *db, struct group_member **m, size_t n)
+/* A fresh transaction for the leader's members (all, *nall of them). */
+static void gtx_init(rls_db *db, struct gtx *t, struct group_member **all, size_t *nall)
+{
+    memset(t, 0, sizeof *t);
+    t->db = db;
+    t->all = all;
+    t->nall = nall;
+}
+
+size_t rls__group_run(rls_db *db, struct group_member **m, size_t n)
 {
     struct gtx t;
     if (n == 1) {
         m[0]->rc = run_single(db, m[0]->call);
         rls__group_copy_msg(m[0]->errmsg, sizeof m[0]->errmsg, m[0]->rc ? db->errmsg : "");
-        return;
+        return n;
     }
-    memset(&t, 0, sizeof t);
-    int mem = 0;
-    for (size_t i = 0; i < n; i++) {
+    size_t first = n;   /* late members are appended to m, and prepared there */
+    gtx_init(db, &t, m, &n);
+    for (size_t i = 0; i < first; i++) {
         struct check_call *c = m[i]->call;
         if (!member_prepare(db, m[i]))
             continue;
         /* one transaction locks at most RLS__MEM_TXN_MAX memory-class
          * entries (memclass.h): a member that would pass that bound starts
          * the next transaction of the group */
-        int k = rls__mem_action_count(db->rc.rules, c->action);
-        if (t.n > 0 && mem + k > RLS__MEM_TXN_MAX) {
+        if (t.n > 0 && t.mem + rls__mem_action_count(db->rc.rules, c->action) > RLS__MEM_TXN_MAX) {
             gtx_run(db, &t);
-            memset(&t, 0, sizeof t);
-            mem = 0;
+            gtx_init(db, &t, m, &n);
         }
-        mem += k;
-        t.m[t.n++] = m[i];
-        t.write |= c->op != CHECK_OP_PEEK;
-        t.full_sync |= c->full_sync;
-        if (c->now > t.now)
-            t.now = c->now;
+        gtx_add(db, &t, m[i]);
     }
+    t.late = 1;
     gtx_run(db, &t);
+    return n;
 }

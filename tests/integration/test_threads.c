@@ -61,12 +61,13 @@ static const char *RULES =
 /* A thread-safe handle on t's database; the memory table in t's scratch
  * folder (never /dev/shm: PostgreSQL's URIs name a new table each run),
  * small. */
-static rls_db *open_ts(const itest *t, int busy_ms)
+static rls_db *open_ts_as(const itest *t, int busy_ms, int durability)
 {
     rls_options o;
     rls_db *db = NULL;
     rls_options_init(&o);
     o.thread_safe = 1;
+    o.durability = durability;
     o.busy_timeout_ms = busy_ms;
     o.shm_dir = t->dir;
     o.shm_slots = 1024;
@@ -74,6 +75,11 @@ static rls_db *open_ts(const itest *t, int busy_ms)
     if (rc != RLS_OK)
         fail_msg("open: %s: %s", rls_errname(rc), rls_errmsg(NULL));
     return db;
+}
+
+static rls_db *open_ts(const itest *t, int busy_ms)
+{
+    return open_ts_as(t, busy_ms, RLS_DURABILITY_NORMAL);
 }
 
 /* What the workers did, in memory every process maps (MAP_SHARED). */
@@ -410,6 +416,73 @@ static void group_decides_each_member_alone(void **state)
     it_free(t);
 }
 
+/* A check that queues while a group's transaction runs: started by the
+ * leader's hook (group_tx.c), once, before it looks for late members. */
+static struct {
+    struct one o;
+    pthread_t th;
+    int fired;
+} late;
+
+static void late_hook(rls_db *db)
+{
+    if (late.fired++)
+        return;
+    assert_int_equal(pthread_create(&late.th, NULL, one_check, &late.o), 0);
+    wait_queued(db, 1);
+}
+
+/* Under `durability: full` a check that queued while a group ran joins
+ * that group's fsynced COMMIT, decided after the members before it (one
+ * group, one fsync); under `normal` it waits for a group of its own. */
+static void late_member_joins_an_fsynced_commit(void **state)
+{
+    IT_SQLITE_ONLY();
+    for (int full = 1; full >= 0; full--) {
+        itest *t = it_new(RULES);
+        rls_db *db =
+            open_ts_as(t, 60000, full ? RLS_DURABILITY_FULL : RLS_DURABILITY_NORMAL);
+        it_check_on(db, "fw", "warm", 1, NOW, NULL);   /* the rules loaded */
+        uint64_t g0 = rls__group_led(db);
+        sqlite3 *lk = it_lock_db(t);   /* the leader waits, holding the handle */
+        struct one lead = {db, "fw", "lead", 0, {0}, ""};
+        pthread_t lt, th[2];
+        assert_int_equal(pthread_create(&lt, NULL, one_check, &lead), 0);
+        while (rls__group_waiting(db) != 0 || !rls__group_leading(db))
+            sched_yield();
+        struct one m[2] = {{db, "fw", "k", 0, {0}, ""}, {db, "fw", "k", 0, {0}, ""}};
+        for (int i = 0; i < 2; i++) {
+            assert_int_equal(pthread_create(&th[i], NULL, one_check, &m[i]), 0);
+            wait_queued(db, (size_t)i + 1);
+        }
+        memset(&late, 0, sizeof late);
+        late.o = (struct one){db, "fw", "k", 0, {0}, ""};
+        rls__group_late_hook = late_hook;
+        it_unlock_db(lk);
+        pthread_join(lt, NULL);
+        for (int i = 0; i < 2; i++)
+            pthread_join(th[i], NULL);
+        assert_int_equal(late.fired, 1);   /* normal: its own group is of one */
+        pthread_join(late.th, NULL);
+        rls__group_late_hook = NULL;
+        assert_int_equal(lead.rc, RLS_OK);
+        for (int i = 0; i < 2; i++) {
+            assert_int_equal(m[i].rc, RLS_OK);
+            assert_int_equal(m[i].res.remaining, CAP - 1 - i);
+        }
+        assert_int_equal(late.o.rc, RLS_OK);   /* after both: arrival order */
+        assert_int_equal(late.o.res.remaining, CAP - 3);
+        /* the leader's check alone, then the group: with the late member
+         * under full, without it (which then leads one more) under normal */
+        assert_int_equal(rls__group_led(db) - g0, full ? 2 : 3);
+        rls_result r;
+        assert_int_equal(rls_peek_at(db, "fw", "k", 1, NOW, &r), RLS_OK);
+        assert_int_equal(r.remaining, CAP - 3);
+        rls_close(db);
+        it_free(t);
+    }
+}
+
 /* rules with the first cut removed (malloc'ed) */
 static char *rules_without(const char *rules, const char *cut)
 {
@@ -506,6 +579,7 @@ int main(void)
         cmocka_unit_test(processes_with_threads_are_exact),
         cmocka_unit_test(errmsg_is_per_thread),
         cmocka_unit_test(group_decides_each_member_alone),
+        cmocka_unit_test(late_member_joins_an_fsynced_commit),
         cmocka_unit_test(memory_checks_skip_the_group),
         cmocka_unit_test(thread_safe_out_of_range),
     };

@@ -72,12 +72,14 @@ static void say(int fd, unsigned char b)
         _exit(4);
 }
 
-static rls_db *writer_open(const char *path, const char *shm_dir, int thread_safe)
+static rls_db *writer_open(const char *path, const char *shm_dir, int thread_safe,
+                          int durability)
 {
     rls_options o;
     rls_db *db = NULL;
     rls_options_init(&o);
     o.thread_safe = thread_safe;
+    o.durability = durability;
     o.shm_dir = shm_dir;
     if (rls_open(&db, path, &o) != RLS_OK)
         _exit(2);
@@ -110,9 +112,12 @@ static void *gthread_main(void *arg)
     return NULL;
 }
 
-static void group_writer(const char *path, const char *shm_dir, struct gthread *g, int n)
+/* Every other round under `durability: full`: its groups' COMMITs are
+ * fsynced, and checks that queue meanwhile join them late (group_tx.c). */
+static void group_writer(const char *path, const char *shm_dir, struct gthread *g, int n,
+                         int durability)
 {
-    rls_db *db = writer_open(path, shm_dir, 1);
+    rls_db *db = writer_open(path, shm_dir, 1, durability);
     pthread_t th[GROUP_THREADS];
     for (int i = 0; i < n; i++) {
         g[i].db = db;
@@ -269,7 +274,8 @@ static void sigkill_group_writers_lose_no_acknowledged_admission(void **state)
         if (pid == 0) {
             for (int i = 0; i < GROUP_THREADS; i++)
                 close(rfd[i]);
-            group_writer(wpath, t->dir, g, GROUP_THREADS);
+            group_writer(wpath, t->dir, g, GROUP_THREADS,
+                         round % 2 ? RLS_DURABILITY_FULL : RLS_DURABILITY_NORMAL);
         }
         for (int i = 0; i < GROUP_THREADS; i++)
             close(g[i].fd);
@@ -305,7 +311,7 @@ static void batch_items(long r, rls_item tri[3], rls_item pair[2], char keys[5][
 static void batch_writer(const char *path, const char *shm_dir, long round, int64_t now,
                          int fd_tri, int fd_pair, unsigned seed)
 {
-    rls_db *db = writer_open(path, shm_dir, 0);
+    rls_db *db = writer_open(path, shm_dir, 0, RLS_DURABILITY_NORMAL);
     rls_item tri[3], pair[2];
     rls_result r[3];
     char keys[5][48];
@@ -421,7 +427,7 @@ static long startup_once(itest *t, int batch, long n)
             batch_writer(t->path, t->dir, -1 - n, T0, fds[1], fds[1], 7);
         struct gthread g = {.action = "fw", .fd = fds[1], .now = T0, .seed = 7};
         snprintf(g.key, sizeof g.key, "calibration:%ld", n);
-        group_writer(t->path, t->dir, &g, 1);
+        group_writer(t->path, t->dir, &g, 1, RLS_DURABILITY_NORMAL);
     }
     close(fds[1]);
     while (read(fds[0], &c, 1) == 1 && !(c & (ACK_KEPT | ACK_NONE))) {
