@@ -118,6 +118,8 @@ static inline int rls__metrics_draw(rls_db *db)
     return x % RLS_MET_LANE_SAMPLE == 0;
 }
 
+/* The whole of the two below: looked up by name when the hint does not
+ * hold. */
 int rls__metrics_lane_timed_look(rls_db *db, const char *action, rls__hint *hint);
 void rls__metrics_lane_count(rls_db *db, const char *action, rls__hint *hint,
                              const rls_result *res, const decide_item *items,

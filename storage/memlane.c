@@ -359,7 +359,7 @@ int rls__mem_lane_check(rls_db *db, const char *action, const char *key, int64_t
         int failure = rls__check_is_storage_failure(rc);
         rls__decide_degraded(res, failure && rls__check_policy_allows(db, action));
         if (failure)   /* else refused input: not counted (metrics.c) */
-            rls__metrics_lane(db, action, &e->met_hint, res, NULL, NULL, 0, t0);
+            rls__metrics_lane_count(db, action, &e->met_hint, res, NULL, NULL, 0, t0);
         *rcp = rc;
         return 1;
     }
