@@ -124,7 +124,7 @@ typedef struct span {
  * ever be behind it, still the stored one: never an early reset), else a
  * new window starting now.
  */
-static span fixed_span(const algo_params *p, const algo_window *w,
+static inline span fixed_span(const algo_params *p, const algo_window *w,
                        const algo_state *st, int64_t now)
 {
     span s;
@@ -625,7 +625,7 @@ static void gcra_refund(const algo_params *p, algo_state *st, int64_t now,
 /* ---- entry points -------------------------------------------------------- */
 
 /* Parameters, window and state a call can work with; 0 if valid. */
-static int check_args(const algo_params *p, const algo_window *w,
+static inline int check_args(const algo_params *p, const algo_window *w,
                       const algo_state *st, int64_t now, int64_t cost)
 {
     if (!p || !st || !rls__algo_name(p->kind) || p->limit < 1 || p->burst < 1 ||

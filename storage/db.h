@@ -260,10 +260,29 @@ void rls__cache_resv_never_set(rls_db *db, int never);
  * rls__stats_uncount takes a count back (a transaction that counted it and
  * is run again), unless a flush took it already. */
 int rls__stats_count(rls_db *db, const char *action, int64_t now, int allowed);
-/* rls__stats_count trying first where the action's count was (*hint, of
- * this action's counts only); *hint is set to where it is now. */
-int rls__stats_count_hint(rls_db *db, const char *action, int64_t now, int allowed,
+/* rls__stats_count, *hint set to where the action's count is now. */
+int rls__stats_count_look(rls_db *db, const char *action, int64_t now, int allowed,
                           rls__hint *hint);
+/* rls__stats_count trying first where the action's count was (*hint, of
+ * this action's counts only); *hint is set to where it is now.  Inline
+ * (the memory lane's every check): a count of this generation of the
+ * array (it only grows until emptied: the index names the action it was
+ * taken for) in the same second is counted here. */
+static inline int rls__stats_count_hint(rls_db *db, const char *action, int64_t now,
+                                        int allowed, rls__hint *hint)
+{
+    int i = hint->i;
+    stat_acc *s = hint->gen == db->stats.gen && i >= 0 && i < db->stats.nstats
+                      ? &db->stats.acc[i]
+                      : NULL;
+    if (!s || s->sec != now / 1000)
+        return rls__stats_count_look(db, action, now, allowed, hint);
+    if (allowed)
+        s->allowed++;
+    else
+        s->denied++;
+    return 1;
+}
 void rls__stats_uncount(rls_db *db, const char *action, int64_t now, int allowed);
 int rls__stats_flush(rls_db *db, int64_t now, int force);
 int rls__gc_step(rls_db *db, int64_t now, int max_rows, int64_t *deleted);

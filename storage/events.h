@@ -91,12 +91,70 @@ void rls__metrics_check(rls_db *db, const struct check_call *call, int rc, int64
  * untimed ones before it (metrics.c).  1: time this check of action. */
 #define RLS_MET_LANE_SAMPLE 16
 #define RLS_MET_UNTIMED (-1)   /* t0 of a check not timed */
-int rls__metrics_lane_timed(rls_db *db, const char *action, rls__hint *hint);
+
+/* The lane's common cases below are inline (a check is a few hundred
+ * instructions, a call and its set-up a tenth of them); metrics.c owns
+ * what they touch and does everything else. */
+
+/* The counts of the action *hint was taken for, when this generation of
+ * the array holds them (it only grows until emptied: no name to
+ * compare); else NULL. */
+static inline struct met_act *rls__metrics_hinted(const rls_db *db, const rls__hint *hint)
+{
+    const struct rls_events *ev = db->ev;
+    if (ev && hint->gen == ev->acts_gen && hint->i >= 0 && hint->i < ev->nacts)
+        return &ev->acts[hint->i];
+    return NULL;
+}
+
+/* 1 one time in RLS_MET_LANE_SAMPLE, at random (a per-handle xorshift32). */
+static inline int rls__metrics_draw(rls_db *db)
+{
+    uint32_t x = db->ev->rng ? db->ev->rng : 0x9e3779b9u ^ (uint32_t)(uintptr_t)db;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    db->ev->rng = x;
+    return x % RLS_MET_LANE_SAMPLE == 0;
+}
+
+/* The whole of the two below: looked up by name when the hint does not
+ * hold. */
+int rls__metrics_lane_timed_look(rls_db *db, const char *action, rls__hint *hint);
+void rls__metrics_lane_count(rls_db *db, const char *action, rls__hint *hint,
+                             const rls_result *res, const decide_item *items,
+                             const resolved_limit *rl, int n, int64_t t0);
+
+/* 1: time this check of action (*hint: where its counts were, of this
+ * action's counts only). */
+static inline int rls__metrics_lane_timed(rls_db *db, const char *action, rls__hint *hint)
+{
+    const struct met_act *a = rls__metrics_hinted(db, hint);
+    if (!a || a->lane_b < 0)   /* not found by the hint, or the first since the flush */
+        return rls__metrics_lane_timed_look(db, action, hint);
+    return rls__metrics_draw(db);
+}
+
 /* rls__metrics_check of a check the lane decided: items (limits rl, n)
  * as decided, *hint where the action's counts were (of this action's
- * counts only), t0 RLS_MET_UNTIMED for a check not timed. */
-void rls__metrics_lane(rls_db *db, const char *action, rls__hint *hint, const rls_result *res,
-                       const decide_item *items, const resolved_limit *rl, int n, int64_t t0);
+ * counts only), t0 RLS_MET_UNTIMED for a check not timed.  Inline: an
+ * untimed check that no limit denied (its reason counted, and one more
+ * untimed check). */
+static inline void rls__metrics_lane(rls_db *db, const char *action, rls__hint *hint,
+                                     const rls_result *res, const decide_item *items,
+                                     const resolved_limit *rl, int n, int64_t t0)
+{
+    struct met_act *a = rls__metrics_hinted(db, hint);
+    int plain = a && t0 == RLS_MET_UNTIMED && res->allowed && res->reason >= 0 && res->reason < 8;
+    for (int i = 0; plain && items && i < n; i++)
+        plain = !items[i].denied;
+    if (!plain) {
+        rls__metrics_lane_count(db, action, hint, res, items, rl, n, t0);
+        return;
+    }
+    a->reason[res->reason]++;
+    a->lane_untimed++;
+}
 /* Anything counted and not yet written? */
 int rls__metrics_pending(const rls_db *db);
 /* Inside a write transaction, with the stats (gc.c): writes the counts. */

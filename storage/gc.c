@@ -60,25 +60,11 @@ int rls__stats_count(rls_db *db, const char *action, int64_t now, int allowed)
     return 1;
 }
 
-int rls__stats_count_hint(rls_db *db, const char *action, int64_t now, int allowed,
+int rls__stats_count_look(rls_db *db, const char *action, int64_t now, int allowed,
                           rls__hint *hint)
 {
-    int64_t sec = now / 1000;
-    int i = hint->i;
-    /* an index of this generation names the action it was taken for: the
-     * array only grows until it is emptied */
-    stat_acc *s = hint->gen == db->stats.gen && i >= 0 && i < db->stats.nstats
-                      ? &db->stats.acc[i]
-                      : NULL;
-    if (s && s->sec == sec) {
-        if (allowed)
-            s->allowed++;
-        else
-            s->denied++;
-        return 1;
-    }
     int ok = rls__stats_count(db, action, now, allowed);
-    s = ok ? stat_of(db, action, sec) : NULL;
+    stat_acc *s = ok ? stat_of(db, action, now / 1000) : NULL;
     hint->i = s ? (int)(s - db->stats.acc) : -1;
     hint->gen = db->stats.gen;
     return ok;

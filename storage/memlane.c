@@ -170,17 +170,34 @@ static void prepare(rls_db *db, struct lane_act *e, const char *action, size_t a
     e->serves = servable(e->rl, e->n, e->behaviour);
 }
 
-/* The entry of action under the handle's rules, made when missing; NULL
- * for a name no action can have. */
-static struct lane_act *find(rls_db *db, struct rls_memlane *l, const char *action)
+/* Is e made under the handle's rules and patterns as they are now? */
+static inline int entry_current(const rls_db *db, const struct lane_act *e)
 {
-    for (int k = 0; k < LANE_ACTS; k++) {
+    return e->rules == db->rc.rules && e->serial == db->rc.rules->serial_ &&
+           e->rules_gen == db->rc.rules_gen && e->patterns == db->rc.patterns &&
+           e->npatterns == db->rc.npatterns;
+}
+
+/* strcmp(name, action) == 0 for the short names of actions, without
+ * strcmp's call: a check compares one name, of a few bytes. */
+static inline int name_is(const char *name, const char *action)
+{
+    size_t i = 0;
+    while (name[i] == action[i]) {
+        if (name[i] == '\0')
+            return 1;
+        i++;
+    }
+    return 0;
+}
+
+/* find() past the entry found last: another entry, or one made. */
+static struct lane_act *find_other(rls_db *db, struct rls_memlane *l, const char *action)
+{
+    for (int k = 1; k < LANE_ACTS; k++) {
         int i = (l->last + k) % LANE_ACTS;
         struct lane_act *e = &l->a[i];
-        if (e->rules == db->rc.rules && e->serial == db->rc.rules->serial_ &&
-            e->rules_gen == db->rc.rules_gen &&
-            e->patterns == db->rc.patterns && e->npatterns == db->rc.npatterns &&
-            strcmp(e->name, action) == 0) {
+        if (entry_current(db, e) && name_is(e->name, action)) {
             l->last = i;
             return e;
         }
@@ -192,6 +209,18 @@ static struct lane_act *find(rls_db *db, struct rls_memlane *l, const char *acti
     prepare(db, &l->a[l->last], action, alen);
     l->prepared++;
     return &l->a[l->last];
+}
+
+/* The entry of action under the handle's rules, made when missing; NULL
+ * for a name no action can have.  The entry found last first (the lane
+ * asks it itself: a check of the action of the check before, the usual
+ * case, is then a few compares without a call). */
+static struct lane_act *find(rls_db *db, struct rls_memlane *l, const char *action)
+{
+    struct lane_act *e = &l->a[l->last];
+    if (entry_current(db, e) && name_is(e->name, action))
+        return e;
+    return find_other(db, l, action);
 }
 
 /* The key as the action normalises it: key itself when it is its own
@@ -213,53 +242,92 @@ static const char *norm_key(const rls_db *db, struct rls_memlane *l, const struc
     return l->key;
 }
 
-/* Under the table's locks: the states read (as memclass.c's ctx_take
- * keeps them: a log only for a sliding_log limit), decided.  0, or -1
- * for the pipeline (a state the table refuses, a limit core refuses, a
- * penalty block to write). */
-static int decide(struct rls_memlane *l, struct lane_act *e, const rls__shm_txn *tx,
-                  const resolved_limit *rl, int n, int behaviour, int64_t now, int64_t cost,
-                  algo_state *st, decide_item *items, rls_result *res)
+/* Under the table's locks: state i read (as memclass.c's ctx_take keeps
+ * it: a log only for a sliding_log limit) into st, item i of the decision
+ * made of it.  0, or -1 for a state the table refuses. */
+static int take(struct rls_memlane *l, const rls__shm_txn *tx, int i, const resolved_limit *rl,
+                algo_state *st, decide_item *item)
 {
-    decide_out out;
-    for (int i = 0; i < n; i++) {
-        st[i].log = l->log[i];   /* the read sets every other field */
-        st[i].log_cap = LANE_LOG_CAP;
-        if (rls__shm_read(tx, (size_t)i, &st[i]) != RLS_OK)
-            return -1;
-        if (rl[i].def->algorithm != ALGO_SLIDING_LOG) {
-            st[i].log = NULL;
-            st[i].log_len = st[i].log_cap = 0;
-        }
-        items[i].rl = &rl[i];    /* meta, changed, denied: the decision's */
-        items[i].st = &st[i];
-        items[i].floor_ms = 0;
-        items[i].sib = NULL;
-        items[i].nsib = 0;
+    st->log = l->log[i];   /* the read sets every other field */
+    st->log_cap = LANE_LOG_CAP;
+    if (rls__shm_read(tx, (size_t)i, st) != RLS_OK)
+        return -1;
+    if (rl->def->algorithm != ALGO_SLIDING_LOG) {
+        st->log = NULL;
+        st->log_len = st->log_cap = 0;
     }
-    int rc;
-    if (n == 1 && behaviour == TIER_NORMAL) {
-        if (e->wc_def != rl[0].def) {   /* another tier's limit: another window */
-            memset(&e->wc, 0, sizeof e->wc);
-            e->wc_def = rl[0].def;
-        }
-        rc = rls__decide_one(&items[0], now, cost, &e->wc, res, &out);
-    } else {
-        rc = rls__decide_check(items, n, behaviour, now, 0, cost, 1, res, &out);
-    }
-    return rc == 0 && out.penalty < 0 ? 0 : -1;
+    item->rl = rl;    /* meta, changed, denied: the decision's */
+    item->st = st;
+    item->floor_ms = 0;
+    item->sib = NULL;
+    item->nsib = 0;
+    return 0;
 }
 
-/* Writes the changed states: RLS_OK or the table's refusal (after the
- * first write: answered here, as the fast path answers it). */
-static int write_states(rls__shm_txn *tx, const decide_item *items, const algo_state *st, int n)
+/* The check of one limit under a normal tier (the usual memory check):
+ * its entry locked, read, decided by rls__decide_one, written when
+ * changed, unlocked.  RLS_OK; the table's refusal of the write (answered
+ * here, as the fast path answers it); or -1 for the pipeline, nothing
+ * written (a lock the table refuses, a losing transaction's hold, a state
+ * the table refuses, a limit core refuses, a penalty block to write). */
+static int charge_one(struct rls_memlane *l, struct lane_act *e, rls__shm *t,
+                      const resolved_limit *rl, const char *key, size_t klen, int64_t now,
+                      int64_t mono, int64_t cost, algo_state *st, decide_item *item,
+                      rls_result *res)
 {
-    for (int i = 0; i < n; i++) {
-        int rc = items[i].changed ? rls__shm_write(tx, (size_t)i, &st[i]) : RLS_OK;
-        if (rc)
-            return rc;
+    rls__shm_item it = {rl->def->id, rl->def->algorithm, key, klen};
+    rls__shm_txn tx;
+    decide_out out;
+    if (rls__shm_lock(t, &it, 1, now, &tx) != RLS_OK)
+        return -1;
+    if (rls__shm_held(&tx, mono) || take(l, &tx, 0, rl, st, item) != 0) {
+        rls__shm_unlock(&tx);
+        return -1;
     }
-    return RLS_OK;
+    if (e->wc_def != rl->def) {   /* another tier's limit: another window */
+        memset(&e->wc, 0, sizeof e->wc);
+        e->wc_def = rl->def;
+    }
+    if (rls__decide_one(item, now, cost, &e->wc, res, &out) != 0 || out.penalty >= 0) {
+        rls__shm_unlock(&tx);
+        return -1;
+    }
+    int rc = item->changed ? rls__shm_write(&tx, 0, st) : RLS_OK;
+    rls__shm_unlock(&tx);
+    return rc;
+}
+
+/* charge_one of n limits rl[0..n) under any tier the lane serves, by
+ * the general decision; a write the table refuses stops the writes after
+ * it (answered here, as the fast path answers it). */
+static int charge(struct rls_memlane *l, rls__shm *t, const resolved_limit *rl, int n,
+                  int behaviour, const char *key, size_t klen, int64_t now, int64_t mono,
+                  int64_t cost, algo_state *st, decide_item *items, rls_result *res)
+{
+    rls__shm_item it[LANE_MAX];
+    rls__shm_txn tx;
+    decide_out out;
+    for (int i = 0; i < n; i++) {
+        it[i].lid = rl[i].def->id;
+        it[i].kind = rl[i].def->algorithm;
+        it[i].key = key;
+        it[i].key_len = klen;
+    }
+    if (rls__shm_lock(t, it, (size_t)n, now, &tx) != RLS_OK)
+        return -1;
+    int rc = rls__shm_held(&tx, mono) ? -1 : 0;
+    for (int i = 0; i < n && rc == 0; i++)
+        rc = take(l, &tx, i, &rl[i], &st[i], &items[i]);
+    if (rc != 0 ||
+        rls__decide_check(items, n, behaviour, now, 0, cost, 1, res, &out) != 0 ||
+        out.penalty >= 0) {
+        rls__shm_unlock(&tx);
+        return -1;
+    }
+    for (int i = 0; i < n && rc == RLS_OK; i++)
+        rc = items[i].changed ? rls__shm_write(&tx, (size_t)i, &st[i]) : RLS_OK;
+    rls__shm_unlock(&tx);
+    return rc;
 }
 
 int rls__mem_lane_check(rls_db *db, const char *action, const char *key, int64_t cost,
@@ -274,7 +342,10 @@ int rls__mem_lane_check(rls_db *db, const char *action, const char *key, int64_t
         return 0;
     if (!(l = *slot) && !(l = *slot = calloc(1, sizeof *l)))
         return 0;
-    if (!(e = find(db, l, action)) || !e->serves)
+    e = &l->a[l->last];
+    if (!entry_current(db, e) || !name_is(e->name, action))
+        e = find_other(db, l, action);
+    if (!e || !e->serves)
         return 0;
     /* the latency of one check in RLS_MET_LANE_SAMPLE (events.h); the
      * trust's age and holds by the coarse clock when not timed */
@@ -299,35 +370,20 @@ int rls__mem_lane_check(rls_db *db, const char *action, const char *key, int64_t
         rl = own;
     }
 
-    rls__shm_item it[LANE_MAX];
-    rls__shm_txn tx;
     algo_state st[LANE_MAX];
     decide_item items[LANE_MAX];
-    for (int i = 0; i < n; i++) {
-        it[i].lid = rl[i].def->id;
-        it[i].kind = rl[i].def->algorithm;
-        it[i].key = nkey;
-        it[i].key_len = nlen;
-    }
-    if (rls__shm_lock(t, it, (size_t)n, now, &tx) != RLS_OK)
+    int rc = n == 1 && behaviour == TIER_NORMAL
+                 ? charge_one(l, e, t, rl, nkey, nlen, now, mono, cost, st, items, res)
+                 : charge(l, t, rl, n, behaviour, nkey, nlen, now, mono, cost, st, items, res);
+    if (rc < 0)
         return 0;
-    if (rls__shm_held(&tx, mono)) {   /* a losing transaction's hold */
-        rls__shm_unlock(&tx);
-        return 0;
-    }
-    if (decide(l, e, &tx, rl, n, behaviour, now, cost, st, items, res) != 0) {
-        rls__shm_unlock(&tx);
-        return 0;
-    }
-    int rc = write_states(&tx, items, st, n);
-    rls__shm_unlock(&tx);
     db->errmsg[0] = '\0';
     if (rc) {   /* the pipeline's result stage: the failure policy */
         rc = rls__mem_lane_failed(db, rc);
         int failure = rls__check_is_storage_failure(rc);
         rls__decide_degraded(res, failure && rls__check_policy_allows(db, action));
         if (failure)   /* else refused input: not counted (metrics.c) */
-            rls__metrics_lane(db, action, &e->met_hint, res, NULL, NULL, 0, t0);
+            rls__metrics_lane_count(db, action, &e->met_hint, res, NULL, NULL, 0, t0);
         *rcp = rc;
         return 1;
     }

@@ -68,14 +68,14 @@ static struct met_act *act_of(rls_db *db, const char *action)
     return a;
 }
 
-/* act_of, by where the action's counts were when this generation of the
- * array holds it (it only grows until emptied: no name to compare). */
+/* act_of, by *hint when it holds (events.h), else by name (*hint then
+ * set to where the action's counts are now). */
 static struct met_act *act_hinted(rls_db *db, const char *action, rls__hint *hint)
 {
-    struct rls_events *ev = db->ev;
-    if (ev && hint->gen == ev->acts_gen && hint->i >= 0 && hint->i < ev->nacts)
-        return &ev->acts[hint->i];
-    struct met_act *a = act_of(db, action);
+    struct met_act *a = rls__metrics_hinted(db, hint);
+    if (a)
+        return a;
+    a = act_of(db, action);
     if (a) {
         hint->i = (int)(a - db->ev->acts);
         hint->gen = db->ev->acts_gen;
@@ -164,21 +164,17 @@ void rls__metrics_check(rls_db *db, const struct check_call *call, int rc, int64
  * every one and counted alone: a slow database check never stands for a
  * lane check.
  */
-int rls__metrics_lane_timed(rls_db *db, const char *action, rls__hint *hint)
+int rls__metrics_lane_timed_look(rls_db *db, const char *action, rls__hint *hint)
 {
     struct met_act *a = act_hinted(db, action, hint);
     if (!a || a->lane_b < 0)
         return 1;   /* the first since the flush: the others need one */
-    uint32_t x = db->ev->rng ? db->ev->rng : 0x9e3779b9u ^ (uint32_t)(uintptr_t)db;
-    x ^= x << 13;   /* xorshift32 */
-    x ^= x >> 17;
-    x ^= x << 5;
-    db->ev->rng = x;
-    return x % RLS_MET_LANE_SAMPLE == 0;
+    return rls__metrics_draw(db);
 }
 
-void rls__metrics_lane(rls_db *db, const char *action, rls__hint *hint, const rls_result *res,
-                       const decide_item *items, const resolved_limit *rl, int n, int64_t t0)
+void rls__metrics_lane_count(rls_db *db, const char *action, rls__hint *hint,
+                             const rls_result *res, const decide_item *items,
+                             const resolved_limit *rl, int n, int64_t t0)
 {
     struct met_act *a = act_hinted(db, action, hint);
     if (!a)
