@@ -292,21 +292,21 @@ static void lead(rls_db *db, struct rls_group *g)
         pthread_cond_signal(&g->head->cv);   /* the next group's leader */
 }
 
-size_t rls__group_take(rls_db *db, struct group_member **m, size_t max,
-                       int (*fits)(void *arg, const struct group_member *mb), void *arg)
+struct group_member *rls__group_take(rls_db *db,
+                                     int (*fits)(void *arg, const struct group_member *mb),
+                                     void *arg)
 {
     struct rls_group *g = db->group;
-    size_t k = 0;
     pthread_mutex_lock(&g->q);
-    while (g->head && k < max && fits(arg, g->head)) {
-        m[k++] = g->head;
-        g->head = g->head->next;
+    struct group_member *m = g->head && fits(arg, g->head) ? g->head : NULL;
+    if (m) {
+        g->head = m->next;
         g->waiting--;
+        if (!g->head)
+            g->tail = NULL;
     }
-    if (!g->head)
-        g->tail = NULL;
     pthread_mutex_unlock(&g->q);
-    return k;
+    return m;
 }
 
 int rls__group_check(rls_db *db, struct check_call *call)

@@ -56,10 +56,11 @@ void rls__group_copy_msg(char *dst, size_t size, const char *msg);
  * members that joined the group late (group_tx.c) are appended; returns
  * how many m holds now. */
 size_t rls__group_run(rls_db *db, struct group_member **m, size_t n);
-/* group.c, for the leader (handle lock held): takes from the queue's head,
- * in arrival order, at most max members that fits(arg, member) accepts,
- * stopping at the first it does not. */
-size_t rls__group_take(rls_db *db, struct group_member **m, size_t max,
-                       int (*fits)(void *arg, const struct group_member *mb), void *arg);
+/* group.c, for the leader (handle lock held): the queue's head, taken
+ * when fits(arg, it) accepts it; else NULL (nothing queued, or it does
+ * not fit: arrival order is kept). */
+struct group_member *rls__group_take(rls_db *db,
+                                     int (*fits)(void *arg, const struct group_member *mb),
+                                     void *arg);
 
 #endif

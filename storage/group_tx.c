@@ -37,6 +37,7 @@ struct gtx {
     int late;                            /* the group's last transaction: late
                                           * members may join (late_join) */
     int mem;                             /* memory-class entries the members lock */
+    int late_mem;                        /* ... of the queue's head (late_fits) */
     struct group_member **all;           /* the leader's members, late ones */
     size_t *nall;                        /* appended (room for GROUP_MAX) */
 };
@@ -153,11 +154,11 @@ static void undo_all(rls_db *db, struct gtx *t)
     }
 }
 
-/* Member m, prepared, joins transaction t. */
-static void gtx_add(rls_db *db, struct gtx *t, struct group_member *m)
+/* Member m, prepared, of mem memory-class entries, joins transaction t. */
+static void gtx_add(struct gtx *t, struct group_member *m, int mem)
 {
     struct check_call *c = m->call;
-    t->mem += rls__mem_action_count(db->rc.rules, c->action);
+    t->mem += mem;
     t->m[t->n++] = m;
     t->write |= c->op != CHECK_OP_PEEK;
     t->full_sync |= c->full_sync;
@@ -166,13 +167,13 @@ static void gtx_add(rls_db *db, struct gtx *t, struct group_member *m)
 }
 
 /* A queued member fits an open transaction when its memory-class entries
- * stay within what one transaction may lock (memclass.h). */
+ * (kept in late_mem for gtx_add) stay within what one transaction may
+ * lock (memclass.h). */
 static int late_fits(void *arg, const struct group_member *mb)
 {
-    const struct gtx *t = arg;
-    return t->n < GROUP_MAX &&
-           t->mem + rls__mem_action_count(t->db->rc.rules, mb->call->action) <=
-               RLS__MEM_TXN_MAX;
+    struct gtx *t = arg;
+    t->late_mem = rls__mem_action_count(t->db->rc.rules, mb->call->action);
+    return t->n < GROUP_MAX && t->mem + t->late_mem <= RLS__MEM_TXN_MAX;
 }
 
 /*
@@ -198,11 +199,11 @@ static int late_join(rls_db *db, struct gtx *t, size_t *bad)
         return RLS_OK;
     struct group_member *late;
     /* one at a time: whether the next fits depends on those before it */
-    while (*t->nall < GROUP_MAX && rls__group_take(db, &late, 1, late_fits, t) == 1) {
+    while (*t->nall < GROUP_MAX && (late = rls__group_take(db, late_fits, t))) {
         t->all[(*t->nall)++] = late;
         if (!member_prepare(db, late))
             continue;
-        gtx_add(db, t, late);
+        gtx_add(t, late, t->late_mem);
         int rc = member_tx(db, late->call);
         if (rc) {
             *bad = t->n - 1;
@@ -307,11 +308,12 @@ size_t rls__group_run(rls_db *db, struct group_member **m, size_t n)
         /* one transaction locks at most RLS__MEM_TXN_MAX memory-class
          * entries (memclass.h): a member that would pass that bound starts
          * the next transaction of the group */
-        if (t.n > 0 && t.mem + rls__mem_action_count(db->rc.rules, c->action) > RLS__MEM_TXN_MAX) {
+        int k = rls__mem_action_count(db->rc.rules, c->action);
+        if (t.n > 0 && t.mem + k > RLS__MEM_TXN_MAX) {
             gtx_run(db, &t);
             gtx_init(db, &t, m, &n);
         }
-        gtx_add(db, &t, m[i]);
+        gtx_add(&t, m[i], k);
     }
     t.late = 1;
     gtx_run(db, &t);

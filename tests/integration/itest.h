@@ -206,6 +206,25 @@ static inline int64_t it_usage_count(rls_db *db, const char *action, int64_t now
     return n;
 }
 
+/* The metric rows (name, action) of rls_metrics_at(db, now), summed over
+ * their labels, or the row of label alone (0 without one). */
+static inline int64_t it_metric(rls_db *db, int64_t now, const char *name, const char *action,
+                                const char *label)
+{
+    rls_rows *rows = NULL;
+    int64_t sum = 0;
+    int rc = rls_metrics_at(db, now, &rows);
+    if (rc != RLS_OK)
+        fail_msg("metrics: %s: %s", rls_errname(rc), rls_errmsg(db));
+    for (int r = 0; r < rls_rows_count(rows); r++)
+        if (strcmp(rls_rows_text(rows, r, 0), name) == 0 &&
+            strcmp(rls_rows_text(rows, r, 1), action) == 0 &&
+            (!label || strcmp(rls_rows_text(rows, r, 2), label) == 0))
+            sum += rls_rows_int(rows, r, 3);
+    rls_rows_free(rows);
+    return sum;
+}
+
 /* A scalar from a direct read-only query on the database file. */
 static inline int64_t it_sql_int(const char *path, const char *sql)
 {

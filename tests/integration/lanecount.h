@@ -67,6 +67,15 @@ struct tally {
     int64_t checks[NACT], allowed[NACT];
 };
 
+/* dst += src, action by action. */
+static inline void tally_add(struct tally *dst, const struct tally *src)
+{
+    for (int a = 0; a < NACT; a++) {
+        dst->checks[a] += src->checks[a];
+        dst->allowed[a] += src->allowed[a];
+    }
+}
+
 /* Per (action, second) of the check's clock: the stats rows expected. */
 #define MAXSEC 4096
 struct sec_tally {
@@ -134,17 +143,7 @@ static inline void count(struct tally *t, struct sec_tally *s, int a, int64_t no
 /* Sum of metric rows (metric, action) over their labels, read on db. */
 static inline int64_t metric_sum(rls_db *db, int64_t now, const char *metric, const char *action)
 {
-    rls_rows *rows = NULL;
-    int64_t sum = 0;
-    int rc = rls_metrics_at(db, now, &rows);
-    if (rc != RLS_OK)
-        fail_msg("metrics: %s: %s", rls_errname(rc), rls_errmsg(db));
-    for (int r = 0; r < rls_rows_count(rows); r++)
-        if (strcmp(rls_rows_text(rows, r, 0), metric) == 0 &&
-            strcmp(rls_rows_text(rows, r, 1), action) == 0)
-            sum += rls_rows_int(rows, r, 3);
-    rls_rows_free(rows);
-    return sum;
+    return it_metric(db, now, metric, action, NULL);
 }
 
 /* Every action's latency_count, latency buckets and reasons are exactly

@@ -364,10 +364,7 @@ static void fork_with_untimed_pending(void **state)
     assert_int_equal(waitpid(pid, &status, 0), pid);
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     assert_int_equal(c->checks[0], 333);
-    for (int a = 0; a < NACT; a++) {
-        tl.checks[a] += c->checks[a];
-        tl.allowed[a] += c->allowed[a];
-    }
+    tally_add(&tl, c);
     munmap(c, sizeof *c);
     checks(db, &tl, 0, "p", now + 10000, 123);
     rls_close(db);

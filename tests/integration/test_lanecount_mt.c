@@ -175,10 +175,7 @@ static void reason_race(void **state)
         if (w[i].errors)
             fail_msg("thread %d: %lld errors, the first %s", i, (long long)w[i].errors,
                      w[i].first);
-        for (int a = 0; a < NACT; a++) {
-            tl.checks[a] += w[i].tl.checks[a];
-            tl.allowed[a] += w[i].tl.allowed[a];
-        }
+        tally_add(&tl, &w[i].tl);
     }
     rls_close(db);
     assert_int_equal(it_sql_int(t->path, "SELECT count(*) FROM rls_audit WHERE op LIKE '%block%'"),
@@ -231,10 +228,7 @@ static void thread_safe_mixed(void **state)
         if (w[i].errors)
             fail_msg("thread %d: %lld errors, the first %s", i, (long long)w[i].errors,
                      w[i].first);
-        for (int a = 0; a < NACT; a++) {
-            tl.checks[a] += w[i].tl.checks[a];
-            tl.allowed[a] += w[i].tl.allowed[a];
-        }
+        tally_add(&tl, &w[i].tl);
     }
     for (int i = NCHK; i < NCHK + NRD; i++)
         assert_true(w[i].reads > 0);
@@ -264,10 +258,7 @@ static int64_t run_checkers(rls_db *db, int n, long rounds, int id0, struct tall
         if (w[i].errors && errors == 0)
             fprintf(stderr, "checker %d: %s\n", w[i].id, w[i].first);
         errors += w[i].errors;
-        for (int a = 0; a < NACT; a++) {
-            tl->checks[a] += w[i].tl.checks[a];
-            tl->allowed[a] += w[i].tl.allowed[a];
-        }
+        tally_add(tl, &w[i].tl);
     }
     return errors;
 }
@@ -303,10 +294,7 @@ static void thread_safe_fork(void **state)
     int status = 0;
     assert_int_equal(waitpid(pid, &status, 0), pid);
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    for (int a = 0; a < NACT; a++) {
-        tl.checks[a] += c->checks[a];
-        tl.allowed[a] += c->allowed[a];
-    }
+    tally_add(&tl, c);
     munmap(c, sizeof *c);
     assert_int_equal(run_checkers(db, 4, 1000, 20, &tl), 0);
     rls_close(db);

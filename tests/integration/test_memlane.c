@@ -302,20 +302,6 @@ static void lane_serves_the_common_case(void **state)
     it_free(t);
 }
 
-/* A metric of action summed over its labels; latency: the buckets. */
-static int64_t metric_sum(rls_db *db, int64_t now, const char *metric, const char *action)
-{
-    rls_rows *rows = NULL;
-    int64_t sum = 0;
-    assert_int_equal(rls_metrics_at(db, now, &rows), RLS_OK);
-    for (int r = 0; r < rls_rows_count(rows); r++)
-        if (strcmp(rls_rows_text(rows, r, 0), metric) == 0 &&
-            strcmp(rls_rows_text(rows, r, 1), action) == 0)
-            sum += rls_rows_int(rows, r, 3);
-    rls_rows_free(rows);
-    return sum;
-}
-
 /* The lane times one check in about RLS_MET_LANE_SAMPLE, and each timed
  * one counts for the untimed ones before it: every check is in
  * latency_count and in one bucket, whether the flush comes after a timed
@@ -345,10 +331,10 @@ static void lane_latency_is_sampled_and_counted(void **state)
         now += 100000;
     }
     rls_db *db = open_mem(t);
-    assert_int_equal(metric_sum(db, now, "latency_count", "tb"), checks);
-    assert_int_equal(metric_sum(db, now, "latency", "tb"), checks);
-    assert_int_equal(metric_sum(db, now, "reason", "tb"), checks);
-    assert_true(metric_sum(db, now, "latency_sum_us", "tb") >= 0);
+    assert_int_equal(it_metric(db, now, "latency_count", "tb", NULL), checks);
+    assert_int_equal(it_metric(db, now, "latency", "tb", NULL), checks);
+    assert_int_equal(it_metric(db, now, "reason", "tb", NULL), checks);
+    assert_true(it_metric(db, now, "latency_sum_us", "tb", NULL) >= 0);
     rls_close(db);
     it_free(t);
 }

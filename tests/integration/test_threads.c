@@ -349,21 +349,6 @@ static void wait_queued(rls_db *db, size_t n)
         sched_yield();
 }
 
-/* The metric (name, action, label) of db's database at NOW, 0 without a row. */
-static int64_t metric_of(rls_db *db, const char *name, const char *action, const char *label)
-{
-    rls_rows *rows = NULL;
-    int64_t v = 0;
-    assert_int_equal(rls_metrics_at(db, NOW, &rows), RLS_OK);
-    for (int r = 0; r < rls_rows_count(rows); r++)
-        if (strcmp(rls_rows_text(rows, r, 0), name) == 0 &&
-            strcmp(rls_rows_text(rows, r, 1), action) == 0 &&
-            strcmp(rls_rows_text(rows, r, 2), label) == 0)
-            v = rls_rows_int(rows, r, 3);
-    rls_rows_free(rows);
-    return v;
-}
-
 static void group_decides_each_member_alone(void **state)
 {
     IT_SQLITE_ONLY();
@@ -408,11 +393,11 @@ static void group_decides_each_member_alone(void **state)
     /* every check counted in the metrics, members of a group as the
      * checks run alone (rls_metrics(3)): the leader's and the group's two
      * of fw; other's five alone and its denied member; nosuch refused */
-    assert_int_equal(metric_of(t->db, "latency_count", "fw", ""), 3);
-    assert_int_equal(metric_of(t->db, "reason", "fw", "ok"), 3);
-    assert_int_equal(metric_of(t->db, "latency_count", "other", ""), 6);
-    assert_int_equal(metric_of(t->db, "reason", "other", "limit"), 1);
-    assert_int_equal(metric_of(t->db, "denied", "other", "o"), 1);
+    assert_int_equal(it_metric(t->db, NOW, "latency_count", "fw", ""), 3);
+    assert_int_equal(it_metric(t->db, NOW, "reason", "fw", "ok"), 3);
+    assert_int_equal(it_metric(t->db, NOW, "latency_count", "other", ""), 6);
+    assert_int_equal(it_metric(t->db, NOW, "reason", "other", "limit"), 1);
+    assert_int_equal(it_metric(t->db, NOW, "denied", "other", "o"), 1);
     it_free(t);
 }
 
