@@ -152,9 +152,19 @@ static void describe_block(char *buf, size_t size, int found, int64_t until,
         snprintf(buf, size, "blocked until %s (%s)", until_text(until, t, sizeof t), reason);
 }
 
-/* Reads the block row of (key, action) with `id` into before; *found. */
-static int block_get(rls_db *db, int id, const struct block_arg *a, char *before,
-                     size_t size, int *found)
+/* A block, assignment or override ending at `until` (0: never) is in
+ * force at `now`; one that has ended is as good as swept, which GC does
+ * at some later time, and no answer may depend on when (gc.c,
+ * ENDED_KEEP_MS). */
+static int in_force(int64_t until, int64_t now) { return until == 0 || until > now; }
+
+/*
+ * Reads the block row of (key, action) with `id` into before; *found when
+ * it is in force at `now` or still remembers a penalty's level; *present
+ * when there is a row.
+ */
+static int block_get(rls_db *db, int id, const struct block_arg *a, int64_t now,
+                     char *before, size_t size, int *found, int *present)
 {
     rls_stmt *get = rls__stmt(db, id);
     if (!get)
@@ -163,8 +173,10 @@ static int block_get(rls_db *db, int id, const struct block_arg *a, char *before
     sql_bind_blob(get, 1, key, (int)strlen(key), SQL_STATIC);
     sql_bind_text(get, 2, a->action, -1, SQL_STATIC);
     int rc = sql_step(get);
-    *found = rc == SQL_ROW;
-    if (rc == SQL_ROW)
+    *present = rc == SQL_ROW;
+    *found = rc == SQL_ROW && (in_force(sql_column_int64(get, 0), now) ||
+                               now < sql_column_int64(get, 3));
+    if (*found)
         describe_block(before, size, 1, sql_column_int64(get, 0),
                        (const char *)sql_column_text(get, 2));
     sql_reset(get);
@@ -185,20 +197,21 @@ static int block_fn(rls_db *db, void *p, int64_t now)
     struct block_arg *a = p;
     rls_stmt *put = rls__stmt(db, a->set ? STMT_BLOCK_SET : STMT_BLOCK_DEL);
     char before[256], after[256];
-    int found = 0, rc;
+    int found = 0, present, penalty = 0, rc;
     if (!put)
         return rls__stmt_failed(db);
     if ((rc = block_key(db, a)))
         return rc;
     const char *key = stored_key(a);
     describe_block(before, sizeof before, 0, 0, "");
-    if ((rc = block_get(db, STMT_BLOCK_GET_ONE, a, before, sizeof before, &found)))
+    if ((rc = block_get(db, STMT_BLOCK_GET_ONE, a, now, before, sizeof before, &found, &present)))
         return rc;
-    a->penalty = 0;
-    if (db->be->rules_apart(db) && (rc = block_get(db, STMT_PENALTY_GET_ONE, a, found ? after : before,
-                                     sizeof before, &a->penalty)))
+    a->penalty = 0;   /* split: any penalty row goes, ended or not */
+    if (db->be->rules_apart(db) &&
+        (rc = block_get(db, STMT_PENALTY_GET_ONE, a, now, found ? after : before, sizeof before,
+                        &penalty, &a->penalty)))
         return rc;
-    found |= a->penalty;
+    found |= penalty;
     if (!a->set && !found)
         return rls__error(db, RLS_ENOTFOUND, "key is not blocked%s%s",
                           a->action[0] ? " for action " : "", a->action);
@@ -444,7 +457,7 @@ static int tier_fn(rls_db *db, void *p, int64_t now)
     sql_bind_blob(get, 1, key, (int)strlen(key), SQL_STATIC);
     sql_bind_text(get, 2, a->action, -1, SQL_STATIC);
     rc = sql_step(get);
-    if (rc == SQL_ROW) {
+    if (rc == SQL_ROW && in_force(sql_column_int64(get, 1), now)) {
         found = 1;
         char t[40];
         snprintf(before, sizeof before, "tier %s until %s", sql_column_text(get, 0),
@@ -604,7 +617,7 @@ static int override_fn(rls_db *db, void *p, int64_t now)
     sql_bind_text(get, 2, a->action, -1, SQL_STATIC);
     sql_bind_text(get, 3, a->name, -1, SQL_STATIC);
     rc = sql_step(get);
-    if (rc == SQL_ROW) {
+    if (rc == SQL_ROW && in_force(sql_column_int64(get, 1), now)) {
         found = 1;
         char t[40];
         snprintf(before, sizeof before, "%s=%lld until %s", a->name,

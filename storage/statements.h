@@ -136,7 +136,7 @@
     XX(META_ACTIVATE, "UPDATE rls_meta SET active_version = ?1, rules_gen = rules_gen + 1 WHERE id = 1") \
     XX(META_BUMP, "UPDATE rls_meta SET rules_gen = rules_gen + 1 WHERE id = 1") \
     XX(AUDIT_ADD, "INSERT INTO rls_audit(ts_ms, os_user, tool, op, action, key, before, after, reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)") \
-    XX(BLOCK_GET_ONE, "SELECT until_ms, kind, reason FROM rls_blocks WHERE key = ?1 AND action = ?2") \
+    XX(BLOCK_GET_ONE, "SELECT until_ms, kind, reason, forget_ms FROM rls_blocks WHERE key = ?1 AND action = ?2") \
     XX(BLOCK_SET,                                                             \
        "INSERT INTO rls_blocks(key, action, until_ms, kind, level, forget_ms, rule, reason, os_user, created_ms)" \
        " VALUES (?1, ?2, ?3, 0, 0, 0, '', ?4, ?5, ?6) ON CONFLICT(key, action) DO UPDATE SET" \
@@ -158,7 +158,7 @@
     XX(OVERRIDE_DEL, "DELETE FROM rls_overrides WHERE key = ?1 AND action = ?2 AND limit_name = ?3") \
     /* split deployments only (policy.c, gc.c): the penalty of a key in the \
      * counters file, and expired manual blocks in the rules file */       \
-    XX(PENALTY_GET_ONE, "SELECT until_ms, kind, reason FROM rls_blocks WHERE key = ?1 AND action = ?2") \
+    XX(PENALTY_GET_ONE, "SELECT until_ms, kind, reason, forget_ms FROM rls_blocks WHERE key = ?1 AND action = ?2") \
     XX(PENALTY_DEL, "DELETE FROM rls_blocks WHERE key = ?1 AND action = ?2") \
     XX(GC_RULES_BLOCKS, "DELETE FROM rls_blocks WHERE until_ms <> 0 AND until_ms <= ?1") \
     /* holds off checks that add or remove counters while a bulk reset     \

@@ -12,7 +12,7 @@
  * mostly walks forward and sometimes back.  At the end the states (a
  * peek of every key), the stats and the metrics (latency aside: it is
  * a measure of time) must be the same in both.  SQLite: PostgreSQL has
- * no fast path (memclass.c).  Knobs: RLS_MEMLANE_OPS (default 6000),
+ * no fast path (memclass.c).  Knobs: RLS_MEMLANE_OPS (default 30000),
  * RLS_MEMLANE_SEED.
  */
 #include <stdlib.h>
@@ -165,7 +165,7 @@ static void lane_answers_as_the_pipeline(void **state)
     const char *s = getenv("RLS_MEMLANE_SEED"), *o = getenv("RLS_MEMLANE_OPS");
     rng = s ? strtoull(s, NULL, 10) : (uint64_t)time(NULL);
     rng = rng ? rng : 1;
-    long ops = o ? atol(o) : 6000;
+    long ops = o ? atol(o) : 30000;
     print_message("seed %llu\n", (unsigned long long)rng);
     itest *ta = it_new(RULES), *tb = it_new(RULES);
     rls_db *a = open_mem(ta), *b = open_mem(tb), *adm_a = open_mem(ta), *adm_b = open_mem(tb);

@@ -211,6 +211,57 @@ static void penalty_level_is_forgotten(void **state)
     it_free(t);
 }
 
+/* A block, tier assignment or override that has ended is as good as
+ * swept, whenever GC sweeps it: an unset finds nothing to lift; a clock
+ * that steps back under an hour finds the block as it was, swept or not
+ * (gc.c, ENDED_KEEP_MS), beyond the hour it is gone. */
+static void ended_rows_are_as_good_as_swept(void **state)
+{
+    itest *t = it_new(RULES);
+    rls_result r;
+    const int64_t U = T0 + 5000, H = 3600 * 1000LL;
+    const char *rows = "SELECT count(*) FROM rls_blocks WHERE key = CAST('u1' AS BLOB)";
+    assert_int_equal(rls_block_set_at(t->db, "api", "u1", U, "t", T0), RLS_OK);
+    assert_int_equal(rls_block_unset_at(t->db, "api", "u1", U), RLS_ENOTFOUND);
+    assert_int_equal(rls_block_unset_at(t->db, NULL, "u1", U), RLS_ENOTFOUND);
+    assert_int_equal(rls_gc_at(t->db, 1000, U + H - 1, NULL), RLS_OK);
+    assert_int_equal(it_sql_int(t->path, rows), 1);
+    assert_false(it_check(t, "api", "u1", 1, U - 1, &r));   /* the clock went back */
+    assert_int_equal(r.reason, RLS_REASON_BLOCKED);
+    assert_int_equal(r.retry_after_ms, 1);
+    assert_int_equal(rls_gc_at(t->db, 1000, U + H, NULL), RLS_OK);
+    assert_int_equal(it_sql_int(t->path, rows), 0);
+    assert_true(it_check(t, "api", "u1", 1, U - 1, &r));
+    /* the last instant a block is in force, it can be lifted */
+    assert_int_equal(rls_block_set_at(t->db, "api", "u1", U, "t", T0), RLS_OK);
+    assert_int_equal(rls_block_unset_at(t->db, "api", "u1", U - 1), RLS_OK);
+    /* tiers and overrides alike */
+    assert_int_equal(rls_tier_set_at(t->db, "u2", "pro", U, T0), RLS_OK);
+    assert_int_equal(rls_tier_unset_at(t->db, "u2", U), RLS_ENOTFOUND);
+    assert_int_equal(rls_tier_unset_at(t->db, "u2", U - 1), RLS_OK);
+    assert_int_equal(rls_override_set_at(t->db, "api", "u2", "rate", 8, U, T0), RLS_OK);
+    assert_int_equal(rls_override_unset_at(t->db, "api", "u2", "rate", U), RLS_ENOTFOUND);
+    assert_int_equal(rls_override_unset_at(t->db, "api", "u2", "rate", U - 1), RLS_OK);
+    it_free(t);
+}
+
+/* A penalty block that has ended still remembers its level (until its
+ * forget time): lifting it forgets the level, and then nothing is left. */
+static void ended_penalty_level_can_be_lifted(void **state)
+{
+    itest *t = it_new(RULES);
+    rls_result r;
+    const int64_t M = 60000;
+    assert_int_equal(it_admit_n(t, "login", "u1", 3, T0), 2);   /* blocked 1m */
+    assert_int_equal(rls_block_unset_at(t->db, "login", "u1", T0 + 2 * M), RLS_OK);
+    assert_int_equal(rls_block_unset_at(t->db, "login", "u1", T0 + 2 * M), RLS_ENOTFOUND);
+    /* the level is forgotten: the next offence is the first step again */
+    assert_int_equal(it_admit_n(t, "login", "u1", 2, T0 + 2 * M), 2);
+    assert_false(it_check(t, "login", "u1", 1, T0 + 2 * M, &r));
+    assert_int_equal(r.retry_after_ms, M);
+    it_free(t);
+}
+
 static void reservation_commit_keeps_charge(void **state)
 {
     itest *t = it_new(RULES);
@@ -411,6 +462,8 @@ int main(void)
         cmocka_unit_test(block_for_all_actions_until_time),
         cmocka_unit_test(penalty_blocks_escalate),
         cmocka_unit_test(penalty_level_is_forgotten),
+        cmocka_unit_test(ended_rows_are_as_good_as_swept),
+        cmocka_unit_test(ended_penalty_level_can_be_lifted),
         cmocka_unit_test(reservation_commit_keeps_charge),
         cmocka_unit_test(reservation_cancel_refunds),
         cmocka_unit_test(reservation_expiry_refunds),

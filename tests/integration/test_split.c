@@ -69,6 +69,28 @@ static void penalties_go_to_counters_file(void **state)
     pair_free(p);
 }
 
+/* A penalty that has ended: while it remembers its level, lifting it
+ * forgets the level (the counters file's row goes); once forgotten it is
+ * nothing to lift, and a manual block set over it still removes its row. */
+static void ended_penalties_in_the_counters_file(void **state)
+{
+    IT_SQLITE_ONLY();
+    pair *p = pair_new();
+    const int64_t H = 3600000;
+    assert_int_equal(admit_n(p->app, "login", "carol", 3, T0), 2);   /* 1h, kept 7h */
+    assert_int_equal(rls_block_unset_at(p->admin, "login", "carol", T0 + 2 * H), RLS_OK);
+    assert_int_equal(count(p->counters, "rls_blocks", NULL), 0);
+    assert_int_equal(rls_block_unset_at(p->admin, "login", "carol", T0 + 2 * H), RLS_ENOTFOUND);
+    assert_int_equal(admit_n(p->app, "login", "alice", 3, T0), 2);
+    assert_int_equal(rls_block_unset_at(p->admin, "login", "alice", T0 + 7 * H), RLS_ENOTFOUND);
+    assert_int_equal(rls_block_set_at(p->admin, "login", "alice", T0 + 9 * H, "m", T0 + 8 * H),
+                     RLS_OK);
+    assert_int_equal(count(p->counters, "rls_blocks", NULL), 0);
+    assert_int_equal(count(p->rules, "rls_blocks", NULL), 1);
+    assert_int_equal(rls_block_unset_at(p->admin, "login", "alice", T0 + 9 * H), RLS_ENOTFOUND);
+    pair_free(p);
+}
+
 /* ---- admin changes reach the application's next check ---------------- */
 
 /* A few checks on other keys: the application handle then trusts what it
@@ -408,6 +430,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(app_counts_in_counters_file),
         cmocka_unit_test(penalties_go_to_counters_file),
+        cmocka_unit_test(ended_penalties_in_the_counters_file),
         cmocka_unit_test(admin_changes_seen_by_app),
         cmocka_unit_test(app_admin_writes_refused),
         cmocka_unit_test(roles_refused),
