@@ -215,6 +215,11 @@ static int block_fn(rls_db *db, void *p, int64_t now)
     if (!a->set && !found)
         return rls__error(db, RLS_ENOTFOUND, "key is not blocked%s%s",
                           a->action[0] ? " for action " : "", a->action);
+    /* one file: the row goes or is replaced; a penalty that has ended
+     * leaves its end recorded, as a sweep would have (events.c) */
+    if (present && !db->be->rules_apart(db) &&
+        (rc = rls__events_ended_key(db, now, key, strlen(key), a->action)))
+        return rc;
     sql_bind_blob(put, 1, key, (int)strlen(key), SQL_STATIC);
     sql_bind_text(put, 2, a->action, -1, SQL_STATIC);
     if (a->set) {
@@ -243,6 +248,9 @@ static int penalty_fn(rls_db *db, void *p, int64_t now)
     if (!del)
         return rls__stmt_failed(db);
     const char *key = stored_key(a);
+    int rc = rls__events_ended_key(db, now, key, strlen(key), a->action);   /* as block_fn */
+    if (rc)
+        return rc;
     sql_bind_blob(del, 1, key, (int)strlen(key), SQL_STATIC);
     sql_bind_text(del, 2, a->action, -1, SQL_STATIC);
     return step_done(db, del, "cannot remove penalty block");

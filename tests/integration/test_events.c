@@ -234,6 +234,53 @@ static void metrics_count_real_checks(void **state)
     it_free(t);
 }
 
+/* The end of a penalty block is recorded whenever its row goes, not only
+ * by GC's sweep: a penalty that has ended (its level still remembered)
+ * lifted by an unblock with or without an action, replaced by a manual
+ * block, or removed by unblock --all, leaves the same 'expire' events
+ * whether or not a sweep ran first (before, only the swept database had
+ * them: the answer depended on when GC ran).  A block lifted while in
+ * force never ended: no event. */
+static void ended_penalty_removed_keeps_its_end(void **state)
+{
+    (void)state;
+    static const char *keys[] = {"a", "b", "c", "d", "e"};
+    const int64_t N = T0 + 2 * MIN;
+    for (int sweep = 0; sweep < 2; sweep++) {
+        itest *t = it_new(RULES);
+        int64_t n = -1;
+        rls_result res;
+        for (int k = 0; k < 5; k++)
+            for (int i = 0; i < 3; i++)
+                it_check(t, "login", keys[k], 1, T0, NULL);   /* until T0 + 1m */
+        for (int i = 0; i < 3; i++)
+            it_check(t, "login", "f", 1, T0 + 90000, &res);  /* until T0 + 2.5m */
+        assert_false(res.allowed);
+        rls_rows *r = events(t->db, "expire");
+        assert_int_equal(rls_rows_count(r), 0);   /* nothing swept yet */
+        rls_rows_free(r);
+        if (sweep)
+            assert_int_equal(rls_gc_at(t->db, 100, N, NULL), RLS_OK);
+        assert_int_equal(rls_block_unset_at(t->db, "login", "a", N), RLS_OK);
+        assert_int_equal(rls_block_unset_at(t->db, NULL, "b", N), RLS_OK);
+        assert_int_equal(rls_block_set_at(t->db, "login", "c", 0, "manual", N), RLS_OK);
+        assert_int_equal(rls_block_unset_at(t->db, "login", "f", N), RLS_OK);   /* in force */
+        assert_int_equal(rls_block_unset_all_at(t->db, "login", N, &n), RLS_OK);
+        assert_int_equal(n, 1);   /* c's manual block; d's and e's had ended */
+        assert_int_equal(rls_gc_at(t->db, 100, N + 5 * MIN, NULL), RLS_OK);
+        r = events(t->db, "expire");
+        if (rls_rows_count(r) != 5)
+            fail_msg("%s: %zu expire events, want 5 (a..e)", sweep ? "swept" : "unswept",
+                     rls_rows_count(r));
+        for (size_t i = 0; i < 5; i++) {
+            assert_int_equal(rls_rows_int(r, i, rls_rows_find(r, "ts_ms")), T0 + MIN);
+            assert_string_not_equal(rls_rows_text(r, i, rls_rows_find(r, "key")), "f");
+        }
+        rls_rows_free(r);
+        it_free(t);
+    }
+}
+
 static int64_t audit_count(const itest *t, const char *op)
 {
     char sql[160];
@@ -371,6 +418,7 @@ int main(void)
         cmocka_unit_test(no_line_without_a_commit),
         cmocka_unit_test(metrics_count_real_checks),
         cmocka_unit_test(bulk_changes_are_audited_once),
+        cmocka_unit_test(ended_penalty_removed_keeps_its_end),
         cmocka_unit_test(no_upgrade_and_migrate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
