@@ -11,8 +11,8 @@
  * check's, and each item of an admitted batch) used: no admission lost,
  * none reported that was not charged, none charged that was not reported.
  * No call fails.  With RLSTORE_TEST_PG the same on PostgreSQL.  Knobs:
- * RLS_GROUP_LATE_ROUNDS (calls per thread and pass, default 150; 40 on
- * PostgreSQL), RLS_GROUP_LATE_PASSES (default 3).
+ * RLS_GROUP_LATE_ROUNDS (calls per thread and pass, default 150; on
+ * PostgreSQL: 120), RLS_GROUP_LATE_PASSES (default 3).
  */
 #include <pthread.h>
 #include "itest.h"
@@ -148,7 +148,7 @@ static void late_members_race_exactly(void **state)
 {
     itest *t = it_new(RULES);
     rls_db *db = open_full(t);
-    int rounds = knob("RLS_GROUP_LATE_ROUNDS", it_pg() ? 40 : 150);
+    int rounds = knob("RLS_GROUP_LATE_ROUNDS", it_pg() ? 120 : 150);
     int passes = knob("RLS_GROUP_LATE_PASSES", 3);
     uint64_t g0 = rls__group_led(db);
     late_seen = 0;
