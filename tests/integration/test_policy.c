@@ -262,6 +262,31 @@ static void ended_penalty_level_can_be_lifted(void **state)
     it_free(t);
 }
 
+/* A key's counters that have expired (each state equal to a fresh one)
+ * are as good as swept too: rls_reset_at finds nothing to clear
+ * (ENOTFOUND) whether or not GC has taken their rows (before, it cleared
+ * "1 counters" where they were still there); live ones it clears. */
+static void expired_counters_are_as_good_as_swept(void **state)
+{
+    const int64_t H = 3600 * 1000LL;
+    for (int sweep = 0; sweep < 2; sweep++) {
+        itest *t = it_new(RULES);
+        assert_true(it_check(t, "api", "u1", 1, T0, NULL));   /* its window ends at T0+1h */
+        if (sweep)
+            assert_int_equal(rls_gc_at(t->db, 1000, T0 + 2 * H, NULL), RLS_OK);
+        int rc = rls_reset_at(t->db, "api", "u1", T0 + 2 * H);
+        if (rc != RLS_ENOTFOUND)
+            fail_msg("%s: reset of expired counters: %s", sweep ? "swept" : "unswept",
+                     rls_errname(rc));
+        assert_true(it_check(t, "api", "u2", 1, T0 + 2 * H, NULL));
+        assert_int_equal(rls_reset_at(t->db, "api", "u2", T0 + 2 * H), RLS_OK);
+        /* the last instant of a window: still live */
+        assert_true(it_check(t, "api", "u3", 1, T0, NULL));
+        assert_int_equal(rls_reset_at(t->db, "api", "u3", T0 + H - 1), RLS_OK);
+        it_free(t);
+    }
+}
+
 static void reservation_commit_keeps_charge(void **state)
 {
     itest *t = it_new(RULES);
@@ -464,6 +489,7 @@ int main(void)
         cmocka_unit_test(penalty_level_is_forgotten),
         cmocka_unit_test(ended_rows_are_as_good_as_swept),
         cmocka_unit_test(ended_penalty_level_can_be_lifted),
+        cmocka_unit_test(expired_counters_are_as_good_as_swept),
         cmocka_unit_test(reservation_commit_keeps_charge),
         cmocka_unit_test(reservation_cancel_refunds),
         cmocka_unit_test(reservation_expiry_refunds),
