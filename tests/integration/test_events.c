@@ -150,6 +150,32 @@ static void gc_records_ends_and_keeps_the_retention(void **state)
     it_free(t);
 }
 
+/* rls_gc_at sweeps whatever its time: in the first minute of 1970 too
+ * (the sweep of ended blocks, events and stats ran at most once a minute
+ * from a start of 0, so rls_gc_at before 00:01 skipped it: an ended
+ * penalty's end was not recorded). */
+static void gc_at_the_start_of_time(void **state)
+{
+    (void)state;
+    static const char *rules =
+        "version: 1\n"
+        "actions:\n"
+        "  login: { limits: [ { name: n, algorithm: fixed_window, limit: 1, window: 1h,"
+        " block_for: 1s } ] }\n";
+    itest *t = it_new(rules);
+    rls_result res;
+    it_check(t, "login", "ann", 1, 1000, NULL);
+    it_check(t, "login", "ann", 1, 1000, &res);   /* blocked until 00:00:02 */
+    assert_false(res.allowed);
+    assert_int_equal(rls_gc_at(t->db, 100, 30000, NULL), RLS_OK);
+    rls_rows *r = events(t->db, "expire");
+    assert_int_equal(rls_rows_count(r), 1);
+    assert_int_equal(rls_rows_int(r, 0, rls_rows_find(r, "ts_ms")), 2000);
+    rls_rows_free(r);
+    assert_int_equal(rls_gc_at(t->db, 100, RLS_TIME_MIN, NULL), RLS_OK);
+    it_free(t);
+}
+
 /* A log line only for what committed: a penalty whose transaction rolls
  * back (the database is locked, SQLite) logs nothing and leaves no event. */
 static void no_line_without_a_commit(void **state)
@@ -415,6 +441,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(penalties_leave_events_and_log_lines),
         cmocka_unit_test(gc_records_ends_and_keeps_the_retention),
+        cmocka_unit_test(gc_at_the_start_of_time),
         cmocka_unit_test(no_line_without_a_commit),
         cmocka_unit_test(metrics_count_real_checks),
         cmocka_unit_test(bulk_changes_are_audited_once),
