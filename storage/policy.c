@@ -174,11 +174,17 @@ static int block_get(rls_db *db, int id, const struct block_arg *a, int64_t now,
     sql_bind_text(get, 2, a->action, -1, SQL_STATIC);
     int rc = sql_step(get);
     *present = rc == SQL_ROW;
-    *found = rc == SQL_ROW && (in_force(sql_column_int64(get, 0), now) ||
-                               now < sql_column_int64(get, 3));
-    if (*found)
+    int live = rc == SQL_ROW && in_force(sql_column_int64(get, 0), now);
+    *found = live || (rc == SQL_ROW && now < sql_column_int64(get, 3));
+    if (live) {
         describe_block(before, size, 1, sql_column_int64(get, 0),
                        (const char *)sql_column_text(get, 2));
+    } else if (*found) {   /* the audit says what was: no block, a level */
+        char t[40], f[40];
+        snprintf(before, size, "none (a penalty ended %s, its level remembered until %s)",
+                 until_text(sql_column_int64(get, 0), t, sizeof t),
+                 until_text(sql_column_int64(get, 3), f, sizeof f));
+    }
     sql_reset(get);
     if (rc != SQL_ROW && rc != SQL_DONE)
         return rls__sql_error(db, rc, "cannot read block");

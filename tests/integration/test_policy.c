@@ -287,6 +287,42 @@ static void expired_counters_are_as_good_as_swept(void **state)
     }
 }
 
+/* The audit row of a block set over one that has ended, swept or not,
+ * says there was none before: a manual block, and a penalty that still
+ * remembers its level (which the text names). */
+static const char *last_before(rls_db *db, const char *key, char *buf, size_t size)
+{
+    rls_rows *r = NULL;
+    assert_int_equal(rls_audit_list(db, key, 1, &r), RLS_OK);
+    assert_int_equal(rls_rows_count(r), 1);
+    snprintf(buf, size, "%s", rls_rows_text(r, 0, rls_rows_find(r, "before")));
+    rls_rows_free(r);
+    return buf;
+}
+
+static void block_over_an_ended_one_had_none_before(void **state)
+{
+    itest *t = it_new(RULES);
+    const int64_t U = T0 + 5000, M = 60000;
+    char b[256];
+    assert_int_equal(rls_block_set_at(t->db, "api", "u1", U, "t", T0), RLS_OK);
+    assert_int_equal(rls_block_set_at(t->db, "api", "u1", U + M, "again", U), RLS_OK);
+    assert_string_equal(last_before(t->db, "u1", b, sizeof b), "none");
+    assert_int_equal(rls_block_set_at(t->db, "api", "u1", U + 2 * M, "more", U + M - 1), RLS_OK);
+    assert_non_null(strstr(last_before(t->db, "u1", b, sizeof b), "blocked until"));
+    /* a penalty ended at T0+1m, its level remembered for an hour after */
+    assert_int_equal(it_admit_n(t, "login", "u2", 3, T0), 2);
+    assert_int_equal(rls_block_set_at(t->db, "login", "u2", 0, "m", T0 + 2 * M), RLS_OK);
+    if (strncmp(last_before(t->db, "u2", b, sizeof b), "none", 4) != 0)
+        fail_msg("before: '%s'", b);
+    assert_int_equal(rls_block_unset_at(t->db, "login", "u2", T0 + 2 * M), RLS_OK);
+    assert_int_equal(it_admit_n(t, "login", "u3", 3, T0), 2);
+    assert_int_equal(rls_block_unset_at(t->db, "login", "u3", T0 + 2 * M), RLS_OK);
+    if (strncmp(last_before(t->db, "u3", b, sizeof b), "none (", 6) != 0)
+        fail_msg("before of an unblock of an ended penalty: '%s'", b);
+    it_free(t);
+}
+
 static void reservation_commit_keeps_charge(void **state)
 {
     itest *t = it_new(RULES);
@@ -490,6 +526,7 @@ int main(void)
         cmocka_unit_test(ended_rows_are_as_good_as_swept),
         cmocka_unit_test(ended_penalty_level_can_be_lifted),
         cmocka_unit_test(expired_counters_are_as_good_as_swept),
+        cmocka_unit_test(block_over_an_ended_one_had_none_before),
         cmocka_unit_test(reservation_commit_keeps_charge),
         cmocka_unit_test(reservation_cancel_refunds),
         cmocka_unit_test(reservation_expiry_refunds),
