@@ -10,9 +10,9 @@
  * charge given back: memclass.c, rls__mem_undo), and no member reported
  * admitted.  The group is formed as in test_group_faults.c (another
  * connection holds the write lock while the checks queue); the late
- * members are started by the leader's hook inside the group's
- * transaction (rls__group_late_hook), which then arms the fault, so the
- * first write after it, the COMMIT's, fails once.
+ * members (three checks and a reservation) are started by the leader's
+ * hook inside the group's transaction (rls__group_late_hook), which then
+ * arms the fault, so the first write after it, the COMMIT's, fails once.
  */
 #include <pthread.h>
 #include "faultfx.h"
@@ -45,12 +45,19 @@ struct one {
     char key[16];
     int rc;
     rls_result res;
+    int reserve;     /* a reservation (its id in id), not a check */
+    int64_t id;
 };
 
 static void *one_check(void *arg)
 {
     struct one *o = arg;
-    o->rc = rls_check_at(o->db, o->action, o->key, 1, NOW, &o->res);
+    if (o->reserve) {
+        o->id = -1;
+        o->rc = rls_reserve_at(o->db, o->action, o->key, 1, 60000, NOW, &o->id, &o->res);
+    } else {
+        o->rc = rls_check_at(o->db, o->action, o->key, 1, NOW, &o->res);
+    }
     return NULL;
 }
 
@@ -96,12 +103,12 @@ static uint64_t round_with(rls_db *db, const char *path, int kind, int fault,
     sqlite3 *lk = plain_open(path);
     pthread_t lt, th[MEMBERS];
     exec_on(lk, "BEGIN IMMEDIATE");
-    *lead = (struct one){db, "strict", "lead", 0, {0}};
+    *lead = (struct one){db, "strict", "lead", 0, {0}, 0, 0};
     assert_int_equal(pthread_create(&lt, NULL, one_check, lead), 0);
     while (rls__group_waiting(db) != 0 || !rls__group_leading(db))
         sched_yield();
     for (int i = 0; i < MEMBERS; i++) {
-        m[i] = (struct one){db, ACTION_OF[i % 4], "", 0, {0}};
+        m[i] = (struct one){db, ACTION_OF[i % 4], "", 0, {0}, 0, 0};
         snprintf(m[i].key, sizeof m[i].key, "m%d", i);
         assert_int_equal(pthread_create(&th[i], NULL, one_check, &m[i]), 0);
         wait_queued(db, (size_t)i + 1);
@@ -110,7 +117,8 @@ static uint64_t round_with(rls_db *db, const char *path, int kind, int fault,
     late.kind = kind;
     late.fault = fault;
     for (int i = 0; i < LATE; i++) {
-        late.o[i] = (struct one){db, ACTION_OF[i % 4], "", 0, {0}};
+        /* the last a reservation */
+        late.o[i] = (struct one){db, ACTION_OF[i % 4], "", 0, {0}, i == LATE - 1, 0};
         snprintf(late.o[i].key, sizeof late.o[i].key, "late%d", i);
     }
     rls__group_late_hook = late_hook;
@@ -171,6 +179,8 @@ static void failed_commit_fails_late_members(void **state)
                          o->key, rls_errname(o->rc), rls_errname(faults[f].want));
             assert_int_equal(o->res.reason, RLS_REASON_DEGRADED);
             assert_int_equal(o->res.allowed, ALLOWS[i % 4]);
+            if (o->reserve)
+                assert_int_equal(o->id, 0);   /* no reservation */
         }
         for (int i = 0; i < MEMBERS + LATE; i++) {   /* nothing charged, memory too */
             struct one *o = i < MEMBERS ? &m[i] : &late.o[i - MEMBERS];
@@ -206,6 +216,10 @@ static void late_members_commit_durably(void **state)
         assert_int_equal(o->rc, RLS_OK);
         assert_int_equal(o->res.allowed, 1);
         assert_int_equal(o->res.remaining, 4);
+        if (o->reserve) {
+            assert_true(o->id > 0);
+            assert_int_equal(rls_commit_at(db, o->id, NOW), RLS_OK);
+        }
     }
     sqlite3 *c = plain_open(path);
     sqlite3_stmt *st;
