@@ -410,16 +410,19 @@ static int64_t *action_lids(const rule_action *act, int *n)
     return lids;
 }
 
-/* Deletes (del) or counts the key's counter rows of those limits that are
- * live at now.  A state that has expired (equal to a fresh one: GC's
- * test, gc.c) is as good as swept: not counted, not deleted (GC takes it
- * and raises the limit's floor), so whether GC has swept it yet changes
- * nothing, ENOTFOUND included (before, an unswept one was "cleared"). */
+/* Counts the key's counter rows of those limits that are live at now, and
+ * with del deletes its rows of them.  A state that has expired (equal to a
+ * fresh one: GC's test, gc.c) is as good as swept: not counted, so whether
+ * GC has taken it yet changes nothing; a reset that finds none live fails
+ * with ENOTFOUND and its transaction deletes nothing (before, an unswept
+ * one was "cleared"); one that finds some deletes every row of the key, as
+ * before. */
 static int key_rows(rls_db *db, const key_ctx *ctx, const int64_t *lids, int nlids, int del,
                     int64_t now, int *n)
 {
     rls_stmt *get = rls__stmt(db, STMT_STATE_GET);
     rls_stmt *st = del ? rls__astmt(db, ASTMT_STATE_DEL_KEY) : get;
+    int rows = 0;
     *n = 0;
     if (!get || !st)
         return rls__stmt_failed(db);
@@ -427,20 +430,20 @@ static int key_rows(rls_db *db, const key_ctx *ctx, const int64_t *lids, int nli
         sql_bind_int64(get, 1, lids[i]);
         sql_bind_blob(get, 2, ctx->key, (int)ctx->keylen, SQL_STATIC);
         int src = sql_step(get);
-        int live = src == SQL_ROW && sql_column_int64(get, 5) >= now;   /* exp_ms */
+        *n += src == SQL_ROW && sql_column_int64(get, 5) >= now;   /* exp_ms */
         sql_reset(get);
-        if (src == SQL_ROW && live && del) {
+        if (src == SQL_ROW && del) {
             sql_bind_int64(st, 1, lids[i]);
             sql_bind_blob(st, 2, ctx->key, (int)ctx->keylen, SQL_STATIC);
             src = sql_step(st);
             sql_reset(st);
+            rows += sql_changes(db);
         }
         if (src != SQL_DONE && src != SQL_ROW)
             return rls__sql_error(db, src, "cannot reset counters");
-        *n += live;
     }
-    return del && *n > 0 ? rls__keycount_deleted(db, ctx->act->name, 0, ctx->key, ctx->keylen)
-                         : RLS_OK;
+    return rows > 0 ? rls__keycount_deleted(db, ctx->act->name, 0, ctx->key, ctx->keylen)
+                    : RLS_OK;
 }
 
 struct reset_arg {
