@@ -45,10 +45,10 @@
     XX(EV_ADD, "INSERT INTO rls_events(ts_ms, event, action, key, rule, level, until_ms)" \
        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")                                \
     /* penalty blocks that ended in (?2, ?1] without an 'expire' event      \
-     * (?3: NULL, or only this key and action ?4) */                         \
+     * (?3: NULL, or only this key; ?4: NULL, or only this action) */        \
     XX(EV_ENDED, "SELECT b.action, b.key, b.rule, b.level, b.until_ms FROM rls_blocks b" \
        " WHERE b.kind = 1 AND b.until_ms <> 0 AND b.until_ms <= ?1 AND b.until_ms > ?2" \
-       " AND (?3 IS NULL OR (b.key = CAST(?3 AS BLOB) AND b.action = ?4))"   \
+       " AND (?3 IS NULL OR b.key = CAST(?3 AS BLOB)) AND (?4 IS NULL OR b.action = ?4)" \
        " AND NOT EXISTS (SELECT 1 FROM rls_events e WHERE e.key = b.key"      \
        " AND e.action = b.action AND e.event = 'expire' AND e.until_ms = b.until_ms)" \
        " ORDER BY b.until_ms LIMIT 256")                                      \
@@ -122,5 +122,15 @@ int rls__doctor_mem(rls_db *db, int fix, rls_rows *r, int *bad);
 
 /* Starts a read transaction for a listing; rls__commit ends it. */
 int rls__admin_begin_read(rls_db *db);
+
+/* events.c: records the 'expire' event of every penalty block that has
+ * ended at now and has none yet, of one key and action (key != NULL), or
+ * of every key of action (NULL: of every action), as GC's sweep does
+ * (rls__events_sweep).  Called in the transaction that removes or
+ * replaces such rows (policy.c, admin_bulk.c): the end of a block is
+ * recorded whether or not a sweep ran before its row went. */
+int rls__events_ended_key(rls_db *db, int64_t now, const void *key, size_t keylen,
+                          const char *action);
+int rls__events_ended_all(rls_db *db, int64_t now, const char *action);
 
 #endif

@@ -98,6 +98,12 @@ static int unblock_fn(rls_db *db, void *p)
     int64_t n = 0;
     int rc;
     char after[96];
+    /* a penalty that has ended leaves its end recorded, as a sweep would
+     * have (events.c): in the file its row is in */
+    if (b->part == 1 || !db->be->rules_apart(db)) {
+        if ((rc = rls__events_ended_all(db, b->now, b->action)))
+            return rc;
+    }
     if (b->part == 1)   /* split: the penalties of the counters file */
         return run(db, ASTMT_BULK_PEN_DEL, b->action, b->now, NULL);
     b->count = 0;

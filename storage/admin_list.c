@@ -410,25 +410,40 @@ static int64_t *action_lids(const rule_action *act, int *n)
     return lids;
 }
 
-/* Deletes (del) or counts the key's counter rows of those limits. */
+/* Counts the key's counter rows of those limits that are live at now, and
+ * with del deletes its rows of them.  A state that has expired (equal to a
+ * fresh one: GC's test, gc.c) is as good as swept: not counted, so whether
+ * GC has taken it yet changes nothing; a reset that finds none live fails
+ * with ENOTFOUND and its transaction deletes nothing (before, an unswept
+ * one was "cleared"); one that finds some deletes every row of the key, as
+ * before. */
 static int key_rows(rls_db *db, const key_ctx *ctx, const int64_t *lids, int nlids, int del,
-                    int *n)
+                    int64_t now, int *n)
 {
-    rls_stmt *st = del ? rls__astmt(db, ASTMT_STATE_DEL_KEY) : rls__stmt(db, STMT_STATE_GET);
+    rls_stmt *get = rls__stmt(db, STMT_STATE_GET);
+    rls_stmt *st = del ? rls__astmt(db, ASTMT_STATE_DEL_KEY) : get;
+    int rows = 0;
     *n = 0;
-    if (!st)
+    if (!get || !st)
         return rls__stmt_failed(db);
     for (int i = 0; i < nlids; i++) {
-        sql_bind_int64(st, 1, lids[i]);
-        sql_bind_blob(st, 2, ctx->key, (int)ctx->keylen, SQL_STATIC);
-        int src = sql_step(st);
-        sql_reset(st);
+        sql_bind_int64(get, 1, lids[i]);
+        sql_bind_blob(get, 2, ctx->key, (int)ctx->keylen, SQL_STATIC);
+        int src = sql_step(get);
+        *n += src == SQL_ROW && sql_column_int64(get, 5) >= now;   /* exp_ms */
+        sql_reset(get);
+        if (src == SQL_ROW && del) {
+            sql_bind_int64(st, 1, lids[i]);
+            sql_bind_blob(st, 2, ctx->key, (int)ctx->keylen, SQL_STATIC);
+            src = sql_step(st);
+            sql_reset(st);
+            rows += sql_changes(db);
+        }
         if (src != SQL_DONE && src != SQL_ROW)
             return rls__sql_error(db, src, "cannot reset counters");
-        *n += del ? sql_changes(db) : src == SQL_ROW;
     }
-    return del && *n > 0 ? rls__keycount_deleted(db, ctx->act->name, 0, ctx->key, ctx->keylen)
-                         : RLS_OK;
+    return rows > 0 ? rls__keycount_deleted(db, ctx->act->name, 0, ctx->key, ctx->keylen)
+                    : RLS_OK;
 }
 
 struct reset_arg {
@@ -473,7 +488,8 @@ static int reset_fn(rls_db *db, void *p)
     if (rc == RLS_OK && !(a->lids = action_lids(a->ctx->act, &a->nlids)))
         rc = rls__error(db, RLS_ENOMEM, "out of memory");
     if (rc == RLS_OK)
-        rc = key_rows(db, a->ctx, a->lids, a->nlids, !db->be->rules_apart(db), &a->n);
+        rc = key_rows(db, a->ctx, a->lids, a->nlids, !db->be->rules_apart(db), a->now,
+                      &a->n);
     int mem = 0;   /* durability: memory entries go at once (memclass.c) */
     if (rc == RLS_OK && (rc = mem_reset_key(db, a->ctx, a->now, &mem)) == RLS_OK)
         a->n += mem;
@@ -512,7 +528,7 @@ int rls_reset_at(rls_db *db, const char *action, const char *key, int64_t now_ms
     nlids = a.nlids;
     if (rc == RLS_OK && db->be->rules_apart(db)) {
         if ((rc = rls__begin(db, 1)) == RLS_OK &&
-            (rc = key_rows(db, ctx, lids, nlids, 1, &n)) == RLS_OK)
+            (rc = key_rows(db, ctx, lids, nlids, 1, now_ms, &n)) == RLS_OK)
             rc = rls__commit(db);
         else if (db->conn.in_tx)
             rls__rollback(db);

@@ -122,10 +122,11 @@ struct ended {
 };
 
 /* Records the 'expire' events of penalty blocks that ended in
- * (after, now], of one key and action when key is not NULL.  At most 256
- * per call (the sweep after the next minute takes the rest). */
+ * (after, now], of one key when key is not NULL, of one action when action
+ * is not NULL.  At most 256 per call (*found: how many; the sweep after
+ * the next minute takes the rest). */
 static int record_ended(rls_db *db, int64_t now, int64_t after, const void *key,
-                        size_t keylen, const char *action)
+                        size_t keylen, const char *action, int *found)
 {
     rls_stmt *st = rls__astmt(db, ASTMT_EV_ENDED);
     struct ended *e = NULL;
@@ -134,13 +135,14 @@ static int record_ended(rls_db *db, int64_t now, int64_t after, const void *key,
         return rls__stmt_failed(db);
     sql_bind_int64(st, 1, now);
     sql_bind_int64(st, 2, after);
-    if (key) {
+    if (key)
         sql_bind_blob(st, 3, key, (int)keylen, SQL_STATIC);
-        sql_bind_text(st, 4, action, -1, SQL_STATIC);
-    } else {
+    else
         sql_bind_null(st, 3);
+    if (action)
+        sql_bind_text(st, 4, action, -1, SQL_STATIC);
+    else
         sql_bind_null(st, 4);
-    }
     /* read them all first: inserting while the SELECT steps would read
      * the table it writes */
     while ((src = sql_step(st)) == SQL_ROW) {
@@ -174,6 +176,25 @@ static int record_ended(rls_db *db, int64_t now, int64_t after, const void *key,
         rc = event_add(db, e[i].until, "expire", e[i].action, e[i].key, e[i].keylen, e[i].rule,
                        e[i].level, e[i].until);
     free(e);
+    if (found)
+        *found = n;
+    return rc;
+}
+
+int rls__events_ended_key(rls_db *db, int64_t now, const void *key, size_t keylen,
+                          const char *action)
+{
+    return record_ended(db, now, now - RLS_EVENTS_KEEP_MS, key, keylen, action, NULL);
+}
+
+int rls__events_ended_all(rls_db *db, int64_t now, const char *action)
+{
+    int rc, n, rounds = 0;
+    /* every one, 256 at a time: the rows go in this transaction (bounded,
+     * should a row ever be read back unlike it was written) */
+    do
+        rc = record_ended(db, now, now - RLS_EVENTS_KEEP_MS, NULL, 0, action, &n);
+    while (rc == RLS_OK && n == 256 && ++rounds < 4096);
     return rc;
 }
 
@@ -185,7 +206,7 @@ int rls__event_penalty(rls_db *db, const struct check_call *call)
     int rc = RLS_OK;
     /* the block this one replaces may have ended unrecorded */
     if (ctx->pen_found && ctx->pen_kind == BLOCK_PENALTY)
-        rc = record_ended(db, now, now - RLS_EVENTS_KEEP_MS, ctx->key, ctx->keylen, action);
+        rc = rls__events_ended_key(db, now, ctx->key, ctx->keylen, action);
     if (rc == RLS_OK)
         rc = event_add(db, now, call->pen.level > 0 ? "escalate" : "block", action, ctx->key,
                        ctx->keylen, ctx->rl[call->dout.penalty].def->name, call->pen.level,
@@ -212,7 +233,7 @@ static int exec_before(rls_db *db, int id, int64_t before, int64_t *deleted)
 
 int rls__events_sweep(rls_db *db, int64_t now)
 {
-    int rc = record_ended(db, now, now - RLS_EVENTS_KEEP_MS, NULL, 0, NULL);
+    int rc = record_ended(db, now, now - RLS_EVENTS_KEEP_MS, NULL, 0, NULL, NULL);
     if (rc == RLS_OK)
         rc = exec_before(db, ASTMT_EV_PRUNE, now - RLS_EVENTS_KEEP_MS, NULL);
     return rc;

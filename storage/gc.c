@@ -356,7 +356,9 @@ static int gc_fn(rls_db *db, void *p)
     int rc = rls__cache_refresh(db);
     if (rc)
         return rc;
-    db->stats.gc_misc_ms = 0;
+    /* the once-a-minute sweep is due now, as after a clock that went back
+     * (a start of 0 was not due in the first minute of 1970) */
+    db->stats.gc_misc_ms = a->now + 1;
     return rls__gc_step(db, a->now, a->max_rows, a->deleted);
 }
 

@@ -174,11 +174,17 @@ static int block_get(rls_db *db, int id, const struct block_arg *a, int64_t now,
     sql_bind_text(get, 2, a->action, -1, SQL_STATIC);
     int rc = sql_step(get);
     *present = rc == SQL_ROW;
-    *found = rc == SQL_ROW && (in_force(sql_column_int64(get, 0), now) ||
-                               now < sql_column_int64(get, 3));
-    if (*found)
+    int live = rc == SQL_ROW && in_force(sql_column_int64(get, 0), now);
+    *found = live || (rc == SQL_ROW && now < sql_column_int64(get, 3));
+    if (live) {
         describe_block(before, size, 1, sql_column_int64(get, 0),
                        (const char *)sql_column_text(get, 2));
+    } else if (*found) {   /* the audit says what was: no block, a level */
+        char t[40], f[40];
+        snprintf(before, size, "none (a penalty ended %s, its level remembered until %s)",
+                 until_text(sql_column_int64(get, 0), t, sizeof t),
+                 until_text(sql_column_int64(get, 3), f, sizeof f));
+    }
     sql_reset(get);
     if (rc != SQL_ROW && rc != SQL_DONE)
         return rls__sql_error(db, rc, "cannot read block");
@@ -215,6 +221,11 @@ static int block_fn(rls_db *db, void *p, int64_t now)
     if (!a->set && !found)
         return rls__error(db, RLS_ENOTFOUND, "key is not blocked%s%s",
                           a->action[0] ? " for action " : "", a->action);
+    /* one file: the row goes or is replaced; a penalty that has ended
+     * leaves its end recorded, as a sweep would have (events.c) */
+    if (present && !db->be->rules_apart(db) &&
+        (rc = rls__events_ended_key(db, now, key, strlen(key), a->action)))
+        return rc;
     sql_bind_blob(put, 1, key, (int)strlen(key), SQL_STATIC);
     sql_bind_text(put, 2, a->action, -1, SQL_STATIC);
     if (a->set) {
@@ -243,6 +254,9 @@ static int penalty_fn(rls_db *db, void *p, int64_t now)
     if (!del)
         return rls__stmt_failed(db);
     const char *key = stored_key(a);
+    int rc = rls__events_ended_key(db, now, key, strlen(key), a->action);   /* as block_fn */
+    if (rc)
+        return rc;
     sql_bind_blob(del, 1, key, (int)strlen(key), SQL_STATIC);
     sql_bind_text(del, 2, a->action, -1, SQL_STATIC);
     return step_done(db, del, "cannot remove penalty block");

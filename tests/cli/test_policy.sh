@@ -90,6 +90,12 @@ tcase "login exhausted" 1 -- --db db check login erin --now "$T0"
 tcase "reset" 0 --out "reset the counters of 'login' for 'erin'" -- --db db reset login erin --now "$T0"
 audit_op "reset" reset "r['action'] == 'login' and r['key'] == 'erin'"
 tcase "reset took effect" 0 --json 'assert d["remaining"] == 1' -- --db db check login erin --now "$T0" --json
+# counters that have expired are as good as swept: nothing to reset
+# (erin's newest is of 10:00; burst 1m, hourly 1h)
+tcase "reset of expired counters" 3 --err-has "cannot reset 'login' for 'erin'" \
+    -- --db db reset login erin --now 2026-11-21T11:00:00.001Z
+tcase "reset of counters at their last instant" 0 -- --db db reset login erin --now 2026-11-21T11:00:00Z
+rl --db db check login erin --now "$T0"
 tcase "reset unknown key" 3 --err-has "cannot reset 'login' for 'nobody-here'" -- --db db reset login nobody-here --now "$T0"
 tcase "reset unknown action" 3 -- --db db reset nope erin
 

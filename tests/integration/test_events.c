@@ -150,6 +150,32 @@ static void gc_records_ends_and_keeps_the_retention(void **state)
     it_free(t);
 }
 
+/* rls_gc_at sweeps whatever its time: in the first minute of 1970 too
+ * (the sweep of ended blocks, events and stats ran at most once a minute
+ * from a start of 0, so rls_gc_at before 00:01 skipped it: an ended
+ * penalty's end was not recorded). */
+static void gc_at_the_start_of_time(void **state)
+{
+    (void)state;
+    static const char *rules =
+        "version: 1\n"
+        "actions:\n"
+        "  login: { limits: [ { name: n, algorithm: fixed_window, limit: 1, window: 1h,"
+        " block_for: 1s } ] }\n";
+    itest *t = it_new(rules);
+    rls_result res;
+    it_check(t, "login", "ann", 1, 1000, NULL);
+    it_check(t, "login", "ann", 1, 1000, &res);   /* blocked until 00:00:02 */
+    assert_false(res.allowed);
+    assert_int_equal(rls_gc_at(t->db, 100, 30000, NULL), RLS_OK);
+    rls_rows *r = events(t->db, "expire");
+    assert_int_equal(rls_rows_count(r), 1);
+    assert_int_equal(rls_rows_int(r, 0, rls_rows_find(r, "ts_ms")), 2000);
+    rls_rows_free(r);
+    assert_int_equal(rls_gc_at(t->db, 100, RLS_TIME_MIN, NULL), RLS_OK);
+    it_free(t);
+}
+
 /* A log line only for what committed: a penalty whose transaction rolls
  * back (the database is locked, SQLite) logs nothing and leaves no event. */
 static void no_line_without_a_commit(void **state)
@@ -232,6 +258,53 @@ static void metrics_count_real_checks(void **state)
     assert_int_equal(metric(r, "reason", "nope", "ok"), -1);
     rls_rows_free(r);
     it_free(t);
+}
+
+/* The end of a penalty block is recorded whenever its row goes, not only
+ * by GC's sweep: a penalty that has ended (its level still remembered)
+ * lifted by an unblock with or without an action, replaced by a manual
+ * block, or removed by unblock --all, leaves the same 'expire' events
+ * whether or not a sweep ran first (before, only the swept database had
+ * them: the answer depended on when GC ran).  A block lifted while in
+ * force never ended: no event. */
+static void ended_penalty_removed_keeps_its_end(void **state)
+{
+    (void)state;
+    static const char *keys[] = {"a", "b", "c", "d", "e"};
+    const int64_t N = T0 + 2 * MIN;
+    for (int sweep = 0; sweep < 2; sweep++) {
+        itest *t = it_new(RULES);
+        int64_t n = -1;
+        rls_result res;
+        for (int k = 0; k < 5; k++)
+            for (int i = 0; i < 3; i++)
+                it_check(t, "login", keys[k], 1, T0, NULL);   /* until T0 + 1m */
+        for (int i = 0; i < 3; i++)
+            it_check(t, "login", "f", 1, T0 + 90000, &res);  /* until T0 + 2.5m */
+        assert_false(res.allowed);
+        rls_rows *r = events(t->db, "expire");
+        assert_int_equal(rls_rows_count(r), 0);   /* nothing swept yet */
+        rls_rows_free(r);
+        if (sweep)
+            assert_int_equal(rls_gc_at(t->db, 100, N, NULL), RLS_OK);
+        assert_int_equal(rls_block_unset_at(t->db, "login", "a", N), RLS_OK);
+        assert_int_equal(rls_block_unset_at(t->db, NULL, "b", N), RLS_OK);
+        assert_int_equal(rls_block_set_at(t->db, "login", "c", 0, "manual", N), RLS_OK);
+        assert_int_equal(rls_block_unset_at(t->db, "login", "f", N), RLS_OK);   /* in force */
+        assert_int_equal(rls_block_unset_all_at(t->db, "login", N, &n), RLS_OK);
+        assert_int_equal(n, 1);   /* c's manual block; d's and e's had ended */
+        assert_int_equal(rls_gc_at(t->db, 100, N + 5 * MIN, NULL), RLS_OK);
+        r = events(t->db, "expire");
+        if (rls_rows_count(r) != 5)
+            fail_msg("%s: %zu expire events, want 5 (a..e)", sweep ? "swept" : "unswept",
+                     rls_rows_count(r));
+        for (size_t i = 0; i < 5; i++) {
+            assert_int_equal(rls_rows_int(r, i, rls_rows_find(r, "ts_ms")), T0 + MIN);
+            assert_string_not_equal(rls_rows_text(r, i, rls_rows_find(r, "key")), "f");
+        }
+        rls_rows_free(r);
+        it_free(t);
+    }
 }
 
 static int64_t audit_count(const itest *t, const char *op)
@@ -368,9 +441,11 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(penalties_leave_events_and_log_lines),
         cmocka_unit_test(gc_records_ends_and_keeps_the_retention),
+        cmocka_unit_test(gc_at_the_start_of_time),
         cmocka_unit_test(no_line_without_a_commit),
         cmocka_unit_test(metrics_count_real_checks),
         cmocka_unit_test(bulk_changes_are_audited_once),
+        cmocka_unit_test(ended_penalty_removed_keeps_its_end),
         cmocka_unit_test(no_upgrade_and_migrate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

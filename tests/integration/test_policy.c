@@ -262,6 +262,67 @@ static void ended_penalty_level_can_be_lifted(void **state)
     it_free(t);
 }
 
+/* A key's counters that have expired (each state equal to a fresh one)
+ * are as good as swept too: rls_reset_at finds nothing to clear
+ * (ENOTFOUND) whether or not GC has taken their rows (before, it cleared
+ * "1 counters" where they were still there); live ones it clears. */
+static void expired_counters_are_as_good_as_swept(void **state)
+{
+    const int64_t H = 3600 * 1000LL;
+    for (int sweep = 0; sweep < 2; sweep++) {
+        itest *t = it_new(RULES);
+        assert_true(it_check(t, "api", "u1", 1, T0, NULL));   /* its window ends at T0+1h */
+        if (sweep)
+            assert_int_equal(rls_gc_at(t->db, 1000, T0 + 2 * H, NULL), RLS_OK);
+        int rc = rls_reset_at(t->db, "api", "u1", T0 + 2 * H);
+        if (rc != RLS_ENOTFOUND)
+            fail_msg("%s: reset of expired counters: %s", sweep ? "swept" : "unswept",
+                     rls_errname(rc));
+        assert_true(it_check(t, "api", "u2", 1, T0 + 2 * H, NULL));
+        assert_int_equal(rls_reset_at(t->db, "api", "u2", T0 + 2 * H), RLS_OK);
+        /* the last instant of a window: still live */
+        assert_true(it_check(t, "api", "u3", 1, T0, NULL));
+        assert_int_equal(rls_reset_at(t->db, "api", "u3", T0 + H - 1), RLS_OK);
+        it_free(t);
+    }
+}
+
+/* The audit row of a block set over one that has ended, swept or not,
+ * says there was none before: a manual block, and a penalty that still
+ * remembers its level (which the text names). */
+static const char *last_before(rls_db *db, const char *key, char *buf, size_t size)
+{
+    rls_rows *r = NULL;
+    assert_int_equal(rls_audit_list(db, key, 1, &r), RLS_OK);
+    assert_int_equal(rls_rows_count(r), 1);
+    snprintf(buf, size, "%s", rls_rows_text(r, 0, rls_rows_find(r, "before")));
+    rls_rows_free(r);
+    return buf;
+}
+
+static void block_over_an_ended_one_had_none_before(void **state)
+{
+    itest *t = it_new(RULES);
+    const int64_t U = T0 + 5000, M = 60000;
+    char b[256];
+    assert_int_equal(rls_block_set_at(t->db, "api", "u1", U, "t", T0), RLS_OK);
+    assert_int_equal(rls_block_set_at(t->db, "api", "u1", U + M, "again", U), RLS_OK);
+    assert_string_equal(last_before(t->db, "u1", b, sizeof b), "none");
+    assert_int_equal(rls_block_set_at(t->db, "api", "u1", U + 2 * M, "more", U + M - 1), RLS_OK);
+    assert_non_null(strstr(last_before(t->db, "u1", b, sizeof b), "blocked until"));
+    /* a penalty ended at T0+1m, its level remembered for an hour after */
+    assert_int_equal(it_admit_n(t, "login", "u2", 3, T0), 2);
+    assert_int_equal(rls_block_set_at(t->db, "login", "u2", 0, "m", T0 + 2 * M), RLS_OK);
+    if (strncmp(last_before(t->db, "u2", b, sizeof b), "none", 4) != 0)
+        fail_msg("before: '%s'", b);
+    assert_int_equal(rls_block_unset_at(t->db, "login", "u2", T0 + 2 * M), RLS_OK);
+    assert_int_equal(it_admit_n(t, "login", "u3", 3, T0), 2);
+    assert_int_equal(rls_block_unset_at(t->db, "login", "u3", T0 + 2 * M), RLS_OK);
+    if (strncmp(last_before(t->db, "u3", b, sizeof b), "none (", 6) != 0)
+        fail_msg("before of an unblock of an ended penalty: '%s'", b);
+    it_free(t);
+}
+
 static void reservation_commit_keeps_charge(void **state)
 {
     itest *t = it_new(RULES);
@@ -464,6 +525,8 @@ int main(void)
         cmocka_unit_test(penalty_level_is_forgotten),
         cmocka_unit_test(ended_rows_are_as_good_as_swept),
         cmocka_unit_test(ended_penalty_level_can_be_lifted),
+        cmocka_unit_test(expired_counters_are_as_good_as_swept),
+        cmocka_unit_test(block_over_an_ended_one_had_none_before),
         cmocka_unit_test(reservation_commit_keeps_charge),
         cmocka_unit_test(reservation_cancel_refunds),
         cmocka_unit_test(reservation_expiry_refunds),

@@ -91,6 +91,31 @@ static void ended_penalties_in_the_counters_file(void **state)
     pair_free(p);
 }
 
+/* The end of a penalty in the counters file is recorded when the admin
+ * handle removes its row, as a sweep would have: lifted while it still
+ * remembers its level, replaced by a manual block, or by unblock --all
+ * (events.c; before, these three left no 'expire' event unless a sweep
+ * had run first). */
+static void ended_penalty_removed_keeps_its_end_split(void **state)
+{
+    IT_SQLITE_ONLY();
+    pair *p = pair_new();
+    const int64_t H = 3600000;
+    int64_t n = -1;
+    const char *keys[] = {"ann", "bob", "cy"};
+    for (int k = 0; k < 3; k++)
+        assert_int_equal(admit_n(p->app, "login", keys[k], 3, T0), 2);   /* 1h, kept 7h */
+    assert_int_equal(rls_block_unset_at(p->admin, "login", "ann", T0 + 2 * H), RLS_OK);
+    assert_int_equal(rls_block_set_at(p->admin, "login", "bob", 0, "m", T0 + 2 * H), RLS_OK);
+    assert_int_equal(rls_block_unset_all_at(p->admin, NULL, T0 + 2 * H, &n), RLS_OK);
+    assert_int_equal(n, 1);   /* bob's manual block */
+    assert_int_equal(count(p->counters, "rls_blocks", NULL), 0);
+    assert_int_equal(count(p->counters, "rls_events", "event = 'expire'"), 3);
+    assert_int_equal(count(p->counters, "rls_events", "event = 'expire' AND ts_ms = 1767229200000"),
+                     3);   /* T0 + 1h, each */
+    pair_free(p);
+}
+
 /* ---- admin changes reach the application's next check ---------------- */
 
 /* A few checks on other keys: the application handle then trusts what it
@@ -431,6 +456,7 @@ int main(void)
         cmocka_unit_test(app_counts_in_counters_file),
         cmocka_unit_test(penalties_go_to_counters_file),
         cmocka_unit_test(ended_penalties_in_the_counters_file),
+        cmocka_unit_test(ended_penalty_removed_keeps_its_end_split),
         cmocka_unit_test(admin_changes_seen_by_app),
         cmocka_unit_test(app_admin_writes_refused),
         cmocka_unit_test(roles_refused),
