@@ -793,7 +793,7 @@ int rls__mem_drop(rls_db *db, int64_t lid, int kind, const void *key, size_t key
         return shm_error(db, rc);
     s.log = logbuf;
     s.log_cap = sizeof logbuf;
-    if ((rc = rls__shm_read(&tx, 0, &s)) == RLS_OK && (*found = s.present))
+    if ((rc = rls__shm_read(&tx, 0, &s)) == RLS_OK && (*found = s.present && s.expires_ms > now))
         rc = rls__shm_drop(&tx, 0);
     rls__shm_unlock(&tx);
     return rc ? shm_error(db, rc) : RLS_OK;

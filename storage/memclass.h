@@ -135,7 +135,9 @@ rls__shm *rls__mem_lane_open(rls_db *db, int act, const char *key, size_t keylen
 /* ---- tools ------------------------------------------------------------ */
 /* Every live entry at now (rls__shm_each); RLS_OK without a table. */
 int rls__mem_each(rls_db *db, int64_t now, rls__shm_each_fn fn, void *arg);
-/* Removes the entry of (lid, kind, key); *found 1 when there was one. */
+/* Removes the entry of (lid, kind, key); *found 1 when there was one that
+ * had not expired at now (an expired one is as good as reused, as an
+ * expired row is as good as swept: admin_list.c's key_rows). */
 int rls__mem_drop(rls_db *db, int64_t lid, int kind, const void *key, size_t keylen,
                   int64_t now, int *found);
 
