@@ -227,10 +227,16 @@ static uint32_t free_ways(const rls__shm *t, uint32_t b)
 
 /* The way an item's entry takes in either bucket when it is free: a
  * lookup prefetches that way's hot record with the buckets, before the
- * tags say where the entry is, so that the two misses overlap. */
+ * tags say where the entry is, so that the two misses overlap.  One of
+ * the SHM_FIRST_WAYS lowest (then the next free one up): the hot records
+ * are kept way by way (shm_hot_at), so the live entries of a table far
+ * from full stay in its first ways' stretch.  Fewer first ways pack them
+ * tighter, more guess the way right more often (a table a quarter full:
+ * 4 of 16 guess 63% right, 16 guessed 90%). */
+#define SHM_FIRST_WAYS 4u
 static inline uint32_t first_way(uint32_t tag)
 {
-    return (tag * 7u) % RLS__SHM_WAYS;
+    return tag % SHM_FIRST_WAYS;
 }
 
 /* A slot of bucket b for a new entry: free (expired == 0) or holding a
