@@ -137,6 +137,17 @@ static inline struct shm_hot *shm_hot_at(const rls__shm *t, uint32_t s)
     return (struct shm_hot *)(t->base + t->slots_off + i * SHM_HOT_SIZE);
 }
 
+/* Is a bucket tx holds held at mono_ms (rls__shm_held; shmfair.c
+ * sets and lifts the holds)? */
+static inline int shm_held(const rls__shm_txn *tx, int64_t mono_ms)
+{
+    for (size_t k = 0; k < tx->nlocked; k++)
+        if (__atomic_load_n(&shm_bucket_at(tx->t, tx->locked[k])->hold_ms, __ATOMIC_RELAXED) >
+            mono_ms)
+            return 1;
+    return 0;
+}
+
 /* The cold record of slot s: its whole key, then its two logs. */
 static inline unsigned char *shm_cold_at(const rls__shm *t, uint32_t s)
 {

@@ -3,7 +3,7 @@
  * design): lock the home bucket of every present item, or the two buckets
  * of an absent one, in ascending order; find or reserve each item's slot,
  * read states, write them two-copy style, unlock.  And the lock-free read
- * (rls__shm_snap).
+ * (rls__shm_snap).  The losing writers' holds are shmfair.c's.
  */
 #include <errno.h>
 #include <string.h>
@@ -411,9 +411,44 @@ static int lock_home1(rls__shm *t, const rls__shm_item *it, uint32_t b1, uint32_
     return 1;
 }
 
-/* rls__shm_lock and rls__shm_lock_peek: with peek, an absent item that
- * finds no room stays without a slot (it reads absent) instead of failing
- * the transaction. */
+/* The two-bucket path of lock_items (an item's entry not found by its
+ * tag alone, or not yet made): both buckets of every item locked, in
+ * order; each present entry found, a slot reserved for each absent one.
+ * With peek, an absent item that finds no room stays without a slot (it
+ * reads absent) instead of failing the transaction. */
+static int lock_both(rls__shm *t, const rls__shm_item *items, size_t n, int64_t now, int peek,
+                     const uint32_t *b1, const uint32_t *b2, rls__shm_txn *tx)
+{
+    for (size_t i = 0; i < n; i++) {
+        lockset_add(tx, b1[i]);
+        lockset_add(tx, b2[i]);
+    }
+    int rc = lockset_take(tx);
+    if (rc != RLS_OK)
+        return rc;
+    tx->n = n;
+    for (size_t i = 0; i < n; i++) {   /* every present entry first: a */
+        uint32_t s = find_in(t, b1[i], tx->tag[i], &items[i]);   /* new one */
+        tx->slot[i] = s != UINT32_MAX ? s : find_in(t, b2[i], tx->tag[i], &items[i]);
+    }                                  /* never reuses another item's slot */
+    for (size_t i = 0; i < n && rc == RLS_OK; i++)
+        if (tx->slot[i] == UINT32_MAX) {
+            rc = reserve(tx, i, b1[i], b2[i], now);
+            if (rc == RLS_EFULL && peek) {
+                tx->fresh[i] = 1;   /* nowhere: reads absent, never written */
+                rc = RLS_OK;
+            }
+        }
+    if (rc != RLS_OK) {
+        rls__shm_unlock(tx);
+        tx->n = 0;
+        return rc;
+    }
+    hook(RLS__SHM_AT_LOCKED, 0);
+    return RLS_OK;
+}
+
+/* rls__shm_lock and rls__shm_lock_peek. */
 static int lock_items(rls__shm *t, const rls__shm_item *items, size_t n, int64_t now,
                       int peek, rls__shm_txn *tx)
 {
@@ -442,40 +477,44 @@ static int lock_items(rls__shm *t, const rls__shm_item *items, size_t n, int64_t
         hook(RLS__SHM_AT_LOCKED, 0);
         return RLS_OK;
     }
-    if (rc != 0)
-        return rc;
-    for (size_t i = 0; i < n; i++) {
-        lockset_add(tx, b1[i]);
-        lockset_add(tx, b2[i]);
+    return rc != 0 ? rc : lock_both(t, items, n, now, peek, b1, b2, tx);
+}
+
+/* lock_items of one item for a write (every check of the memory lane),
+ * without the lists and loops of several: the same checks, the same
+ * transaction. */
+static int lock_one(rls__shm *t, const rls__shm_item *it, int64_t now, rls__shm_txn *tx)
+{
+    uint32_t b1, b2;
+    tx->t = NULL;
+    tx->n = tx->nlocked = 0;
+    memset(tx->fresh, 0, sizeof tx->fresh);
+    if (!t || !it)
+        return RLS_EINVAL;
+    if (it->kind < 1 || it->kind > 255)   /* SHM_META's 8 bits */
+        return RLS_EINVAL;
+    if (!it->key || it->key_len < 1 || it->key_len > t->key_max)
+        return RLS_EKEY;
+    tx->t = t;
+    tx->item[0] = *it;
+    tx->slot[0] = UINT32_MAX;
+    placement(t, item_hash(t, it), &b1, &b2, &tx->tag[0]);
+    prefetch_bucket(t, b1, tx->tag[0]);
+    prefetch_bucket(t, b2, tx->tag[0]);
+    int rc = lock_home1(t, it, b1, b2, tx);
+    if (rc == 1) {
+        tx->n = 1;
+        hook(RLS__SHM_AT_LOCKED, 0);
+        return RLS_OK;
     }
-    rc = lockset_take(tx);
-    if (rc != RLS_OK)
-        return rc;
-    tx->n = n;
-    for (size_t i = 0; i < n; i++) {   /* every present entry first: a */
-        uint32_t s = find_in(t, b1[i], tx->tag[i], &items[i]);   /* new one */
-        tx->slot[i] = s != UINT32_MAX ? s : find_in(t, b2[i], tx->tag[i], &items[i]);
-    }                                  /* never reuses another item's slot */
-    for (size_t i = 0; i < n && rc == RLS_OK; i++)
-        if (tx->slot[i] == UINT32_MAX) {
-            rc = reserve(tx, i, b1[i], b2[i], now);
-            if (rc == RLS_EFULL && peek) {
-                tx->fresh[i] = 1;   /* nowhere: reads absent, never written */
-                rc = RLS_OK;
-            }
-        }
-    if (rc != RLS_OK) {
-        rls__shm_unlock(tx);
-        tx->n = 0;
-        return rc;
-    }
-    hook(RLS__SHM_AT_LOCKED, 0);
-    return RLS_OK;
+    return rc != 0 ? rc : lock_both(t, it, 1, now, 0, &b1, &b2, tx);
 }
 
 int rls__shm_lock(rls__shm *t, const rls__shm_item *items, size_t n, int64_t now,
                   rls__shm_txn *tx)
 {
+    if (n == 1 && tx)
+        return lock_one(t, items, now, tx);
     return lock_items(t, items, n, now, 0, tx);
 }
 
@@ -508,10 +547,9 @@ static void state_put(algo_state *st, const struct shm_state *c, uint32_t log_le
     st->log_len = log_len;
 }
 
-int rls__shm_read(const rls__shm_txn *tx, size_t i, algo_state *st)
+/* rls__shm_read past its argument checks. */
+static inline int read_at(const rls__shm_txn *tx, size_t i, algo_state *st)
 {
-    if (!tx || !st || i >= tx->n || tx->nlocked == 0)
-        return RLS_EINVAL;
     const rls__shm *t = tx->t;
     if (tx->fresh[i]) {
         state_absent(st);
@@ -531,6 +569,31 @@ int rls__shm_read(const rls__shm_txn *tx, size_t i, algo_state *st)
     if (log_len)
         memcpy(st->log, shm_log_of(t, s, cur), log_len);
     return RLS_OK;
+}
+
+int rls__shm_read(const rls__shm_txn *tx, size_t i, algo_state *st)
+{
+    if (!tx || !st || i >= tx->n || tx->nlocked == 0)
+        return RLS_EINVAL;
+    return read_at(tx, i, st);
+}
+
+int rls__shm_lock_read1(rls__shm *t, const rls__shm_item *it, int64_t now, int64_t mono_ms,
+                        rls__shm_txn *tx, algo_state *st)
+{
+    if (!tx || !st)
+        return RLS_EINVAL;
+    int rc = lock_one(t, it, now, tx);
+    if (rc != RLS_OK)
+        return rc;
+    if (shm_held(tx, mono_ms)) {
+        rls__shm_unlock(tx);
+        return RLS_EBUSY;
+    }
+    rc = read_at(tx, 0, st);
+    if (rc != RLS_OK)
+        rls__shm_unlock(tx);
+    return rc;
 }
 
 /* Fills copy k of slot s (hot record h) with st: the test hook may stop
@@ -612,54 +675,6 @@ int rls__shm_drop(rls__shm_txn *tx, size_t i)
     __atomic_store_n(tag, 0, __ATOMIC_RELEASE);
     tx->fresh[i] = 1;   /* a write now makes it again, in the same slot */
     return RLS_OK;
-}
-
-/* ---- fairness ------------------------------------------------------------------ */
-
-/* Sets (hold > 0: a later one stays) or lifts (hold < 0: only if it is
- * still -hold) the hold of every bucket tx holds. */
-static void hold_set(rls__shm_txn *tx, int64_t hold)
-{
-    for (size_t k = 0; k < tx->nlocked; k++) {
-        int64_t *h = &shm_bucket_at(tx->t, tx->locked[k])->hold_ms;
-        int64_t was = __atomic_load_n(h, __ATOMIC_RELAXED);
-        if (hold > 0 ? was < hold : was == -hold)
-            __atomic_store_n(h, hold > 0 ? hold : 0, __ATOMIC_RELAXED);
-    }
-}
-
-void rls__shm_fair_note(rls__shm_txn *tx, rls__shm_fair *f, int lost, int64_t mono_ms)
-{
-    if (!tx || !f || mono_ms < 0)
-        return;
-    if (lost && ++f->conflicts >= RLS__SHM_HOLD_AFTER)
-        hold_set(tx, f->hold = mono_ms + RLS__SHM_HOLD_MS);
-    if (lost)
-        return;
-    if (f->hold)   /* through: let them back */
-        hold_set(tx, -f->hold);
-    f->conflicts = 0;
-    f->hold = 0;
-}
-
-int rls__shm_held(const rls__shm_txn *tx, int64_t mono_ms)
-{
-    for (size_t k = 0; tx && k < tx->nlocked; k++)
-        if (__atomic_load_n(&shm_bucket_at(tx->t, tx->locked[k])->hold_ms, __ATOMIC_RELAXED) >
-            mono_ms)
-            return 1;
-    return 0;
-}
-
-int rls__shm_held_by_other(const rls__shm_txn *tx, const rls__shm_fair *f, int64_t mono_ms)
-{
-    for (size_t k = 0; tx && f && k < tx->nlocked; k++) {
-        int64_t h = __atomic_load_n(&shm_bucket_at(tx->t, tx->locked[k])->hold_ms,
-                                    __ATOMIC_RELAXED);
-        if (h > mono_ms && h != f->hold)
-            return 1;
-    }
-    return 0;
 }
 
 /* ---- the lock-free read ------------------------------------------------------- */

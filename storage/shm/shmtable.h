@@ -231,6 +231,16 @@ int rls__shm_lock_peek(rls__shm *t, const rls__shm_item *items, size_t n, int64_
 int rls__shm_read(const rls__shm_txn *tx, size_t i, algo_state *st);
 
 /*
+ * One item's transaction for a writer of the memory lane, in one call:
+ * rls__shm_lock of it; then RLS_EBUSY (no lock held) when a losing writer
+ * holds a bucket it locked at mono_ms (rls__shm_held); then its state read
+ * into *st as by rls__shm_read (whose RLS_EINVAL leaves no lock held).
+ * RLS_OK: the locks held, *st read; other errors as rls__shm_lock's.
+ */
+int rls__shm_lock_read1(rls__shm *t, const rls__shm_item *it, int64_t now, int64_t mono_ms,
+                        rls__shm_txn *tx, algo_state *st);
+
+/*
  * Writes the state of item i (published at once, see the file comment).
  * RLS_OK, or RLS_EINVAL (i out of range, st->log_len over the table's
  * log_max entries or not a whole number of them): nothing written.

@@ -307,50 +307,6 @@ static void two_choices_fill_most_of_the_table(void **state)
     rls__shm_close(t);
 }
 
-/* Format 3 keeps the hot records way by way (shm_int.h shm_hot_at): every
- * slot of every geometry (bucket counts odd and even) has a record of its
- * own inside the hot part, and a table filled until it refuses keeps
- * each key's state apart, also after every state is written again. */
-static void every_slot_has_a_record_of_its_own(void **state)
-{
-    const rls__shm_geom gs[4] = { { 32, 40, 0 }, { 48, 40, 0 }, { 80, 40, 0 }, { 4096, 40, 0 } };
-    for (int g = 0; g < 4; g++) {
-        rls__shm *t = open_ok(new_path(), &gs[g]);
-        uint32_t slots = t->nbuckets * RLS__SHM_WAYS;
-        unsigned char *seen = calloc(slots, 1);
-        assert_non_null(seen);
-        for (uint32_t s = 0; s < slots; s++) {
-            uint64_t off = (uint64_t)((unsigned char *)shm_hot_at(t, s) - t->base);
-            assert_true(off >= t->slots_off && off + SHM_HOT_SIZE <= t->cold_off);
-            assert_int_equal((off - t->slots_off) % SHM_HOT_SIZE, 0);
-            uint64_t i = (off - t->slots_off) / SHM_HOT_SIZE;
-            assert_true(i < slots);
-            assert_int_equal(seen[i], 0);   /* no two slots share a record */
-            seen[i] = 1;
-        }
-        free(seen);
-        char key[48];
-        int n = 0;
-        for (;; n++) {   /* short keys (in the hot record) and long ones */
-            snprintf(key, sizeof key, n % 2 ? "%d" : "a-key-longer-than-sixteen-%d", n);
-            int rc = put(t, 1 + n % 2, key, n + 1, 1000, 0);
-            if (rc == RLS_EFULL)
-                break;
-            assert_int_equal(rc, RLS_OK);
-        }
-        assert_true(n >= (int)slots / 2);
-        for (int round = 0; round < 2; round++)
-            for (int i = 0; i < n; i++) {
-                snprintf(key, sizeof key, i % 2 ? "%d" : "a-key-longer-than-sixteen-%d", i);
-                assert_int_equal(get(t, 1 + i % 2, key), round * 100000 + i + 1);
-                assert_int_equal(get(t, 2 - i % 2, key), -1);   /* the other limit */
-                if (round == 0)
-                    assert_int_equal(put(t, 1 + i % 2, key, 100000 + i + 1, 1000, 0), RLS_OK);
-            }
-        rls__shm_close(t);
-    }
-}
-
 struct listing {
     int n;
     int64_t sum;
@@ -764,7 +720,6 @@ int main(void)
         cmocka_unit_test(a_transaction_that_writes_nothing_changes_nothing),
         cmocka_unit_test(expired_entries_are_reused_and_a_full_table_changes_nothing),
         cmocka_unit_test(two_choices_fill_most_of_the_table),
-        cmocka_unit_test(every_slot_has_a_record_of_its_own),
         cmocka_unit_test(entries_are_listed_and_dropped),
         cmocka_unit_test(keys_differing_in_one_byte_are_apart),
         cmocka_unit_test(a_present_entry_locks_its_own_bucket_alone),
