@@ -300,19 +300,29 @@ static int items_check(const rls__shm *t, const rls__shm_item *items, size_t n)
     return RLS_OK;
 }
 
-/* Starts loading the line of bucket b (its lock and tags) and the hot
- * record of the item's first way in it: a table far larger than the
- * caches costs a miss per line, and the lines a transaction needs are
- * loaded at once, not one after the other.  Inline by force: GCC takes a
- * function of prefetches alone for one without effect and drops its calls
- * (until round 6 the object file held no prefetch at all). */
-static SHM_INLINE void prefetch_bucket(const rls__shm *t, uint32_t b, uint32_t tag)
+/* Starts loading the lines a lookup of an item (buckets b1, b2, tag)
+ * needs: a table far larger than the caches costs a miss per line, and
+ * these are then loaded at once, not one after the other.  Bucket b1's
+ * line for writing (its lock is taken when it holds the entry, most
+ * often: a new entry takes b1 unless b2 is emptier), the hot record of
+ * the item's first way in b1 and bucket b2's line for reading: a guess
+ * that misses lands on lines of other keys, which other processes may be
+ * writing, and a prefetch for writing would take them away from their
+ * caches at every miss (with 4 processes on 2 CPUs, every such line
+ * travels back; a line no other cache holds arrives exclusive anyway).
+ * b2's first way is not guessed: the entry is in b2 a third of the time
+ * or less, and a guess there mostly lands on another key's record.
+ * Inline by force: GCC takes a function of prefetches alone for one
+ * without effect and drops its calls (until round 6 the object file held
+ * no prefetch at all). */
+static SHM_INLINE void prefetch_item(const rls__shm *t, uint32_t b1, uint32_t b2, uint32_t tag)
 {
-    __builtin_prefetch(shm_bucket_at(t, b), 1);
+    __builtin_prefetch(shm_bucket_at(t, b1), 1);
     const unsigned char *p =
-        (const unsigned char *)shm_hot_at(t, b * RLS__SHM_WAYS + first_way(tag));
-    __builtin_prefetch(p, 1);
-    __builtin_prefetch(p + 64, 1);
+        (const unsigned char *)shm_hot_at(t, b1 * RLS__SHM_WAYS + first_way(tag));
+    __builtin_prefetch(p, 0);
+    __builtin_prefetch(p + 64, 0);
+    __builtin_prefetch(shm_bucket_at(t, b2), 0);
 }
 
 /* The slot of buckets b1, b2 that holds item it (tag and identity), read
@@ -468,8 +478,7 @@ static int lock_items(rls__shm *t, const rls__shm_item *items, size_t n, int64_t
         tx->item[i] = items[i];
         tx->slot[i] = UINT32_MAX;
         placement(t, item_hash(t, &items[i]), &b1[i], &b2[i], &tx->tag[i]);
-        prefetch_bucket(t, b1[i], tx->tag[i]);
-        prefetch_bucket(t, b2[i], tx->tag[i]);
+        prefetch_item(t, b1[i], b2[i], tx->tag[i]);
     }
     rc = n == 1 ? lock_home1(t, items, b1[0], b2[0], tx) : lock_homes(t, items, n, b1, b2, tx);
     if (rc == 1) {
@@ -499,8 +508,7 @@ static int lock_one(rls__shm *t, const rls__shm_item *it, int64_t now, rls__shm_
     tx->item[0] = *it;
     tx->slot[0] = UINT32_MAX;
     placement(t, item_hash(t, it), &b1, &b2, &tx->tag[0]);
-    prefetch_bucket(t, b1, tx->tag[0]);
-    prefetch_bucket(t, b2, tx->tag[0]);
+    prefetch_item(t, b1, b2, tx->tag[0]);
     int rc = lock_home1(t, it, b1, b2, tx);
     if (rc == 1) {
         tx->n = 1;
