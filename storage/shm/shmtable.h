@@ -8,7 +8,7 @@
  * process that opens the file maps it MAP_SHARED, so a state charged by one
  * process is seen by all at once, with no system call on the way.
  *
- * Layout (format version 2): a header page (magic, version, geometry, the
+ * Layout (format version 3): a header page (magic, version, geometry, the
  * size of pthread_mutex_t: another ABI is another format), then buckets,
  * then hot records, then cold records.  A bucket is one cache line: one
  * robust process-shared mutex and the one-byte tags of its RLS__SHM_WAYS
@@ -22,8 +22,11 @@
  * when it is made (two-choice hashing: measured, a 4096-slot table of
  * 16-way buckets is 90% full before a key first finds both its buckets
  * full of live entries; 8-way buckets gave 82%), in the way its tag names
- * when that way is free, so that a lookup prefetches that hot record with
- * the buckets (the misses overlap).  Finding an entry compares the tags of
+ * (one of the 4 lowest) when that way is free, so that a lookup prefetches
+ * that hot record with the buckets (the misses overlap).  The hot records
+ * are kept way by way (way 0 of every bucket, then way 1, ...), so that a
+ * table far from full keeps its live records in one stretch: fewer pages
+ * and lines per check.  Finding an entry compares the tags of
  * its two buckets, then the identity in the hot record; no allocator lives
  * in the shared memory (fixed-size records).
  *
