@@ -242,16 +242,17 @@ static const char *norm_key(const rls_db *db, struct rls_memlane *l, const struc
     return l->key;
 }
 
-/* Under the table's locks: state i read (as memclass.c's ctx_take keeps
- * it: a log only for a sliding_log limit) into st, item i of the decision
- * made of it.  0, or -1 for a state the table refuses. */
-static int take(struct rls_memlane *l, const rls__shm_txn *tx, int i, const resolved_limit *rl,
-                algo_state *st, decide_item *item)
+/* State i (st, its log buffer set by log_set and read by the table) as
+ * memclass.c's ctx_take keeps it: a log only for a sliding_log limit;
+ * item i of the decision made of it. */
+static inline void log_set(struct rls_memlane *l, int i, algo_state *st)
 {
     st->log = l->log[i];   /* the read sets every other field */
     st->log_cap = LANE_LOG_CAP;
-    if (rls__shm_read(tx, (size_t)i, st) != RLS_OK)
-        return -1;
+}
+
+static inline void item_set(const resolved_limit *rl, algo_state *st, decide_item *item)
+{
     if (rl->def->algorithm != ALGO_SLIDING_LOG) {
         st->log = NULL;
         st->log_len = st->log_cap = 0;
@@ -261,6 +262,17 @@ static int take(struct rls_memlane *l, const rls__shm_txn *tx, int i, const reso
     item->floor_ms = 0;
     item->sib = NULL;
     item->nsib = 0;
+}
+
+/* Under the table's locks: state i read into st, item i of the decision
+ * made of it.  0, or -1 for a state the table refuses. */
+static int take(struct rls_memlane *l, const rls__shm_txn *tx, int i, const resolved_limit *rl,
+                algo_state *st, decide_item *item)
+{
+    log_set(l, i, st);
+    if (rls__shm_read(tx, (size_t)i, st) != RLS_OK)
+        return -1;
+    item_set(rl, st, item);
     return 0;
 }
 
@@ -278,12 +290,10 @@ static int charge_one(struct rls_memlane *l, struct lane_act *e, rls__shm *t,
     rls__shm_item it = {rl->def->id, rl->def->algorithm, key, klen};
     rls__shm_txn tx;
     decide_out out;
-    if (rls__shm_lock(t, &it, 1, now, &tx) != RLS_OK)
-        return -1;
-    if (rls__shm_held(&tx, mono) || take(l, &tx, 0, rl, st, item) != 0) {
-        rls__shm_unlock(&tx);
-        return -1;
-    }
+    log_set(l, 0, st);
+    if (rls__shm_lock_read1(t, &it, now, mono, &tx, st) != RLS_OK)
+        return -1;   /* no lock held */
+    item_set(rl, st, item);
     if (e->wc_def != rl->def) {   /* another tier's limit: another window */
         memset(&e->wc, 0, sizeof e->wc);
         e->wc_def = rl->def;

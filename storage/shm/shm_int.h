@@ -6,14 +6,18 @@
  *   [0, SHM_HEAD_SIZE)          struct shm_head
  *   [SHM_HEAD_SIZE, slots_off)  nbuckets x struct shm_bucket (SHM_BUCKET_SIZE)
  *   [slots_off, cold_off)       nbuckets * RLS__SHM_WAYS hot records, struct
- *                               shm_hot (SHM_HOT_SIZE: two cache lines)
+ *                               shm_hot (SHM_HOT_SIZE: two cache lines),
+ *                               way by way: the records of way 0 of every
+ *                               bucket, then those of way 1, ... (shm_hot_at)
  *   [cold_off, file_size)       as many cold records of slot_size bytes: the
  *                               whole key (key_max bytes), then two logs of
  *                               log_max entries (one per state copy)
  *
- * Format version 2 (version 1 kept the key and both logs inline in one
- * slot of ~900 bytes in the default geometry; it is refused as another
- * version, RLS_ENOTDB).
+ * Format version 3.  Version 2 kept the hot records bucket by bucket (the
+ * 16 of a bucket side by side) and had an entry take any of the 16 ways
+ * first; version 1 kept the key and both logs inline in one slot of ~900
+ * bytes in the default geometry.  Both are refused as other versions
+ * (RLS_ENOTDB), and their tables have names of their own (rls__shm_path).
  */
 #ifndef RLS_SHM_INT_H
 #define RLS_SHM_INT_H
@@ -23,7 +27,7 @@
 #include "shmtable.h"
 
 #define SHM_MAGIC "rlsshm\0\x01"   /* 8 bytes                                  */
-#define SHM_VERSION 2u
+#define SHM_VERSION 3u
 #define SHM_HEAD_SIZE 4096u
 #define SHM_BUCKET_SIZE 64u        /* one cache line: lock and tags together */
 #define SHM_HOT_SIZE 128u          /* two lines, 128-aligned: the adjacent-
@@ -122,9 +126,26 @@ static inline struct shm_bucket *shm_bucket_at(const rls__shm *t, uint32_t b)
     return (struct shm_bucket *)(t->base + SHM_HEAD_SIZE + (uint64_t)b * SHM_BUCKET_SIZE);
 }
 
+/* The hot record of slot s (bucket s / WAYS, way s % WAYS), way-major:
+ * entries take the low ways first (shmtable.c first_way), so a table far
+ * from full keeps its live records in the first ways' stretch, a few
+ * megabytes fewer of pages and lines than spread over every bucket's 16
+ * (measured: see docs/DESIGN-NOTES.md, the memory class's format 3). */
 static inline struct shm_hot *shm_hot_at(const rls__shm *t, uint32_t s)
 {
-    return (struct shm_hot *)(t->base + t->slots_off + (uint64_t)s * SHM_HOT_SIZE);
+    uint64_t i = (uint64_t)(s % RLS__SHM_WAYS) * t->nbuckets + s / RLS__SHM_WAYS;
+    return (struct shm_hot *)(t->base + t->slots_off + i * SHM_HOT_SIZE);
+}
+
+/* Is a bucket tx holds held at mono_ms (rls__shm_held; shmfair.c
+ * sets and lifts the holds)? */
+static inline int shm_held(const rls__shm_txn *tx, int64_t mono_ms)
+{
+    for (size_t k = 0; k < tx->nlocked; k++)
+        if (__atomic_load_n(&shm_bucket_at(tx->t, tx->locked[k])->hold_ms, __ATOMIC_RELAXED) >
+            mono_ms)
+            return 1;
+    return 0;
 }
 
 /* The cold record of slot s: its whole key, then its two logs. */

@@ -3,7 +3,7 @@
  * design): lock the home bucket of every present item, or the two buckets
  * of an absent one, in ascending order; find or reserve each item's slot,
  * read states, write them two-copy style, unlock.  And the lock-free read
- * (rls__shm_snap).
+ * (rls__shm_snap).  The losing writers' holds are shmfair.c's.
  */
 #include <errno.h>
 #include <string.h>
@@ -227,10 +227,16 @@ static uint32_t free_ways(const rls__shm *t, uint32_t b)
 
 /* The way an item's entry takes in either bucket when it is free: a
  * lookup prefetches that way's hot record with the buckets, before the
- * tags say where the entry is, so that the two misses overlap. */
+ * tags say where the entry is, so that the two misses overlap.  One of
+ * the SHM_FIRST_WAYS lowest (then the next free one up): the hot records
+ * are kept way by way (shm_hot_at), so the live entries of a table far
+ * from full stay in its first ways' stretch.  Fewer first ways pack them
+ * tighter, more guess the way right more often (a table a quarter full:
+ * 4 of 16 guess 63% right, 16 guessed 90%). */
+#define SHM_FIRST_WAYS 4u
 static inline uint32_t first_way(uint32_t tag)
 {
-    return (tag * 7u) % RLS__SHM_WAYS;
+    return tag % SHM_FIRST_WAYS;
 }
 
 /* A slot of bucket b for a new entry: free (expired == 0) or holding a
@@ -294,19 +300,29 @@ static int items_check(const rls__shm *t, const rls__shm_item *items, size_t n)
     return RLS_OK;
 }
 
-/* Starts loading the line of bucket b (its lock and tags) and the hot
- * record of the item's first way in it: a table far larger than the
- * caches costs a miss per line, and the lines a transaction needs are
- * loaded at once, not one after the other.  Inline by force: GCC takes a
- * function of prefetches alone for one without effect and drops its calls
- * (until round 6 the object file held no prefetch at all). */
-static SHM_INLINE void prefetch_bucket(const rls__shm *t, uint32_t b, uint32_t tag)
+/* Starts loading the lines a lookup of an item (buckets b1, b2, tag)
+ * needs: a table far larger than the caches costs a miss per line, and
+ * these are then loaded at once, not one after the other.  Bucket b1's
+ * line for writing (its lock is taken when it holds the entry, most
+ * often: a new entry takes b1 unless b2 is emptier), the hot record of
+ * the item's first way in b1 and bucket b2's line for reading: a guess
+ * that misses lands on lines of other keys, which other processes may be
+ * writing, and a prefetch for writing would take them away from their
+ * caches at every miss (with 4 processes on 2 CPUs, every such line
+ * travels back; a line no other cache holds arrives exclusive anyway).
+ * b2's first way is not guessed: the entry is in b2 a third of the time
+ * or less, and a guess there mostly lands on another key's record.
+ * Inline by force: GCC takes a function of prefetches alone for one
+ * without effect and drops its calls (until round 6 the object file held
+ * no prefetch at all). */
+static SHM_INLINE void prefetch_item(const rls__shm *t, uint32_t b1, uint32_t b2, uint32_t tag)
 {
-    __builtin_prefetch(shm_bucket_at(t, b), 1);
+    __builtin_prefetch(shm_bucket_at(t, b1), 1);
     const unsigned char *p =
-        (const unsigned char *)shm_hot_at(t, b * RLS__SHM_WAYS + first_way(tag));
-    __builtin_prefetch(p, 1);
-    __builtin_prefetch(p + 64, 1);
+        (const unsigned char *)shm_hot_at(t, b1 * RLS__SHM_WAYS + first_way(tag));
+    __builtin_prefetch(p, 0);
+    __builtin_prefetch(p + 64, 0);
+    __builtin_prefetch(shm_bucket_at(t, b2), 0);
 }
 
 /* The slot of buckets b1, b2 that holds item it (tag and identity), read
@@ -405,44 +421,19 @@ static int lock_home1(rls__shm *t, const rls__shm_item *it, uint32_t b1, uint32_
     return 1;
 }
 
-/* rls__shm_lock and rls__shm_lock_peek: with peek, an absent item that
- * finds no room stays without a slot (it reads absent) instead of failing
- * the transaction. */
-static int lock_items(rls__shm *t, const rls__shm_item *items, size_t n, int64_t now,
-                      int peek, rls__shm_txn *tx)
+/* The two-bucket path of lock_items (an item's entry not found by its
+ * tag alone, or not yet made): both buckets of every item locked, in
+ * order; each present entry found, a slot reserved for each absent one.
+ * With peek, an absent item that finds no room stays without a slot (it
+ * reads absent) instead of failing the transaction. */
+static int lock_both(rls__shm *t, const rls__shm_item *items, size_t n, int64_t now, int peek,
+                     const uint32_t *b1, const uint32_t *b2, rls__shm_txn *tx)
 {
-    uint32_t b1[RLS__SHM_TXN_MAX], b2[RLS__SHM_TXN_MAX];
-    if (!tx)
-        return RLS_EINVAL;
-    tx->t = NULL;   /* what rls__shm_unlock reads; slot, tag set per item below */
-    tx->n = tx->nlocked = 0;
-    memset(tx->fresh, 0, sizeof tx->fresh);
-    if (!t || !items || n < 1 || n > RLS__SHM_TXN_MAX)
-        return RLS_EINVAL;
-    int rc = items_check(t, items, n);
-    if (rc != RLS_OK)
-        return rc;
-    tx->t = t;
-    for (size_t i = 0; i < n; i++) {
-        tx->item[i] = items[i];
-        tx->slot[i] = UINT32_MAX;
-        placement(t, item_hash(t, &items[i]), &b1[i], &b2[i], &tx->tag[i]);
-        prefetch_bucket(t, b1[i], tx->tag[i]);
-        prefetch_bucket(t, b2[i], tx->tag[i]);
-    }
-    rc = n == 1 ? lock_home1(t, items, b1[0], b2[0], tx) : lock_homes(t, items, n, b1, b2, tx);
-    if (rc == 1) {
-        tx->n = n;
-        hook(RLS__SHM_AT_LOCKED, 0);
-        return RLS_OK;
-    }
-    if (rc != 0)
-        return rc;
     for (size_t i = 0; i < n; i++) {
         lockset_add(tx, b1[i]);
         lockset_add(tx, b2[i]);
     }
-    rc = lockset_take(tx);
+    int rc = lockset_take(tx);
     if (rc != RLS_OK)
         return rc;
     tx->n = n;
@@ -467,9 +458,71 @@ static int lock_items(rls__shm *t, const rls__shm_item *items, size_t n, int64_t
     return RLS_OK;
 }
 
+/* rls__shm_lock and rls__shm_lock_peek. */
+static int lock_items(rls__shm *t, const rls__shm_item *items, size_t n, int64_t now,
+                      int peek, rls__shm_txn *tx)
+{
+    uint32_t b1[RLS__SHM_TXN_MAX], b2[RLS__SHM_TXN_MAX];
+    if (!tx)
+        return RLS_EINVAL;
+    tx->t = NULL;   /* what rls__shm_unlock reads; slot, tag set per item below */
+    tx->n = tx->nlocked = 0;
+    memset(tx->fresh, 0, sizeof tx->fresh);
+    if (!t || !items || n < 1 || n > RLS__SHM_TXN_MAX)
+        return RLS_EINVAL;
+    int rc = items_check(t, items, n);
+    if (rc != RLS_OK)
+        return rc;
+    tx->t = t;
+    for (size_t i = 0; i < n; i++) {
+        tx->item[i] = items[i];
+        tx->slot[i] = UINT32_MAX;
+        placement(t, item_hash(t, &items[i]), &b1[i], &b2[i], &tx->tag[i]);
+        prefetch_item(t, b1[i], b2[i], tx->tag[i]);
+    }
+    rc = n == 1 ? lock_home1(t, items, b1[0], b2[0], tx) : lock_homes(t, items, n, b1, b2, tx);
+    if (rc == 1) {
+        tx->n = n;
+        hook(RLS__SHM_AT_LOCKED, 0);
+        return RLS_OK;
+    }
+    return rc != 0 ? rc : lock_both(t, items, n, now, peek, b1, b2, tx);
+}
+
+/* lock_items of one item for a write (every check of the memory lane),
+ * without the lists and loops of several: the same checks, the same
+ * transaction. */
+static int lock_one(rls__shm *t, const rls__shm_item *it, int64_t now, rls__shm_txn *tx)
+{
+    uint32_t b1, b2;
+    tx->t = NULL;
+    tx->n = tx->nlocked = 0;
+    memset(tx->fresh, 0, sizeof tx->fresh);
+    if (!t || !it)
+        return RLS_EINVAL;
+    if (it->kind < 1 || it->kind > 255)   /* SHM_META's 8 bits */
+        return RLS_EINVAL;
+    if (!it->key || it->key_len < 1 || it->key_len > t->key_max)
+        return RLS_EKEY;
+    tx->t = t;
+    tx->item[0] = *it;
+    tx->slot[0] = UINT32_MAX;
+    placement(t, item_hash(t, it), &b1, &b2, &tx->tag[0]);
+    prefetch_item(t, b1, b2, tx->tag[0]);
+    int rc = lock_home1(t, it, b1, b2, tx);
+    if (rc == 1) {
+        tx->n = 1;
+        hook(RLS__SHM_AT_LOCKED, 0);
+        return RLS_OK;
+    }
+    return rc != 0 ? rc : lock_both(t, it, 1, now, 0, &b1, &b2, tx);
+}
+
 int rls__shm_lock(rls__shm *t, const rls__shm_item *items, size_t n, int64_t now,
                   rls__shm_txn *tx)
 {
+    if (n == 1 && tx)
+        return lock_one(t, items, now, tx);
     return lock_items(t, items, n, now, 0, tx);
 }
 
@@ -502,10 +555,9 @@ static void state_put(algo_state *st, const struct shm_state *c, uint32_t log_le
     st->log_len = log_len;
 }
 
-int rls__shm_read(const rls__shm_txn *tx, size_t i, algo_state *st)
+/* rls__shm_read past its argument checks. */
+static inline int read_at(const rls__shm_txn *tx, size_t i, algo_state *st)
 {
-    if (!tx || !st || i >= tx->n || tx->nlocked == 0)
-        return RLS_EINVAL;
     const rls__shm *t = tx->t;
     if (tx->fresh[i]) {
         state_absent(st);
@@ -525,6 +577,31 @@ int rls__shm_read(const rls__shm_txn *tx, size_t i, algo_state *st)
     if (log_len)
         memcpy(st->log, shm_log_of(t, s, cur), log_len);
     return RLS_OK;
+}
+
+int rls__shm_read(const rls__shm_txn *tx, size_t i, algo_state *st)
+{
+    if (!tx || !st || i >= tx->n || tx->nlocked == 0)
+        return RLS_EINVAL;
+    return read_at(tx, i, st);
+}
+
+int rls__shm_lock_read1(rls__shm *t, const rls__shm_item *it, int64_t now, int64_t mono_ms,
+                        rls__shm_txn *tx, algo_state *st)
+{
+    if (!tx || !st)
+        return RLS_EINVAL;
+    int rc = lock_one(t, it, now, tx);
+    if (rc != RLS_OK)
+        return rc;
+    if (shm_held(tx, mono_ms)) {
+        rls__shm_unlock(tx);
+        return RLS_EBUSY;
+    }
+    rc = read_at(tx, 0, st);
+    if (rc != RLS_OK)
+        rls__shm_unlock(tx);
+    return rc;
 }
 
 /* Fills copy k of slot s (hot record h) with st: the test hook may stop
@@ -606,54 +683,6 @@ int rls__shm_drop(rls__shm_txn *tx, size_t i)
     __atomic_store_n(tag, 0, __ATOMIC_RELEASE);
     tx->fresh[i] = 1;   /* a write now makes it again, in the same slot */
     return RLS_OK;
-}
-
-/* ---- fairness ------------------------------------------------------------------ */
-
-/* Sets (hold > 0: a later one stays) or lifts (hold < 0: only if it is
- * still -hold) the hold of every bucket tx holds. */
-static void hold_set(rls__shm_txn *tx, int64_t hold)
-{
-    for (size_t k = 0; k < tx->nlocked; k++) {
-        int64_t *h = &shm_bucket_at(tx->t, tx->locked[k])->hold_ms;
-        int64_t was = __atomic_load_n(h, __ATOMIC_RELAXED);
-        if (hold > 0 ? was < hold : was == -hold)
-            __atomic_store_n(h, hold > 0 ? hold : 0, __ATOMIC_RELAXED);
-    }
-}
-
-void rls__shm_fair_note(rls__shm_txn *tx, rls__shm_fair *f, int lost, int64_t mono_ms)
-{
-    if (!tx || !f || mono_ms < 0)
-        return;
-    if (lost && ++f->conflicts >= RLS__SHM_HOLD_AFTER)
-        hold_set(tx, f->hold = mono_ms + RLS__SHM_HOLD_MS);
-    if (lost)
-        return;
-    if (f->hold)   /* through: let them back */
-        hold_set(tx, -f->hold);
-    f->conflicts = 0;
-    f->hold = 0;
-}
-
-int rls__shm_held(const rls__shm_txn *tx, int64_t mono_ms)
-{
-    for (size_t k = 0; tx && k < tx->nlocked; k++)
-        if (__atomic_load_n(&shm_bucket_at(tx->t, tx->locked[k])->hold_ms, __ATOMIC_RELAXED) >
-            mono_ms)
-            return 1;
-    return 0;
-}
-
-int rls__shm_held_by_other(const rls__shm_txn *tx, const rls__shm_fair *f, int64_t mono_ms)
-{
-    for (size_t k = 0; tx && f && k < tx->nlocked; k++) {
-        int64_t h = __atomic_load_n(&shm_bucket_at(tx->t, tx->locked[k])->hold_ms,
-                                    __ATOMIC_RELAXED);
-        if (h > mono_ms && h != f->hold)
-            return 1;
-    }
-    return 0;
 }
 
 /* ---- the lock-free read ------------------------------------------------------- */

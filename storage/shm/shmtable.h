@@ -8,7 +8,7 @@
  * process that opens the file maps it MAP_SHARED, so a state charged by one
  * process is seen by all at once, with no system call on the way.
  *
- * Layout (format version 2): a header page (magic, version, geometry, the
+ * Layout (format version 3): a header page (magic, version, geometry, the
  * size of pthread_mutex_t: another ABI is another format), then buckets,
  * then hot records, then cold records.  A bucket is one cache line: one
  * robust process-shared mutex and the one-byte tags of its RLS__SHM_WAYS
@@ -22,8 +22,11 @@
  * when it is made (two-choice hashing: measured, a 4096-slot table of
  * 16-way buckets is 90% full before a key first finds both its buckets
  * full of live entries; 8-way buckets gave 82%), in the way its tag names
- * when that way is free, so that a lookup prefetches that hot record with
- * the buckets (the misses overlap).  Finding an entry compares the tags of
+ * (one of the 4 lowest) when that way is free, so that a lookup prefetches
+ * that hot record with the buckets (the misses overlap).  The hot records
+ * are kept way by way (way 0 of every bucket, then way 1, ...), so that a
+ * table far from full keeps its live records in one stretch: fewer pages
+ * and lines per check.  Finding an entry compares the tags of
  * its two buckets, then the identity in the hot record; no allocator lives
  * in the shared memory (fixed-size records).
  *
@@ -229,6 +232,16 @@ int rls__shm_lock_peek(rls__shm *t, const rls__shm_item *items, size_t n, int64_
  * range, log buffer too small: *st unchanged).
  */
 int rls__shm_read(const rls__shm_txn *tx, size_t i, algo_state *st);
+
+/*
+ * One item's transaction for a writer of the memory lane, in one call:
+ * rls__shm_lock of it; then RLS_EBUSY (no lock held) when a losing writer
+ * holds a bucket it locked at mono_ms (rls__shm_held); then its state read
+ * into *st as by rls__shm_read (whose RLS_EINVAL leaves no lock held).
+ * RLS_OK: the locks held, *st read; other errors as rls__shm_lock's.
+ */
+int rls__shm_lock_read1(rls__shm *t, const rls__shm_item *it, int64_t now, int64_t mono_ms,
+                        rls__shm_txn *tx, algo_state *st);
 
 /*
  * Writes the state of item i (published at once, see the file comment).

@@ -431,11 +431,12 @@ static void foreign_and_wrong_size_files_are_refused_and_left_alone(void **state
     t = open_ok(q, &G);
     assert_int_equal(get(t, 1, "k"), 5);   /* the state survived the refusals */
     rls__shm_close(t);
-    /* the format before this one (1: keys and logs inline in the slot)
-     * and a later one are refused as other versions, with or without a
-     * geometry (the memory class's first open has none), and left alone */
-    const uint32_t versions[2] = { 1, 3 };
-    for (int i = 0; i < 2; i++) {
+    /* the formats before this one (1: keys and logs inline in the slot;
+     * 2: hot records bucket by bucket) and a later one are refused as
+     * other versions, with or without a geometry (the memory class's
+     * first open has none), and left alone */
+    const uint32_t versions[3] = { 1, 2, 4 };
+    for (int i = 0; i < 3; i++) {
         int fd = open(q, O_RDWR);
         uint32_t v = versions[i];
         assert_int_equal(pwrite(fd, &v, sizeof v, 8), sizeof v);   /* the version */
