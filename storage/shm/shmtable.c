@@ -490,7 +490,8 @@ static int lock_items(rls__shm *t, const rls__shm_item *items, size_t n, int64_t
 }
 
 /* lock_items of one item for a write (every check of the memory lane),
- * without the lists and loops of several: the same checks, the same
+ * without the lists and loops of several: the same checks (items_check's
+ * written out: calling it cost 38 instructions a check), the same
  * transaction. */
 static int lock_one(rls__shm *t, const rls__shm_item *it, int64_t now, rls__shm_txn *tx)
 {
