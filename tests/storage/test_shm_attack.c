@@ -44,165 +44,9 @@
 #define SHMTEST_NAME "shmattack"
 #include "shmtest.h"
 
-static int nseq;
-static const int64_t FOREVER = (int64_t)1 << 60;
-
-static const char *new_path(char *buf, size_t cap)
-{
-    snprintf(buf, cap, "%s/a%d.shm", dir, ++nseq);
-    return buf;
-}
-
-static rls__shm *open_geom(const char *p, const rls__shm_geom *g)
-{
-    rls__shm *t = NULL;
-    char why[200];
-    int rc = rls__shm_open(&t, p, g, why, sizeof why);
-    if (rc != RLS_OK)
-        fail_msg("open '%s': %s (%s)", p, rls_errname(rc), why);
-    return t;
-}
-
-static rls__shm_item item_k(int64_t lid, int kind, const char *key)
-{
-    rls__shm_item it = { lid, kind, key, strlen(key) };
-    return it;
-}
-
-/* The state of count n expiring at exp: every field follows from n. */
-static algo_state state_n(int64_t n, int64_t exp)
-{
-    algo_state s;
-    memset(&s, 0, sizeof s);
-    s.present = 1;
-    s.a = n;
-    s.b = 2 * n;
-    s.c = -n;
-    s.last_ms = n;
-    s.expires_ms = exp;
-    return s;
-}
-
-static int whole(const algo_state *s)
-{
-    return s->b == 2 * s->a && s->c == -s->a && s->last_ms == s->a;
-}
-
-/* Writes count n, expiring at exp, to (lid, key) at now. */
-static int put(rls__shm *t, int64_t lid, const char *key, int64_t n, int64_t exp, int64_t now)
-{
-    rls__shm_txn tx;
-    rls__shm_item it = item_k(lid, ALGO_FIXED_WINDOW, key);
-    int rc = rls__shm_lock(t, &it, 1, now, &tx);
-    if (rc != RLS_OK)
-        return rc;
-    algo_state s = state_n(n, exp);
-    rc = rls__shm_write(&tx, 0, &s);
-    rls__shm_unlock(&tx);
-    return rc;
-}
-
-/* The count of (lid, key) read at now, -1 when absent or expired. */
-static int64_t get(rls__shm *t, int64_t lid, const char *key, int64_t now)
-{
-    rls__shm_txn tx;
-    rls__shm_item it = item_k(lid, ALGO_FIXED_WINDOW, key);
-    algo_state s;
-    memset(&s, 0, sizeof s);
-    assert_int_equal(rls__shm_lock_peek(t, &it, 1, now, &tx), RLS_OK);
-    assert_int_equal(rls__shm_read(&tx, 0, &s), RLS_OK);
-    rls__shm_unlock(&tx);
-    if (!s.present || s.expires_ms <= now)
-        return -1;
-    if (!whole(&s))
-        fail_msg("'%s' torn: a %lld b %lld", key, (long long)s.a, (long long)s.b);
-    return s.a;
-}
-
-/* The number of published entries of (lid, key) in the whole table,
- * read from the tags and hot records under no lock (the caller's
- * processes are done). */
-static int copies_of(const rls__shm *t, int64_t lid, const char *key)
-{
-    int n = 0;
-    size_t len = strlen(key);
-    for (uint32_t s = 0; s < t->nbuckets * RLS__SHM_WAYS; s++) {
-        if (shm_bucket_at(t, s / RLS__SHM_WAYS)->tag[s % RLS__SHM_WAYS] == 0)
-            continue;
-        const struct shm_hot *h = shm_hot_at(t, s);
-        n += h->lid == lid && h->key_len == len && memcmp(shm_cold_at(t, s), key, len) == 0;
-    }
-    return n;
-}
-
-/* No published (lid, key) is in two slots. */
-static void no_key_twice(const rls__shm *t)
-{
-    uint32_t slots = t->nbuckets * RLS__SHM_WAYS;
-    for (uint32_t s = 0; s < slots; s++) {
-        if (shm_bucket_at(t, s / RLS__SHM_WAYS)->tag[s % RLS__SHM_WAYS] == 0)
-            continue;
-        const struct shm_hot *h = shm_hot_at(t, s);
-        for (uint32_t u = s + 1; u < slots; u++) {
-            const struct shm_hot *g = shm_hot_at(t, u);
-            if (shm_bucket_at(t, u / RLS__SHM_WAYS)->tag[u % RLS__SHM_WAYS] != 0 &&
-                g->lid == h->lid && g->key_len == h->key_len &&
-                memcmp(shm_cold_at(t, s), shm_cold_at(t, u), h->key_len) == 0)
-                fail_msg("lid %lld key '%.*s' in slots %u and %u", (long long)h->lid,
-                         (int)h->key_len, (const char *)shm_cold_at(t, s), s, u);
-        }
-    }
-}
-
-/* Every bucket lock of t is free (tried, never waited for). */
-static void no_lock_held(rls__shm *t)
-{
-    for (uint32_t b = 0; b < t->nbuckets; b++) {
-        pthread_mutex_t *mu = &shm_bucket_at(t, b)->mu;
-        int r = pthread_mutex_trylock(mu);
-        if (r != 0)
-            fail_msg("bucket %u still locked (trylock: %d)", b, r);
-        pthread_mutex_unlock(mu);
-    }
-}
+#include "shmattack.h"
 
 /* ---- placement and reuse ------------------------------------------------------ */
-
-#define FILL_MAX 5000
-
-/* Fills t at now 0 with keys "f<i>" (count i + 1; expiry by exp_of)
- * until RLS_EFULL; returns how many went in. */
-static int fill(rls__shm *t, int64_t lid, int64_t (*exp_of)(int))
-{
-    int i = 0;
-    for (; i < FILL_MAX; i++) {
-        char k[32];
-        snprintf(k, sizeof k, "f%d", i);
-        int rc = put(t, lid, k, i + 1, exp_of(i), 0);
-        if (rc == RLS_EFULL)
-            break;
-        assert_int_equal(rc, RLS_OK);
-    }
-    return i;
-}
-
-static int64_t far_expiry(int i)
-{
-    return 1000000 + i;
-}
-
-/* The way of (lid, key)'s one entry, -1 when none. */
-static int way_of(const rls__shm *t, int64_t lid, const char *key)
-{
-    size_t len = strlen(key);
-    for (uint32_t s = 0; s < t->nbuckets * RLS__SHM_WAYS; s++) {
-        const struct shm_hot *h = shm_hot_at(t, s);
-        if (shm_bucket_at(t, s / RLS__SHM_WAYS)->tag[s % RLS__SHM_WAYS] != 0 && h->lid == lid &&
-            h->key_len == len && memcmp(shm_cold_at(t, s), key, len) == 0)
-            return (int)(s % RLS__SHM_WAYS);
-    }
-    return -1;
-}
 
 /* Expires (rewrites with expiry 10, same count) every "f<i>" whose way
  * is in [lo, hi); returns how many. */
@@ -222,24 +66,17 @@ static int expire_ways(rls__shm *t, int n, int lo, int hi, unsigned *ways_hit)
     return e;
 }
 
-/* The free slots of t (tag 0). */
-static int free_slots(const rls__shm *t)
-{
-    int n = 0;
-    for (uint32_t s = 0; s < t->nbuckets * RLS__SHM_WAYS; s++)
-        n += shm_bucket_at(t, s / RLS__SHM_WAYS)->tag[s % RLS__SHM_WAYS] == 0;
-    return n;
-}
-
-/* Offers new keys "<pfx><j>" (count 7j + 3) at now until 400 in a row
- * are refused (RLS_EFULL: a key's two buckets may be full while a third
- * has room); ok[j]: whether j went in.  Returns how many went in and
+/* Offers new keys "<pfx><j>" (count 7j + 3) at now until 40 per bucket
+ * in a row are refused (RLS_EFULL: a key's two buckets may be full while
+ * a third has room; a last free slot's bucket is then missed with odds
+ * (1 - 2/buckets)^(40 buckets), below e^-80); ok[j]: whether j went in.  Returns how many went in and
  * sets *offered. */
-#define OFFER_MAX 20000
+#define OFFER_MAX 40000
 static int refill(rls__shm *t, const char *pfx, int64_t now, unsigned char *ok, int *offered)
 {
     int in = 0, j = 0;
-    for (int refused = 0; refused < 400 && j < OFFER_MAX; j++) {
+    int patience = 40 * (int)t->nbuckets;
+    for (int refused = 0; refused < patience && j < OFFER_MAX; j++) {
         char k[32];
         snprintf(k, sizeof k, "%s%d", pfx, j);
         int rc = put(t, 1, k, 7 * j + 3, FOREVER, now);
@@ -249,6 +86,7 @@ static int refill(rls__shm *t, const char *pfx, int64_t now, unsigned char *ok, 
         refused = ok[j] ? 0 : refused + 1;
         in += ok[j];
     }
+    assert_true(j < OFFER_MAX);   /* stopped by the refusals */
     *offered = j;
     return in;
 }
@@ -291,11 +129,13 @@ static void expired_entries_are_reused_in_every_way(void **state)
         unsigned low = 0, high = 0;
         int e1 = expire_ways(t, n, 0, 4, &low);
         assert_int_equal(low, 0xfu);   /* the low ways all used */
-        int f1 = free_slots(t);
-        static unsigned char ok1[OFFER_MAX], ok2[OFFER_MAX];
-        int o1, o2;
-        int r1 = refill(t, "L", 100, ok1, &o1);
-        assert_int_equal(r1, e1 + f1);   /* every expired entry, no live one */
+        static unsigned char ok0[OFFER_MAX], ok1[OFFER_MAX], ok2[OFFER_MAX];
+        int o0, o1, o2, f1 = free_slots(t);
+        int r0 = refill(t, "E", 9, ok0, &o0);   /* 1 ms before their expiry */
+        assert_int_equal(r0, f1);               /* the free slots only */
+        assert_int_equal(free_slots(t), 0);
+        int r1 = refill(t, "L", 10, ok1, &o1);  /* at their expiry: every one */
+        assert_int_equal(r1, e1);
         int e2 = expire_ways(t, n, 4, RLS__SHM_WAYS, &high);
         if (g == 0)
             assert_int_equal(high, 0xfff0u);
@@ -303,7 +143,6 @@ static void expired_entries_are_reused_in_every_way(void **state)
         int r2 = refill(t, "H", 200, ok2, &o2);
         assert_int_equal(r2, e2 + f2);
         /* an expired key written again: its own entry, once */
-        int again = 0;
         for (int i = 0; i < n; i++) {
             char k[32];
             snprintf(k, sizeof k, "f%d", i);
@@ -311,10 +150,10 @@ static void expired_entries_are_reused_in_every_way(void **state)
             if (v < 0 && way_of(t, 1, k) >= 0) {   /* expired, still there */
                 assert_int_equal(put(t, 1, k, 5, FOREVER, 300), RLS_OK);
                 assert_int_equal(copies_of(t, 1, k), 1);
-                again++;
             } else if (v >= 0)
                 assert_int_equal(v, i + 1);
         }
+        refilled_exact(t, "E", ok0, o0, 300);
         refilled_exact(t, "L", ok1, o1, 300);
         refilled_exact(t, "H", ok2, o2, 300);
         no_key_twice(t);
@@ -584,180 +423,6 @@ static void skewed_clocks_racing_on_one_pair_stay_exact(void **state)
     rls__shm_close(t);
 }
 
-/* ---- kill -9 inside lock_one / rls__shm_lock_read1 ------------------------------ */
-
-static const rls__shm_geom G_KILL = { 32, 24, 0 };   /* one pair of buckets */
-static int stop_op, stop_point, stop_fd, cur_op;
-static const rls__shm_txn *cur_tx;
-
-/* The victim's hook: at the chosen point of the chosen op, tell the
- * parent the locks it holds and wait for the SIGKILL. */
-static void stop_here(int point, size_t it)
-{
-    if (cur_op != stop_op || point != stop_point || it != 0)
-        return;
-    char c[2] = { 'S', (char)cur_tx->nlocked };
-    if (write(stop_fd, c, 2) != 2)
-        _exit(5);
-    for (;;)
-        pause();
-}
-
-/* One charge of (9, "victim") by one, the lane's way (lock_read1). */
-static int bump1(rls__shm *t)
-{
-    rls__shm_item it = item_k(9, ALGO_FIXED_WINDOW, "victim");
-    rls__shm_txn tx;
-    algo_state s;
-    memset(&s, 0, sizeof s);
-    cur_tx = &tx;
-    int rc = rls__shm_lock_read1(t, &it, 0, 0, &tx, &s);
-    if (rc != RLS_OK)
-        return rc;
-    if (s.present && !whole(&s))
-        rc = RLS_ECORRUPT;
-    algo_state w = state_n(s.present ? s.a + 1 : 1, FOREVER);
-    if (rc == RLS_OK)
-        rc = rls__shm_write(&tx, 0, &w);
-    rls__shm_unlock(&tx);
-    return rc;
-}
-
-static void kill_victim(const char *p, int fd)
-{
-    rls__shm *t = NULL;
-    if (rls__shm_open(&t, p, &G_KILL, NULL, 0) != RLS_OK)
-        _exit(2);
-    stop_fd = fd;
-    rls__shm_hook = stop_here;
-    for (cur_op = 0;; cur_op++) {
-        if (bump1(t) != RLS_OK)
-            _exit(3);
-        char c = 'A';
-        if (write(fd, &c, 1) != 1)
-            _exit(4);
-    }
-}
-
-/* A table of one pair, full of fillers but for the slot of bucket b,
- * way w: where the victim's new entry must go. */
-static rls__shm *pair_with_one_hole(const char *p, uint32_t b, uint32_t w)
-{
-    rls__shm *t = open_geom(p, &G_KILL);
-    assert_int_equal(fill(t, 1, far_expiry), 32);
-    const struct shm_hot *h = shm_hot_at(t, b * RLS__SHM_WAYS + w);
-    char k[32];
-    snprintf(k, sizeof k, "%.*s", (int)h->key_len, (const char *)shm_cold_at(t, b * RLS__SHM_WAYS + w));
-    rls__shm_item it = item_k(1, ALGO_FIXED_WINDOW, k);
-    rls__shm_txn tx;
-    assert_int_equal(rls__shm_lock(t, &it, 1, 0, &tx), RLS_OK);
-    assert_int_equal(rls__shm_drop(&tx, 0), RLS_OK);
-    rls__shm_unlock(&tx);
-    assert_int_equal(free_slots(t), 1);
-    return t;
-}
-
-/* Starts the victim; returns its acknowledged charges once it stopped. */
-static int64_t victim_stopped(const char *p, pid_t *pid, size_t *held)
-{
-    int fds[2];
-    assert_int_equal(pipe(fds), 0);
-    *pid = fork();
-    assert_true(*pid >= 0);
-    if (*pid == 0) {
-        close(fds[0]);
-        kill_victim(p, fds[1]);
-    }
-    close(fds[1]);
-    int64_t acks = 0;
-    char c;
-    for (;;) {
-        if (read(fds[0], &c, 1) != 1)
-            fail_msg("the victim ended before its stop");
-        if (c == 'S')
-            break;
-        acks++;
-    }
-    assert_int_equal(read(fds[0], &c, 1), 1);
-    *held = (size_t)c;
-    close(fds[0]);
-    return acks;
-}
-
-static int each_none(void *ctx, int64_t lid, int kind, const void *key, size_t key_len,
-                     const algo_state *st)
-{
-    (void)ctx, (void)lid, (void)kind, (void)key, (void)key_len, (void)st;
-    return 0;
-}
-
-/* A process killed at each point of a one-item charge (lock_read1, then
- * the write) of an entry made in a low way (0..3) or a high one
- * (4..15), new (the kill inside its making) or made by an earlier
- * charge: a process waiting on its lock gets through, the count is the
- * acknowledged charges plus the killed one's if published, the entry is
- * in one slot (its hole), every filler keeps its count, every lock the
- * victim held is taken over once. */
-static void kills_inside_one_item_charges_in_low_and_high_ways(void **state)
-{
-    (void)state;
-    const int rounds = knob("RLS_SHM_KILL_ROUNDS", 200);
-    int seen[2][2] = { { 0, 0 }, { 0, 0 } };
-    for (int r = 0; r < rounds; r++) {
-        int high = r % 2, made = (r / 2) % 2;
-        uint32_t b = (uint32_t)(r / 4) % 2;
-        uint32_t w = high ? 4 + (uint32_t)(r / 8) % 12 : (uint32_t)(r / 8) % 4;
-        stop_point = RLS__SHM_AT_LOCKED + (r / 3) % 4;
-        stop_op = made;
-        char p[600];
-        new_path(p, sizeof p);
-        rls__shm *t = pair_with_one_hole(p, b, w);
-        rls__shm_info i0, i1;
-        rls__shm_info_get(t, &i0);
-        pid_t vic, wai;
-        size_t held = 0;
-        int64_t acks = victim_stopped(p, &vic, &held);
-        wai = fork();
-        assert_true(wai >= 0);
-        if (wai == 0) {   /* waits on the victim's lock */
-            rls__shm *u = NULL;
-            if (rls__shm_open(&u, p, &G_KILL, NULL, 0) != RLS_OK)
-                _exit(2);
-            _exit(bump1(u) == RLS_OK ? 0 : 3);
-        }
-        int st;
-        assert_int_equal(kill(vic, SIGKILL), 0);
-        assert_int_equal(waitpid(vic, &st, 0), vic);
-        assert_int_equal(waitpid(wai, &st, 0), wai);
-        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-            fail_msg("round %d: the waiter ended with 0x%x", r, st);
-        int64_t want = acks + (stop_point == RLS__SHM_AT_PUBLISHED) + 1;
-        assert_int_equal(acks, made);
-        if (get(t, 9, "victim", 0) != want)
-            fail_msg("round %d (way %u, stop %d, op %d): victim holds %lld, want %lld", r, w,
-                     stop_point, stop_op, (long long)get(t, 9, "victim", 0), (long long)want);
-        assert_int_equal(copies_of(t, 9, "victim"), 1);
-        assert_int_equal(way_of(t, 9, "victim"), (int)w);
-        for (int i = 0; i < 32; i++) {
-            char k[32];
-            snprintf(k, sizeof k, "f%d", i);
-            int64_t v = get(t, 1, k, 0);
-            assert_true(v == i + 1 || (v == -1 && way_of(t, 1, k) == -1));
-        }
-        assert_int_equal(rls__shm_each(t, 0, each_none, NULL), RLS_OK);
-        rls__shm_info_get(t, &i1);
-        assert_int_equal(i1.recoveries - i0.recoveries, held);
-        assert_int_equal(held, made ? 1u : 2u);   /* its bucket, or both */
-        no_key_twice(t);
-        no_lock_held(t);
-        seen[high][made]++;
-        rls__shm_close(t);
-        unlink(p);
-    }
-    print_message("    %d rounds: low/new %d, low/made %d, high/new %d, high/made %d\n", rounds,
-                  seen[0][0], seen[0][1], seen[1][0], seen[1][1]);
-}
-
 /* ---- rls__shm_lock_read1's refusals ----------------------------------------------- */
 
 /* A sliding_log state of log entries (the log's bytes follow from n). */
@@ -870,7 +535,6 @@ int main(void)
         cmocka_unit_test(drops_in_a_full_pair_are_reused_once),
         cmocka_unit_test(skewed_clocks_racing_on_one_pair_stay_exact),
         cmocka_unit_test(read1_refusals_leave_no_lock),
-        cmocka_unit_test(kills_inside_one_item_charges_in_low_and_high_ways),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
