@@ -14,6 +14,7 @@
 #include "rlstore.h"
 #include "shm/shmtable.h"
 #include "shm/shm_int.h"
+#include "shmcount.h"
 
 static int nseq;
 static const int64_t FOREVER = (int64_t)1 << 60;
@@ -40,25 +41,6 @@ static inline rls__shm_item item_k(int64_t lid, int kind, const char *key)
     return it;
 }
 
-/* The state of count n expiring at exp: every field follows from n. */
-static inline algo_state state_n(int64_t n, int64_t exp)
-{
-    algo_state s;
-    memset(&s, 0, sizeof s);
-    s.present = 1;
-    s.a = n;
-    s.b = 2 * n;
-    s.c = -n;
-    s.last_ms = n;
-    s.expires_ms = exp;
-    return s;
-}
-
-static inline int whole(const algo_state *s)
-{
-    return s->b == 2 * s->a && s->c == -s->a && s->last_ms == s->a;
-}
-
 /* Writes count n, expiring at exp, to (lid, key) at now. */
 static inline int put(rls__shm *t, int64_t lid, const char *key, int64_t n, int64_t exp, int64_t now)
 {
@@ -67,7 +49,7 @@ static inline int put(rls__shm *t, int64_t lid, const char *key, int64_t n, int6
     int rc = rls__shm_lock(t, &it, 1, now, &tx);
     if (rc != RLS_OK)
         return rc;
-    algo_state s = state_n(n, exp);
+    algo_state s = shm_count(n, exp);
     rc = rls__shm_write(&tx, 0, &s);
     rls__shm_unlock(&tx);
     return rc;
@@ -85,7 +67,7 @@ static inline int64_t get(rls__shm *t, int64_t lid, const char *key, int64_t now
     rls__shm_unlock(&tx);
     if (!s.present || s.expires_ms <= now)
         return -1;
-    if (!whole(&s))
+    if (!shm_count_whole(&s))
         fail_msg("'%s' torn: a %lld b %lld", key, (long long)s.a, (long long)s.b);
     return s.a;
 }

@@ -243,9 +243,9 @@ static int charge1(rls__shm *t, int id, int i, int64_t now)
     int rc = rls__shm_lock_read1(t, &it, now, 0, &tx, &s);
     if (rc != RLS_OK)
         return rc;
-    if (s.present && (!whole(&s) || s.expires_ms != FOREVER))
+    if (s.present && (!shm_count_whole(&s) || s.expires_ms != FOREVER))
         rc = RLS_ECORRUPT;
-    algo_state w = state_n(s.present ? s.a + 1 : 1, FOREVER);
+    algo_state w = shm_count(s.present ? s.a + 1 : 1, FOREVER);
     if (rc == RLS_OK && (rc = rls__shm_write(&tx, 0, &w)) == RLS_OK)
         led->added[id][i]++;
     rls__shm_unlock(&tx);
@@ -266,11 +266,11 @@ static int charge2(rls__shm *t, int id, int i, int j, int64_t now)
     for (int x = 0; rc == RLS_OK && x < 2; x++) {
         memset(&s[x], 0, sizeof s[x]);
         rc = rls__shm_read(&tx, (size_t)x, &s[x]);
-        if (rc == RLS_OK && s[x].present && !whole(&s[x]))
+        if (rc == RLS_OK && s[x].present && !shm_count_whole(&s[x]))
             rc = RLS_ECORRUPT;
     }
     for (int x = 0; rc == RLS_OK && x < 2; x++) {
-        algo_state w = state_n(s[x].present ? s[x].a + 2 : 2, FOREVER);
+        algo_state w = shm_count(s[x].present ? s[x].a + 2 : 2, FOREVER);
         rc = rls__shm_write(&tx, (size_t)x, &w);
         if (rc == RLS_OK)
             led->added[id][x ? j : i] += 2;
@@ -293,7 +293,7 @@ static int drop1(rls__shm *t, int id, int i, int64_t now)
         return rc;
     rc = rls__shm_read(&tx, 0, &s);
     if (rc == RLS_OK && s.present && s.expires_ms > now) {
-        if (!whole(&s))
+        if (!shm_count_whole(&s))
             rc = RLS_ECORRUPT;
         else if ((rc = rls__shm_drop(&tx, 0)) == RLS_OK)
             led->dropped[id][i] += s.a;
@@ -314,9 +314,9 @@ static int churn(rls__shm *t, int id, int c, int64_t now)
     int rc = rls__shm_lock_read1(t, &it, now, 0, &tx, &s);
     if (rc != RLS_OK)
         return rc;
-    if (s.present && !whole(&s))
+    if (s.present && !shm_count_whole(&s))
         rc = RLS_ECORRUPT;
-    algo_state w = state_n(s.present && s.expires_ms > now ? s.a + 1 : 1, now + 50);
+    algo_state w = shm_count(s.present && s.expires_ms > now ? s.a + 1 : 1, now + 50);
     if (rc == RLS_OK)
         rc = rls__shm_write(&tx, 0, &w);
     rls__shm_unlock(&tx);
@@ -428,7 +428,7 @@ static void skewed_clocks_racing_on_one_pair_stay_exact(void **state)
 /* A sliding_log state of log entries (the log's bytes follow from n). */
 static algo_state log_state(int64_t n, uint32_t entries, unsigned char *buf)
 {
-    algo_state s = state_n(n, FOREVER);
+    algo_state s = shm_count(n, FOREVER);
     s.log_len = (size_t)entries * ALGO_LOG_ENTRY;
     for (size_t b = 0; b < s.log_len; b++)
         buf[b] = (unsigned char)(n + (int64_t)b);

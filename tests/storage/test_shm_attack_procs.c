@@ -66,9 +66,9 @@ static int bump1(rls__shm *t)
     int rc = rls__shm_lock_read1(t, &it, 0, 0, &tx, &s);
     if (rc != RLS_OK)
         return rc;
-    if (s.present && !whole(&s))
+    if (s.present && !shm_count_whole(&s))
         rc = RLS_ECORRUPT;
-    algo_state w = state_n(s.present ? s.a + 1 : 1, FOREVER);
+    algo_state w = shm_count(s.present ? s.a + 1 : 1, FOREVER);
     if (rc == RLS_OK)
         rc = rls__shm_write(&tx, 0, &w);
     rls__shm_unlock(&tx);
@@ -246,7 +246,7 @@ static int charge_new(rls__shm *t, const char *key, int64_t now)
     if (rc != RLS_OK)
         return rc;
     int live = s.present && s.expires_ms > now;
-    algo_state w = state_n(live ? s.a + 1 : 1, now + 5);
+    algo_state w = shm_count(live ? s.a + 1 : 1, now + 5);
     rc = rls__shm_write(&tx, 0, &w);
     rls__shm_unlock(&tx);
     return rc;

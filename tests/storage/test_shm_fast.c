@@ -89,7 +89,7 @@ static void one_item_is_locked_and_read_in_one_call(void **state)
     assert_int_equal(st.present, 0);
     assert_int_equal(tx.nlocked, 2);
     assert_false(bucket_free(t, tx.locked[0]));
-    algo_state w = state_of(5, 1000);
+    algo_state w = shm_count(5, 1000);
     assert_int_equal(rls__shm_write(&tx, 0, &w), RLS_OK);
     rls__shm_unlock(&tx);
     /* present: its bucket alone, its state */

@@ -72,12 +72,12 @@ static void a_state_of_another_algorithm_reads_absent(void **state)
     rls__shm_txn tx;
     rls__shm_item it = item(1, "k");
     it.kind = ALGO_GCRA;
-    algo_state s = state_of(99, 99);
+    algo_state s = shm_count(99, 99);
     assert_int_equal(rls__shm_lock(t, &it, 1, 0, &tx), RLS_OK);
     assert_int_equal(rls__shm_read(&tx, 0, &s), RLS_OK);
     assert_int_equal(s.present, 0);
     assert_int_equal(s.a, 0);
-    algo_state w = state_of(3, 1000);
+    algo_state w = shm_count(3, 1000);
     assert_int_equal(rls__shm_write(&tx, 0, &w), RLS_OK);   /* the new kind's state */
     rls__shm_unlock(&tx);
     rls__shm_unlock(&tx);   /* idempotent */
@@ -99,7 +99,7 @@ static void a_sliding_log_is_kept_up_to_the_tables_bound(void **state)
     rls__shm_txn tx;
     rls__shm_item it = item(1, "k");
     it.kind = ALGO_SLIDING_LOG;
-    algo_state s = state_of(2, 1000);
+    algo_state s = shm_count(2, 1000);
     s.log = log;
     s.log_len = 5 * ALGO_LOG_ENTRY;
     assert_int_equal(rls__shm_lock(t, &it, 1, 0, &tx), RLS_OK);
@@ -171,7 +171,7 @@ static void expired_entries_are_reused_and_a_full_table_changes_nothing(void **s
     }
     /* a read-only transaction sees "new" absent and cannot write it */
     rls__shm_item nw = item(1, "new");
-    algo_state s = state_of(1, 1);
+    algo_state s = shm_count(1, 1);
     assert_int_equal(rls__shm_lock_peek(t, &nw, 1, 499, &tx), RLS_OK);
     assert_int_equal(rls__shm_read(&tx, 0, &s), RLS_OK);
     assert_int_equal(s.present, 0);
@@ -270,7 +270,7 @@ static void entries_are_listed_and_dropped(void **state)
     assert_int_equal(l.n, 3);
     /* dropped and written again in one transaction: the new state */
     assert_int_equal(rls__shm_lock(t, its, 1, 0, &tx), RLS_OK);
-    algo_state s = state_of(9, 1000);
+    algo_state s = shm_count(9, 1000);
     assert_int_equal(rls__shm_write(&tx, 0, &s), RLS_OK);
     assert_int_equal(rls__shm_drop(&tx, 0), RLS_OK);
     assert_int_equal(rls__shm_write(&tx, 0, &s), RLS_OK);
@@ -402,7 +402,7 @@ static void bad_arguments_are_refused(void **state)
     longkey[32] = '\0';   /* exactly key_max */
     assert_int_equal(put(t, 1, longkey, 3, 1000, 0), RLS_OK);
     assert_int_equal(get(t, 1, longkey), 3);
-    algo_state s = state_of(1, 1);
+    algo_state s = shm_count(1, 1);
     rls__shm_item k = item(1, "k");
     assert_int_equal(rls__shm_lock(t, &k, 1, 0, &tx), RLS_OK);
     assert_int_equal(rls__shm_read(&tx, 1, &s), RLS_EINVAL);
@@ -489,7 +489,7 @@ static void a_present_entry_locks_its_own_bucket_alone(void **state)
         for (size_t i = 1; i < tx.nlocked; i++)
             assert_true(tx.locked[i - 1] < tx.locked[i]);
         for (size_t i = 0; i < 2; i++) {
-            algo_state st = state_of(k, INT64_MAX);
+            algo_state st = shm_count(k, INT64_MAX);
             assert_int_equal(rls__shm_write(&tx, i, &st), RLS_OK);
         }
         rls__shm_unlock(&tx);
